@@ -1,0 +1,27 @@
+"""The games Boulevard hosts. The engine knows games only through `REGISTRY`.
+
+Each entry is added explicitly here (no registration by import side effect).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from boulevard.games.base import GameDefinition
+
+REGISTRY: dict[str, GameDefinition[Any, Any, Any, Any]] = {}
+
+
+def _register() -> None:
+    # Imported here, not at module top, so `boulevard.games.base` stays importable alone.
+    pass
+
+
+_register()
+
+
+def get_game(name: str) -> GameDefinition[Any, Any, Any, Any]:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown game {name!r}; known: {', '.join(sorted(REGISTRY))}") from None

@@ -1,0 +1,143 @@
+"""The one shape every game has: pure functions over frozen data (a decider, see STYLE.md).
+
+A game never produces randomness: `chance(state)` says what it needs, the engine asks the
+dice service, and feeds the answer back through `evolve` as a `ChanceResolved` event. Money
+moves only through events that carry `transfers`, so the ledger never re-implements rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Generic, Protocol, TypeVar
+
+Seat = int
+"""A player's seat, 0-based, in turn order of the table (not of play)."""
+
+BANK = "bank"
+
+
+def seat_account(seat: Seat) -> str:
+    """The ledger account name of a seat's money inside one game."""
+    return f"seat:{seat}"
+
+
+class RulesError(Exception):
+    """A command the rules refuse. `code` is stable (tests and clients match on it); the
+    message is for a player to read. A refused command produces no events."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """Money moved by an event: `amount` (whole dollars of the game's unit, > 0) goes from
+    account `source` to account `target` (`bank`, `seat:N`, or a game-defined escrow)."""
+
+    source: str
+    target: str
+    amount: int
+    reason: str
+
+
+class ChanceKind(StrEnum):
+    ROLL = "roll"  # `count` dice of `sides` sides, each value in 1..sides
+    SHUFFLE = "shuffle"  # a uniform permutation of range(count)
+
+
+@dataclass(frozen=True, slots=True)
+class ChanceRequest:
+    """Randomness a game needs before anyone can act. `purpose` is the game's own label
+    (e.g. "start_player", "reorganize", "deck") so the answer can be routed."""
+
+    purpose: str
+    kind: ChanceKind
+    count: int
+    sides: int = 6
+
+
+@dataclass(frozen=True, slots=True)
+class ChanceResolved:
+    """The answer to a ChanceRequest, recorded as an event. `nonce` is the dice service's
+    outcome number (the proof reference an auditor checks); -1 when resolved in-process."""
+
+    purpose: str
+    kind: ChanceKind
+    values: tuple[int, ...]
+    nonce: int = -1
+    sides: int = 6
+
+
+@dataclass(frozen=True, slots=True)
+class GameConfig:
+    players: int
+    options: tuple[tuple[str, str], ...] = ()
+
+    def option(self, name: str, default: str = "") -> str:
+        return dict(self.options).get(name, default)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """`ranking` lists groups of seats best first; seats in one group share that place."""
+
+    finished: bool
+    ranking: tuple[tuple[Seat, ...], ...] = ()
+    scores: tuple[int, ...] = ()
+    reason: str = ""
+
+    @property
+    def winners(self) -> tuple[Seat, ...]:
+        return self.ranking[0] if self.ranking else ()
+
+
+class RandomSource(Protocol):
+    """What a bot needs of a random generator (random.Random satisfies it). Bots take one
+    as an argument so the rules packages never touch global randomness."""
+
+    def random(self) -> float: ...
+    def randrange(self, start: int, stop: int | None = ..., step: int = ...) -> int: ...
+
+
+S = TypeVar("S")
+C = TypeVar("C")
+E = TypeVar("E")
+V = TypeVar("V")
+
+Bot = Callable[[Any, Sequence[Any], Seat, RandomSource], Any]
+"""A bot sees only what its seat may see: (view, legal commands, seat, rng) -> command."""
+
+
+@dataclass(frozen=True)
+class GameDefinition(Generic[S, C, E, V]):
+    """Everything the platform knows about one game. The engine, the ledger and the bots
+    reach a game only through this record (and `REGISTRY`)."""
+
+    name: str
+    title: str
+    min_players: int
+    max_players: int
+    command_types: tuple[type, ...]
+    event_types: tuple[type, ...]
+    initial_state: Callable[[], S]
+    new_game: Callable[[GameConfig], Sequence[E]]
+    decide: Callable[[C, S], Sequence[E]]
+    evolve: Callable[[S, E | ChanceResolved], S]
+    chance: Callable[[S], ChanceRequest | None]
+    legal_commands: Callable[[S, Seat], Sequence[C]]
+    view: Callable[[S, Seat | None], V]
+    outcome: Callable[[S], Outcome]
+    money: Callable[[S], Mapping[Seat, int]]
+    render: Callable[[V], str]
+    bots: Mapping[str, Bot] = field(default_factory=dict)
+    view_type: type | None = None
+
+
+def transfers_of(event: object) -> tuple[Transfer, ...]:
+    """The money an event moves: its `transfers` field, or nothing."""
+    transfers: tuple[Transfer, ...] = getattr(event, "transfers", ())
+    return transfers

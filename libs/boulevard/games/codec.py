@@ -1,0 +1,149 @@
+"""Events and commands to plain JSON-able dicts and back, by reflection over dataclasses.
+
+The wire format of a game event in the log is `{"type": ClassName, ...fields}` with tuples as
+lists, frozensets as sorted lists, enums by value and nested dataclasses as dicts. It is
+deterministic (same object, same bytes) so an auditor in any language can read and hash it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Iterable
+from enum import Enum
+from functools import cache
+from typing import Any, Union
+
+from boulevard.games.base import ChanceResolved, RulesError
+
+JSON = Any
+
+
+def to_plain(value: Any) -> JSON:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, tuple | list):
+        return [to_plain(v) for v in value]
+    if isinstance(value, frozenset | set):
+        return sorted((to_plain(v) for v in value), key=_sort_key)
+    if isinstance(value, dict):
+        return [[to_plain(k), to_plain(v)] for k, v in sorted(value.items(), key=_item_key)]
+    return value
+
+
+def _sort_key(v: Any) -> str:
+    return json.dumps(v, sort_keys=True)
+
+
+def _item_key(kv: tuple[Any, Any]) -> str:
+    return _sort_key(to_plain(kv[0]))
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def from_plain(tp: Any, data: JSON) -> Any:
+    """Rebuild a value of type `tp` from what `to_plain` made."""
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return data
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if data is None:
+            return None
+        if len(args) == 1:
+            return from_plain(args[0], data)
+        for a in args:  # first that fits
+            try:
+                return from_plain(a, data)
+            except (TypeError, ValueError, KeyError):
+                continue
+        raise ValueError(f"no member of {tp} fits {data!r}")
+    if origin is typing.Literal:
+        if data not in typing.get_args(tp):
+            raise ValueError(f"{data!r} is not one of {typing.get_args(tp)}")
+        return data
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(from_plain(args[0], v) for v in data)
+        return tuple(from_plain(a, v) for a, v in zip(args, data, strict=True))
+    if origin is frozenset:
+        (arg,) = typing.get_args(tp)
+        return frozenset(from_plain(arg, v) for v in data)
+    if origin is dict or origin is typing.Mapping:
+        kt, vt = typing.get_args(tp)
+        return {from_plain(kt, k): from_plain(vt, v) for k, v in data}
+    if isinstance(tp, type) and issubclass(tp, Enum):
+        return tp(data)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        hints = _hints(tp)
+        kwargs = {
+            f.name: from_plain(hints[f.name], data[f.name])
+            for f in dataclasses.fields(tp)
+            if f.name in data
+        }
+        return tp(**kwargs)
+    if tp is int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise TypeError(f"expected an integer, got {data!r}")
+        return data
+    if tp is str:
+        if not isinstance(data, str):
+            raise TypeError(f"expected a string, got {data!r}")
+        return data
+    if tp is bool:
+        if not isinstance(data, bool):
+            raise TypeError(f"expected true/false, got {data!r}")
+        return data
+    if tp is float:
+        return float(data)
+    if tp is type(None):
+        return None
+    raise TypeError(f"cannot decode type {tp!r}")
+
+
+class Codec:
+    """Encodes and decodes one game's events (or commands) by class name."""
+
+    def __init__(self, classes: Iterable[type]) -> None:
+        self._by_name: dict[str, type] = {}
+        for cls in (*classes, ChanceResolved):
+            self._by_name[cls.__name__] = cls
+
+    def type_name(self, obj: object) -> str:
+        name = type(obj).__name__
+        if name not in self._by_name:
+            raise TypeError(f"{name} is not a known type of this codec")
+        return name
+
+    def encode(self, obj: object) -> dict[str, JSON]:
+        return {"type": self.type_name(obj), **to_plain(obj)}
+
+    def decode(self, data: dict[str, JSON]) -> Any:
+        """Decode one object; malformed input raises RulesError('malformed', …)."""
+        if not isinstance(data, dict) or "type" not in data:
+            raise RulesError("malformed", "expected an object with a 'type' field")
+        cls = self._by_name.get(data["type"])
+        if cls is None:
+            raise RulesError("malformed", f"unknown type {data['type']!r}")
+        try:
+            return from_plain(cls, {k: v for k, v in data.items() if k != "type"})
+        except (TypeError, ValueError, KeyError) as exc:
+            raise RulesError("malformed", f"bad {data['type']}: {exc}") from exc
+
+    def dumps(self, obj: object) -> bytes:
+        return json.dumps(self.encode(obj), sort_keys=True, separators=(",", ":")).encode()
+
+    def loads(self, raw: bytes | str) -> Any:
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise RulesError("malformed", f"not JSON: {exc}") from exc
+        return self.decode(data)
