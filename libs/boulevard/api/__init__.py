@@ -1,0 +1,1 @@
+"""Code generated from protos/ by tools/gen_protos.py."""

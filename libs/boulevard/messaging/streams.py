@@ -1,0 +1,46 @@
+"""JetStream streams, created or updated idempotently from explicit configuration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nats.js import JetStreamContext
+from nats.js.api import DiscardPolicy, StorageType, StreamConfig
+from nats.js.errors import NotFoundError
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSpec:
+    name: str
+    subjects: tuple[str, ...]
+    replicas: int = 1
+    duplicate_window_seconds: float = 120.0
+    memory: bool = False
+    # Logs are evidence: nobody deletes or purges a message from them.
+    deny_delete: bool = True
+    deny_purge: bool = True
+
+    def config(self) -> StreamConfig:
+        return StreamConfig(
+            name=self.name,
+            subjects=list(self.subjects),
+            storage=StorageType.MEMORY if self.memory else StorageType.FILE,
+            num_replicas=self.replicas,
+            duplicate_window=self.duplicate_window_seconds,
+            discard=DiscardPolicy.NEW,
+            deny_delete=self.deny_delete,
+            deny_purge=self.deny_purge,
+            allow_direct=True,
+            allow_atomic=True,
+        )
+
+
+async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> None:
+    """Create the stream, or bring an existing one to this configuration."""
+    config = spec.config()
+    try:
+        await js.stream_info(spec.name)
+    except NotFoundError:
+        await js.add_stream(config)
+        return
+    await js.update_stream(config)

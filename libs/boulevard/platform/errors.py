@@ -1,0 +1,71 @@
+"""Domain errors and the one place that maps them to gRPC status codes.
+
+Services raise these (or let a game's RulesError through); the server interceptor turns
+them into a precise status with a readable message. Anything else becomes INTERNAL with
+the details logged, never UNKNOWN.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from boulevard.games.base import RulesError
+
+
+class BoulevardError(Exception):
+    """Root of the platform's errors; `status` says how a client sees it."""
+
+    status: grpc.StatusCode = grpc.StatusCode.INTERNAL
+
+
+class InvalidArgument(BoulevardError):
+    status = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class NotFound(BoulevardError):
+    status = grpc.StatusCode.NOT_FOUND
+
+
+class AlreadyExists(BoulevardError):
+    status = grpc.StatusCode.ALREADY_EXISTS
+
+
+class FailedPrecondition(BoulevardError):
+    status = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class PermissionDenied(BoulevardError):
+    status = grpc.StatusCode.PERMISSION_DENIED
+
+
+class Unauthenticated(BoulevardError):
+    status = grpc.StatusCode.UNAUTHENTICATED
+
+
+class Aborted(BoulevardError):
+    """A lost race: the caller may reload and retry."""
+
+    status = grpc.StatusCode.ABORTED
+
+
+class Unavailable(BoulevardError):
+    status = grpc.StatusCode.UNAVAILABLE
+
+
+def status_of(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
+    """The status and message for a known error, or None for an unexpected one."""
+    if isinstance(exc, BoulevardError):
+        return exc.status, str(exc)
+    if isinstance(exc, RulesError):
+        code = (
+            grpc.StatusCode.INVALID_ARGUMENT
+            if exc.code == "malformed"
+            else grpc.StatusCode.FAILED_PRECONDITION
+        )
+        return code, f"{exc.code}: {exc.message}"
+    # Imported lazily: the event store imports this module.
+    from boulevard.eventlog.errors import ConcurrencyConflict
+
+    if isinstance(exc, ConcurrencyConflict):
+        return grpc.StatusCode.ABORTED, str(exc)
+    return None
