@@ -8,6 +8,8 @@ from nats.js import JetStreamContext
 from nats.js.api import DiscardPolicy, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
+from boulevard.platform.settings import Settings
+
 
 @dataclass(frozen=True, slots=True)
 class StreamSpec:
@@ -44,3 +46,23 @@ async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> None:
         await js.add_stream(config)
         return
     await js.update_stream(config)
+
+
+def platform_streams(settings: Settings) -> dict[str, StreamSpec]:
+    """The streams of DESIGN.md ("Names and ports"), named and sized by settings."""
+
+    def spec(name: str, prefix: str) -> StreamSpec:
+        return StreamSpec(
+            name=name,
+            subjects=(f"{prefix}.>",),
+            replicas=settings.stream_replicas,
+            duplicate_window_seconds=settings.duplicate_window_seconds,
+        )
+
+    s = settings
+    return {
+        "games": spec(s.games_stream, s.games_subject_prefix),
+        "dice": spec(s.dice_stream, s.dice_subject_prefix),
+        "ledger": spec(s.ledger_stream, s.ledger_subject_prefix),
+        "matchmaking": spec(s.matchmaking_stream, s.matchmaking_subject_prefix),
+    }

@@ -1,0 +1,76 @@
+"""A server interceptor that turns domain errors into precise gRPC status codes.
+
+Every handler of every service goes through it, so no servicer maps errors by hand and no
+client ever sees UNKNOWN: unexpected exceptions are logged and become INTERNAL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+import structlog
+
+from boulevard.platform.errors import status_of
+
+log = structlog.get_logger(__name__)
+
+
+async def _abort(context: grpc.aio.ServicerContext[Any, Any], exc: Exception, method: str) -> None:
+    mapped = status_of(exc)
+    if mapped is None:
+        log.exception("unexpected error", method=method)
+        await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}")
+    else:
+        await context.abort(mapped[0], mapped[1])
+
+
+def _wrap_unary(behavior: Callable[..., Awaitable[Any]], method: str) -> Callable[..., Any]:
+    async def wrapped(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        try:
+            return await behavior(request, context)
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - mapped or logged, never lost
+            await _abort(context, exc, method)
+
+    return wrapped
+
+
+def _wrap_stream(behavior: Callable[..., AsyncIterator[Any]], method: str) -> Callable[..., Any]:
+    async def wrapped(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        try:
+            async for item in behavior(request, context):
+                yield item
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            await _abort(context, exc, method)
+
+    return wrapped
+
+
+class ErrorInterceptor(grpc.aio.ServerInterceptor):
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        method = handler_call_details.method
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                _wrap_unary(handler.unary_unary, method),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(
+                _wrap_stream(handler.unary_stream, method),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler

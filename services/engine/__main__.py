@@ -1,0 +1,16 @@
+"""Run the engine service: `python -m services.engine`."""
+
+import asyncio
+
+from boulevard.platform.server import serve
+from boulevard.platform.settings import get_settings
+from services.engine.app import EngineApp
+
+
+def main() -> None:
+    settings = get_settings()
+    asyncio.run(serve(EngineApp(settings), settings))
+
+
+if __name__ == "__main__":
+    main()
