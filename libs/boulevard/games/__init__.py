@@ -14,7 +14,9 @@ REGISTRY: dict[str, GameDefinition[Any, Any, Any, Any]] = {}
 
 def _register() -> None:
     # Imported here, not at module top, so `boulevard.games.base` stays importable alone.
-    pass
+    from boulevard.games.las_vegas import GAME as LAS_VEGAS
+
+    REGISTRY[LAS_VEGAS.name] = LAS_VEGAS
 
 
 _register()
