@@ -37,8 +37,11 @@ class App(Protocol):
 
 
 async def connect_nats(settings: Settings, name: str) -> NATS:
+    nc: NATS | None = None
+
     async def on_disconnect() -> None:
-        log.warning("nats disconnected")
+        if nc is not None and not (nc.is_closed or nc.is_draining):
+            log.warning("nats disconnected")
 
     async def on_reconnect() -> None:
         log.info("nats reconnected")
@@ -46,7 +49,7 @@ async def connect_nats(settings: Settings, name: str) -> NATS:
     async def on_error(exc: Exception) -> None:
         log.warning("nats error", error=str(exc))
 
-    return await nats.connect(
+    nc = await nats.connect(
         settings.nats_url,
         name=f"boulevard-{name}",
         max_reconnect_attempts=-1,
@@ -56,6 +59,7 @@ async def connect_nats(settings: Settings, name: str) -> NATS:
         reconnected_cb=on_reconnect,
         error_cb=on_error,
     )
+    return nc
 
 
 class RunningService:

@@ -22,6 +22,7 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("NATS_URL", "BOULEVARD_NATS_URL"),
     )
     data_dir: Path = Path(".data")
+    embedded_nats_port: int = Field(default=4222, ge=0, le=65535)  # `boulevard up` only
 
     grpc_host: str = "127.0.0.1"
     matchmaking_port: int = Field(default=50051, ge=0, le=65535)

@@ -1,0 +1,49 @@
+# Boulevard. `make run` and `make test` work on a fresh machine: they create .venv first.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help setup proto proto-check run test test-unit test-integration lint format bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP) ## create .venv and install Boulevard with its dev tools
+
+proto: $(STAMP) ## regenerate libs/boulevard/api from protos/
+	$(BIN)/python tools/gen_protos.py
+
+proto-check: $(STAMP) ## fail if the committed generated code drifted from protos/
+	$(BIN)/python tools/gen_protos.py --check
+
+run: $(STAMP) ## start NATS + the four services and play a demo game (Ctrl-C stops)
+	$(BIN)/boulevard up
+
+test: $(STAMP) ## the whole suite: unit, integration (real nats-server) and e2e
+	$(BIN)/pytest
+
+test-unit: $(STAMP) ## pure tests only, no I/O
+	$(BIN)/pytest tests/unit
+
+lint: $(STAMP) ## ruff (lint + format check) and mypy --strict
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy libs services tools
+
+format: $(STAMP) ## apply ruff's formatting and safe fixes
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: $(STAMP) ## run every benchmark under bench/ and print its figures
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean: ## remove the venv, caches and local data
+	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info

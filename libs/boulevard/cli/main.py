@@ -1,0 +1,29 @@
+"""The `boulevard` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from boulevard.cli import up
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="boulevard",
+        description="Boulevard: run, play and audit Vegas board games on NATS and gRPC.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    up.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""`boulevard up`: the whole platform on one machine, with one command.
+
+Starts an embedded nats-server (JetStream, `sync_interval: always`, data under
+`<data-dir>/nats`) unless NATS_URL is set, then the services as separate processes; waits
+until each reports SERVING, prints where they listen, and on Ctrl-C (or SIGTERM) stops
+everything in reverse order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from boulevard.messaging.server import NatsServer
+from boulevard.platform.settings import Settings
+
+SERVICES = ("matchmaking", "engine", "dice", "ledger")
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser("up", help="start NATS and the services, play a demo game")
+    p.add_argument("--data-dir", type=Path, default=None, help="where NATS keeps its store")
+    p.add_argument(
+        "--services", default=",".join(SERVICES), help="comma-separated services to start"
+    )
+    p.add_argument("--no-demo", action="store_true", help="do not play the demo game")
+    p.add_argument(
+        "--exit-after-demo", action="store_true", help="stop everything once the demo ends"
+    )
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for SERVING")
+    p.set_defaults(func=run)
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+async def wait_serving(
+    address: str, timeout: float, child: subprocess.Popen[bytes] | None = None
+) -> None:
+    deadline = time.monotonic() + timeout
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while True:
+            try:
+                reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.aio.AioRpcError:
+                pass
+            if child is not None and child.poll() is not None:
+                raise RuntimeError(f"the process for {address} exited with {child.returncode}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no SERVING answer from {address} within {timeout}s")
+            await asyncio.sleep(0.1)
+
+
+class Platform:
+    """The processes `up` started, stopped in reverse order."""
+
+    def __init__(self) -> None:
+        self.nats: NatsServer | None = None
+        self.children: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    def stop(self) -> None:
+        for name, child in reversed(self.children):
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for name, child in reversed(self.children):
+            try:
+                child.wait(15)
+            except subprocess.TimeoutExpired:
+                say(f"  {name} did not stop in 15 s; killing it")
+                child.kill()
+                child.wait()
+        self.children.clear()
+        if self.nats is not None:
+            self.nats.stop()
+            self.nats = None
+
+
+async def start_platform(
+    settings: Settings, names: list[str], data_dir: Path, timeout: float
+) -> tuple[Platform, dict[str, str]]:
+    platform = Platform()
+    env = dict(os.environ)
+    try:
+        if "NATS_URL" in os.environ:
+            say(f"using NATS at {os.environ['NATS_URL']}")
+        else:
+            data_dir.mkdir(parents=True, exist_ok=True)
+            platform.nats = NatsServer(
+                data_dir / "nats", port=settings.embedded_nats_port, log_file=data_dir / "nats.log"
+            ).start()
+            env["NATS_URL"] = platform.nats.url
+            say(f"nats-server (JetStream, sync always) on {platform.nats.url}, data in {data_dir}")
+        addresses = {}
+        for name in names:
+            child = subprocess.Popen([sys.executable, "-m", f"services.{name}"], env=env)
+            platform.children.append((name, child))
+            addresses[name] = f"{settings.grpc_host}:{settings.port_of(name)}"
+        for name, child in platform.children:
+            await wait_serving(addresses[name], timeout, child)
+            say(f"  {name:<12} SERVING on {addresses[name]}")
+        return platform, addresses
+    except BaseException:
+        platform.stop()
+        raise
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = Settings()
+    names = [n.strip() for n in args.services.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(SERVICES))
+    if unknown:
+        say(f"unknown service(s): {', '.join(unknown)}; choose from {', '.join(SERVICES)}")
+        return 2
+    data_dir: Path = args.data_dir or settings.data_dir
+    try:
+        platform, addresses = asyncio.run(start_platform(settings, names, data_dir, args.timeout))
+    except (TimeoutError, RuntimeError, OSError) as exc:
+        say(f"could not start the platform: {exc}")
+        return 1
+    stopping = False
+
+    def on_signal(signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    previous: dict[int, Callable[..., object] | int | None] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, on_signal)
+    try:
+        if not args.no_demo:
+            from boulevard.cli.demo import play_demo
+
+            play_demo(addresses)
+            if args.exit_after_demo:
+                return 0
+        say("platform up; press Ctrl-C to stop")
+        while not stopping:
+            for name, child in platform.children:
+                if child.poll() is not None:
+                    say(f"{name} exited with code {child.returncode}; stopping everything")
+                    return 1
+            time.sleep(0.2)
+        return 0
+    finally:
+        say("stopping…")
+        platform.stop()
+        say("stopped")

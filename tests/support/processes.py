@@ -1,0 +1,75 @@
+"""Start Boulevard processes for e2e tests on free loopback ports, and always clean up."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from boulevard.messaging.server import free_port
+
+SERVICES = ("matchmaking", "engine", "dice", "ledger")
+
+
+def service_env(nats_url: str | None, data_dir: Path, extra: Mapping[str, str] = {}) -> dict[str, str]:
+    """An environment with a free port per service (and NATS_URL when given)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BOULEVARD_")}
+    env.pop("NATS_URL", None)
+    if nats_url:
+        env["NATS_URL"] = nats_url
+    env["BOULEVARD_DATA_DIR"] = str(data_dir)
+    env["BOULEVARD_LOG_FORMAT"] = "json"
+    for name in SERVICES:
+        env[f"BOULEVARD_{name.upper()}_PORT"] = str(free_port())
+    env.update(extra)
+    return env
+
+
+def address(env: Mapping[str, str], service: str) -> str:
+    return f"127.0.0.1:{env[f'BOULEVARD_{service.upper()}_PORT']}"
+
+
+class ServiceProcess:
+    """One service as its own process (`python -m services.<name>`)."""
+
+    def __init__(self, name: str, env: Mapping[str, str], log_dir: Path) -> None:
+        self.name = name
+        self.env = dict(env)
+        self.log_path = log_dir / f"{name}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return address(self.env, self.name)
+
+    def start(self) -> ServiceProcess:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the process
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", f"services.{self.name}"],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        return self
+
+    def kill(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> int | None:
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        return self.process.returncode
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
