@@ -276,3 +276,25 @@ def test_refused_for_a_number_not_rolled() -> None:
 def test_refused_for_a_casino_that_does_not_exist(number: int) -> None:
     t = table(players=3, current=1, roll=Roll((1,) * 8, ()))
     spec(GAME).given_state(t.state).when(PlaceDice(1, number)).then_raises("bad_number")
+
+
+def test_the_white_player_tied_with_a_seat_cancels_both() -> None:
+    t = table(
+        players=2,
+        white_dice=True,
+        casinos={3: At(notes=(70 * K, 20 * K), dice=(2, 1), white=2)},
+        dice_left=(0, 0),
+        white_left=(0, 1),
+        current=1,
+        roll=Roll((), (5,)),
+    )
+    paid = payout(spec(GAME).given_state(t.state).when(PlaceDice(1, 5)).events(), 3)
+    assert paid.cancelled == (0,) and paid.white_cancelled
+    assert [(a.seat, a.value) for a in paid.awards] == [(1, 70 * K)]
+    assert paid.white_notes == ()
+
+
+def test_outcome_is_open_until_the_game_ends() -> None:
+    t = table(players=2, hands={0: (30 * K,)})
+    outcome = GAME.outcome(t.state)
+    assert not outcome.finished and outcome.winners == () and outcome.scores == (30 * K, 0)
