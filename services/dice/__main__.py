@@ -1,0 +1,17 @@
+"""Run the dice service: `python -m services.dice`."""
+
+import asyncio
+
+from boulevard.platform.server import serve
+
+from services.dice.app import DiceApp
+from services.dice.settings import get_dice_settings
+
+
+def main() -> None:
+    settings = get_dice_settings()
+    asyncio.run(serve(DiceApp(settings), settings))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""Wiring of the dice service: the DICE stream, the sealed seed vault, the engine's NATS
+request/reply API and the public gRPC servicer."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import grpc
+from boulevard.api.v1 import dice_pb2, dice_pb2_grpc
+from boulevard.messaging.streams import StreamSpec, ensure_stream, platform_streams
+from nats.aio.client import Client as NATS
+
+from services.dice.dealer import Dealer
+from services.dice.queries import DiceQueries
+from services.dice.rpc import DiceRpc
+from services.dice.sealing import SeedSealer
+from services.dice.server import DiceServicer
+from services.dice.settings import DiceSettings
+from services.dice.store import DiceLog, SeedVault
+
+
+def dice_stream(settings: DiceSettings) -> StreamSpec:
+    """DICE holds `dice.<game_id>` only: one token after the prefix, so the request/reply
+    subjects `dice.rpc.<op>` (three tokens) never land in the evidence stream."""
+    spec = platform_streams(settings)["dice"]
+    return dataclasses.replace(spec, subjects=(f"{settings.dice_subject_prefix}.*",))
+
+
+class DiceApp:
+    name = "dice"
+    service_names: Sequence[str] = (dice_pb2.DESCRIPTOR.services_by_name["DiceService"].full_name,)
+
+    def __init__(self, settings: DiceSettings) -> None:
+        self.settings = settings
+        self._sealer = SeedSealer(settings.seed_key())  # fail fast on a bad key
+        self.dealer: Dealer | None = None
+        self.queries: DiceQueries | None = None
+        self._rpc: DiceRpc | None = None
+
+    async def start(self, nc: NATS) -> None:
+        s = self.settings
+        js = nc.jetstream()
+        await ensure_stream(js, dice_stream(s))
+        vault = await SeedVault.open(js, s.dice_seeds_bucket, self._sealer, s.stream_replicas)
+        dice_log = DiceLog(nc, s.dice_stream, s.dice_subject_prefix)
+        self.dealer = Dealer(dice_log, vault, cache_size=s.dice_cache_games)
+        self.queries = DiceQueries(dice_log)
+        self._rpc = DiceRpc(nc, self.dealer, s.dice_rpc_prefix, s.dice_rpc_queue)
+        await self._rpc.start()
+
+    def register(self, server: grpc.aio.Server) -> None:
+        assert self.queries is not None, "start() before register()"
+        dice_pb2_grpc.add_DiceServiceServicer_to_server(DiceServicer(self.queries), server)
+
+    async def stop(self) -> None:
+        if self._rpc is not None:
+            await self._rpc.stop()
+            self._rpc = None

@@ -1,0 +1,183 @@
+"""Where the dice service keeps things: the DICE stream (public evidence, one subject per
+game) and the seed vault (a KV bucket of sealed server seeds that only this service reads).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from boulevard.api.v1 import dice_pb2
+from boulevard.platform.errors import FailedPrecondition, Unavailable
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import ConsumerConfig, DeliverPolicy, KeyValueConfig, StorageType
+from nats.js.errors import (
+    APIError,
+    BucketNotFoundError,
+    KeyDeletedError,
+    KeyNotFoundError,
+    KeyWrongLastSequenceError,
+    NotFoundError,
+)
+from nats.js.kv import KeyValue
+
+from services.dice.sealing import SealError, SeedSealer
+
+MSG_ID = "Nats-Msg-Id"
+EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
+RECORD_TYPE = "Boulevard-Type"
+WRONG_LAST_SEQUENCE = 10071
+
+
+class AppendConflict(Exception):
+    """Someone else appended to the game's subject first (or this record is a replay)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    seq: int  # the stream sequence
+    record: dice_pb2.DiceRecord
+
+
+class DiceLog:
+    """Append and read `DiceRecord`s on `<prefix>.<game_id>` of the DICE stream."""
+
+    def __init__(self, nc: NATS, stream: str, prefix: str, read_timeout: float = 30.0) -> None:
+        self._nc = nc
+        self._js: JetStreamContext = nc.jetstream()
+        self.stream = stream
+        self.prefix = prefix
+        self._read_timeout = read_timeout
+
+    def subject(self, game_id: str) -> str:
+        return f"{self.prefix}.{game_id}"
+
+    async def last_seq(self, game_id: str) -> int:
+        """The stream sequence of the game's last record, 0 when it has none."""
+        try:
+            msg = await self._js.get_last_msg(self.stream, self.subject(game_id), direct=True)
+        except NotFoundError:
+            return 0
+        assert msg.seq is not None
+        return msg.seq
+
+    async def append(
+        self, game_id: str, record: dice_pb2.DiceRecord, msg_id: str, expected_last_seq: int
+    ) -> int:
+        """Append one record if the game's last record is still `expected_last_seq`; its
+        stream sequence once the server has stored it. AppendConflict otherwise."""
+        headers = {
+            MSG_ID: msg_id,
+            EXPECTED_LAST_SUBJECT_SEQ: str(expected_last_seq),
+            RECORD_TYPE: record.WhichOneof("record") or "",
+        }
+        try:
+            ack = await self._js.publish(
+                self.subject(game_id), record.SerializeToString(), headers=headers
+            )
+        except APIError as err:
+            if err.err_code == WRONG_LAST_SEQUENCE:
+                raise AppendConflict(game_id) from err
+            raise Unavailable(f"DICE append failed: {err.description}") from err
+        except TimeoutError as err:
+            raise Unavailable("DICE append timed out") from err
+        if ack.duplicate:
+            raise AppendConflict(game_id)
+        return ack.seq
+
+    async def read(
+        self, game_id: str, start_seq: int = 1, limit: int | None = None
+    ) -> tuple[list[StoredRecord], int]:
+        """The game's records from stream sequence `start_seq` on (at most `limit`), and the
+        sequence of the game's last record at the time of reading."""
+        last = await self.last_seq(game_id)
+        if last < max(start_seq, 1):
+            return [], last
+        out: list[StoredRecord] = []
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        async def on_message(msg: Msg) -> None:
+            if done.done():
+                return
+            seq = msg.metadata.sequence.stream
+            record = dice_pb2.DiceRecord()
+            record.ParseFromString(msg.data)
+            out.append(StoredRecord(seq, record))
+            if seq >= last or (limit is not None and len(out) >= limit):
+                done.set_result(None)
+
+        sub = await self._js.subscribe(
+            self.subject(game_id),
+            stream=self.stream,
+            cb=on_message,
+            ordered_consumer=True,
+            config=ConsumerConfig(
+                deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(start_seq, 1)
+            ),
+            pending_msgs_limit=1_000_000,
+        )
+        try:
+            await asyncio.wait_for(done, self._read_timeout)
+        except TimeoutError as err:
+            raise Unavailable(f"reading the dice log of {game_id} timed out") from err
+        finally:
+            await sub.unsubscribe()
+        return out, last
+
+
+class SeedVault:
+    """Sealed server seeds in a KV bucket, one key per game; never a plain seed at rest."""
+
+    def __init__(self, kv: KeyValue, sealer: SeedSealer) -> None:
+        self._kv = kv
+        self._sealer = sealer
+
+    @classmethod
+    async def open(
+        cls, js: JetStreamContext, bucket: str, sealer: SeedSealer, replicas: int = 1
+    ) -> SeedVault:
+        try:
+            kv = await js.key_value(bucket)
+        except BucketNotFoundError:
+            kv = await js.create_key_value(
+                KeyValueConfig(
+                    bucket=bucket,
+                    description="dice server seeds, AES-GCM sealed; read by the dice service only",
+                    history=1,
+                    storage=StorageType.FILE,
+                    replicas=replicas,
+                )
+            )
+        return cls(kv, sealer)
+
+    async def get(self, game_id: str) -> bytes | None:
+        try:
+            entry = await self._kv.get(game_id)
+        except (KeyNotFoundError, KeyDeletedError):
+            return None
+        if entry.value is None:
+            return None
+        try:
+            return self._sealer.open(game_id, entry.value)
+        except SealError as e:
+            # Wrong or rotated key, or a damaged value: nobody may draw from a seed we
+            # cannot read back exactly; the game waits for the right key.
+            raise FailedPrecondition(str(e)) from e
+
+    async def create(self, game_id: str, seed: bytes) -> bytes:
+        """Store a new game's seed; if the game already has one, that one wins and is
+        returned (two replicas opening the same game at once agree on one seed)."""
+        try:
+            await self._kv.create(game_id, self._sealer.seal(game_id, seed))
+        except KeyWrongLastSequenceError:
+            existing = await self.get(game_id)
+            if existing is None:
+                raise
+            return existing
+        return seed
+
+    async def forget(self, game_id: str) -> None:
+        """Drop a seed once it is revealed (it is public on the DICE stream then)."""
+        await self._kv.purge(game_id)

@@ -1,0 +1,257 @@
+"""The dice service against a real nats-server: outcomes recorded before they are returned,
+verifiable after the reveal, identical on retry, seeds sealed until the reveal."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from pathlib import Path
+
+import grpc
+import pytest
+from boulevard.api.v1 import dice_pb2
+from boulevard.client.dice import DiceClient, DiceReader
+from boulevard.fairness import GameSeeds, commitment
+from boulevard.games.base import ChanceKind, ChanceRequest
+from boulevard.platform.errors import FailedPrecondition, InvalidArgument, NotFound
+from nats.aio.client import Client as NATS
+
+from tests.integration.dice.support import (
+    channel_to,
+    dice_settings,
+    forge,
+    forge_outcome,
+    new_game_id,
+    running_dice,
+)
+from tests.support.nats import NatsHandle
+
+pytestmark = pytest.mark.integration
+
+SEEDS = ["ann-seed", "bob-seed", ""]
+
+
+async def play(client: DiceClient, game_id: str, rounds: int = 5) -> list[dice_pb2.DiceOutcome]:
+    outcomes = []
+    for i in range(rounds):
+        outcomes.append(await client.roll(game_id, f"r{i}", 2, 6, "turn"))
+    outcomes.append(await client.shuffle(game_id, "deck", 49, "deck"))
+    outcomes.append(await client.roll(game_id, "d10", 3, 10, "d10"))
+    return outcomes
+
+
+async def test_a_game_verifies_after_its_reveal(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path
+) -> None:
+    settings = dice_settings(nats_server.url, tmp_path)
+    async with running_dice(settings) as service, channel_to(service.address) as channel:
+        client = DiceClient(nc)
+        reader = DiceReader(channel)
+        game_id = new_game_id()
+        opened = await client.open_game(game_id, SEEDS)
+        assert opened.scheme == "boulevard-fairness-v1" and len(opened.commitment) == 64
+        assert (await client.open_game(game_id, list(reversed(SEEDS)))) == opened  # idempotent
+
+        outcomes = await play(client, game_id)
+        assert [o.nonce for o in outcomes] == list(range(len(outcomes)))
+        assert sorted(outcomes[5].values) == list(range(49))
+
+        # Before the reveal: no seed, no verification, draws possible.
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await reader.get_reveal(game_id)
+        assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        status = await reader.get_commitment(game_id)
+        assert status.commitment == opened
+        assert (status.outcome_count, status.revealed) == (len(outcomes), False)
+
+        reveal = await client.reveal(game_id)
+        assert reveal.outcome_count == len(outcomes)
+        assert hashlib.sha256(bytes.fromhex(reveal.server_seed)).hexdigest() == opened.commitment
+        assert await client.reveal(game_id) == reveal  # idempotent
+
+        # Each recorded outcome is what the engine got.
+        listed = [o async for o in reader.outcomes(game_id, page_size=2)]
+        assert listed == outcomes
+
+        report = await reader.audit_game(game_id)
+        assert report.ok and report.checked == len(outcomes), report.describe()
+        remote = await reader.verify_remote(game_id)
+        assert remote.ok and remote.checked == len(outcomes), remote.summary
+
+        # And they are the scheme's outcomes for this seed.
+        seeds = GameSeeds.of(bytes.fromhex(reveal.server_seed), SEEDS, game_id)
+        assert tuple(outcomes[0].values) == seeds.roll(0, 2, 6)
+
+        with pytest.raises(FailedPrecondition):
+            await client.roll(game_id, "after-the-end", 1, 6)
+
+
+async def test_retries_return_the_recorded_outcome(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path
+) -> None:
+    async with running_dice(dice_settings(nats_server.url, tmp_path)):
+        client = DiceClient(nc)
+        game_id = new_game_id()
+        await client.open_game(game_id, SEEDS)
+        first = await client.roll(game_id, "req-1", 3, 6)
+        again = await client.roll(game_id, "req-1", 3, 6)
+        assert again == first
+        # Ten copies of one request in flight at once: one outcome, one nonce.
+        burst = await asyncio.gather(*(client.roll(game_id, "req-2", 5, 6) for _ in range(10)))
+        assert len({o.SerializeToString() for o in burst}) == 1 and burst[0].nonce == 1
+        nxt = await client.roll(game_id, "req-3", 1, 6)
+        assert nxt.nonce == 2
+        # A request id is bound to its draw: no re-rolling with other parameters.
+        with pytest.raises(InvalidArgument):
+            await client.roll(game_id, "req-1", 3, 10)
+        deck = await client.shuffle(game_id, "deck", 52)
+        assert await client.shuffle(game_id, "deck", 52) == deck
+
+        resolved = await client.resolve(game_id, "chance-1", ChanceRequest("x", ChanceKind.ROLL, 2))
+        assert resolved.nonce == 4 and len(resolved.values) == 2
+        assert resolved == await client.resolve(
+            game_id, "chance-1", ChanceRequest("x", ChanceKind.ROLL, 2)
+        )
+
+
+async def test_the_retry_key_is_durable_beyond_a_restart(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path
+) -> None:
+    settings = dice_settings(nats_server.url, tmp_path)
+    game_id = new_game_id()
+    client = DiceClient(nc)
+    async with running_dice(settings):
+        await client.open_game(game_id, SEEDS)
+        first = await client.roll(game_id, "req-1", 4, 6)
+    async with running_dice(settings):  # a fresh process: nothing cached
+        assert await client.roll(game_id, "req-1", 4, 6) == first
+        assert (await client.roll(game_id, "req-2", 1, 6)).nonce == 1
+
+
+async def test_bad_requests_get_precise_errors(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path
+) -> None:
+    async with running_dice(dice_settings(nats_server.url, tmp_path)) as service:
+        client = DiceClient(nc)
+        with pytest.raises(NotFound):
+            await client.roll("no-such-game", "r", 1, 6)
+        with pytest.raises(InvalidArgument):
+            await client.open_game("bad.game.id", SEEDS)
+        game_id = new_game_id()
+        await client.open_game(game_id, SEEDS)
+        with pytest.raises(FailedPrecondition):
+            await client.open_game(game_id, ["someone else"])
+        for count, sides in ((0, 6), (1, 0), (20_000, 6)):
+            with pytest.raises(InvalidArgument):
+                await client.roll(game_id, f"bad-{count}-{sides}", count, sides)
+        with pytest.raises(InvalidArgument):
+            await client.roll(game_id, "", 1, 6)
+        # Nothing bad took a nonce.
+        assert (await client.roll(game_id, "good", 1, 6)).nonce == 0
+        reply = await nc.request("dice.rpc.roll", b"\xff\xff not protobuf", timeout=5)
+        assert dice_pb2.DiceRpcReply.FromString(reply.data).error.code == "invalid_argument"
+        async with channel_to(service.address) as channel:
+            reader = DiceReader(channel)
+            for call in (reader.get_commitment("missing"), reader.get_reveal("missing")):
+                with pytest.raises(grpc.aio.AioRpcError) as err:
+                    await call
+                assert err.value.code() == grpc.StatusCode.NOT_FOUND
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await reader.get_commitment("bad.id")
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_seeds_are_sealed_until_the_reveal(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path
+) -> None:
+    async with running_dice(dice_settings(nats_server.url, tmp_path)):
+        client = DiceClient(nc)
+        game_id = new_game_id()
+        await client.open_game(game_id, SEEDS)
+        await play(client, game_id, rounds=2)
+        js = nc.jetstream()
+        vault = await js.key_value("dice_seeds")
+        sealed = (await vault.get(game_id)).value
+        stream_bytes = b""
+        last = (await js.stream_info("DICE")).state.last_seq
+        for seq in range(1, last + 1):
+            stream_bytes += (await js.get_msg("DICE", seq)).data or b""
+        reveal = await client.reveal(game_id)
+        seed = bytes.fromhex(reveal.server_seed)
+        assert (
+            sealed is not None and seed not in sealed and reveal.server_seed.encode() not in sealed
+        )
+        assert seed not in stream_bytes and reveal.server_seed.encode() not in stream_bytes
+        assert commitment(seed) == (await client.open_game(game_id, SEEDS)).commitment
+
+
+async def test_a_wrong_seed_key_cannot_open_the_vault(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path
+) -> None:
+    game_id = new_game_id()
+    client = DiceClient(nc, retry_for=1)
+    async with running_dice(dice_settings(nats_server.url, tmp_path)):
+        await client.open_game(game_id, SEEDS)
+    other_key = dice_settings(nats_server.url, tmp_path, dice_seed_key="22" * 32)
+    async with running_dice(other_key):
+        with pytest.raises(FailedPrecondition, match="sealed with another key"):
+            await client.roll(game_id, "r", 1, 6)
+
+
+async def test_the_dice_stream_holds_no_rpc_traffic(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path
+) -> None:
+    async with running_dice(dice_settings(nats_server.url, tmp_path)):
+        client = DiceClient(nc)
+        game_id = new_game_id()
+        await client.open_game(game_id, SEEDS)
+        await client.roll(game_id, "r", 1, 6)
+        info = await nc.jetstream().stream_info("DICE")
+        assert info.config.subjects == ["dice.*"]
+        assert info.state.messages == 2  # the commitment and one outcome
+
+
+async def test_forged_records_are_caught_with_their_nonce(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path
+) -> None:
+    async with running_dice(dice_settings(nats_server.url, tmp_path)) as service:
+        client = DiceClient(nc)
+        async with channel_to(service.address) as channel:
+            reader = DiceReader(channel)
+
+            # A tampered outcome: nonce 3 recorded with values the seed does not give.
+            tampered = new_game_id()
+            await client.open_game(tampered, SEEDS)
+            honest = [await client.roll(tampered, f"r{i}", 1, 6) for i in range(3)]
+            await forge_outcome(nc, tampered, 3, [7 - honest[0].values[0]])
+            await client.reveal(tampered)
+            report = await reader.audit_game(tampered)
+            assert report.mismatch is not None
+            assert (report.mismatch.code, report.mismatch.nonce) in {
+                ("values_mismatch", 3),
+            }, report.describe()
+            remote = await reader.verify_remote(tampered)
+            assert not remote.ok and remote.mismatch.nonce == 3
+            assert "nonce 3" in remote.summary
+
+            # A skipped nonce: the next recorded outcome claims nonce 3 after nonce 1.
+            skipped = new_game_id()
+            await client.open_game(skipped, SEEDS)
+            await client.roll(skipped, "a", 1, 6)
+            await client.roll(skipped, "b", 1, 6)
+            await forge_outcome(nc, skipped, 3, [1])
+            await client.reveal(skipped)
+            report = await reader.audit_game(skipped)
+            assert report.mismatch is not None
+            assert (report.mismatch.code, report.mismatch.nonce) == ("nonce_skipped", 2)
+
+            # A wrong reveal: a seed that is not the committed one.
+            wrong = new_game_id()
+            await client.open_game(wrong, SEEDS)
+            await client.roll(wrong, "a", 1, 6)
+            fake = dice_pb2.DiceReveal(game_id=wrong, server_seed="ab" * 32, outcome_count=1)
+            await forge(nc, wrong, dice_pb2.DiceRecord(revealed=fake))
+            report = await reader.audit_game(wrong)
+            assert report.mismatch is not None
+            assert (report.mismatch.code, report.mismatch.nonce) == ("reveal_mismatch", None)
+            assert not (await reader.verify_remote(wrong)).ok
