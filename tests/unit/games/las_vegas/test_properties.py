@@ -182,3 +182,13 @@ def test_render_shows_casinos_money_and_roll() -> None:
         state = GAME.evolve(state, event)
     text = GAME.render(GAME.view(state, 0))
     assert "casino 6" in text and "seat 1" in text
+
+
+def test_views_round_trip_through_the_codec() -> None:
+    views = Codec([LasVegasView])
+    state: Any = GAME.initial_state()
+    for event in play(3, True, 11).events[:40]:
+        state = GAME.evolve(state, event)
+        for seat in (0, 2, None):
+            view = GAME.view(state, seat)
+            assert views.loads(views.dumps(view)) == view
