@@ -117,8 +117,35 @@ class Casino:
         return len(self.lots)
 
 
+# A memo of board analyses by the identity of the (immutable) spaces tuple: legal_commands,
+# chance and decide ask about the same board many times. Results are identical without it.
+_MEMO: dict[int, tuple[tuple[Space, ...], tuple[Casino, ...], Casino | None]] = {}
+_MEMO_SIZE = 32
+
+
+def _analysed(
+    spaces: tuple[Space, ...],
+) -> tuple[tuple[Space, ...], tuple[Casino, ...], Casino | None]:
+    entry = _MEMO.get(id(spaces))
+    if entry is not None and entry[0] is spaces:
+        return entry
+    found = _find_casinos(spaces)
+    tied = next((c for c in found if len(top_dice(spaces, c)[1]) > 1), None)
+    if len(_MEMO) >= _MEMO_SIZE:
+        _MEMO.clear()
+    entry = (spaces, found, tied)
+    _MEMO[id(spaces)] = entry
+    return entry
+
+
 def casinos(spaces: Sequence[Space]) -> tuple[Casino, ...]:
     """Every casino on the board, in board order of its first lot."""
+    if isinstance(spaces, tuple):
+        return _analysed(spaces)[1]
+    return _find_casinos(spaces)
+
+
+def _find_casinos(spaces: Sequence[Space]) -> tuple[Casino, ...]:
     seen = [False] * len(spaces)
     found: list[Casino] = []
     for start, space in enumerate(spaces):
@@ -171,6 +198,8 @@ def boss_of(spaces: Sequence[Space], casino: Casino) -> int | None:
 
 def tied_casino(spaces: Sequence[Space]) -> Casino | None:
     """The first casino where different players tie for the largest die (needs a reroll)."""
+    if isinstance(spaces, tuple):
+        return _analysed(spaces)[2]
     for casino in casinos(spaces):
         _, owners = top_dice(spaces, casino)
         if len(owners) > 1:
@@ -1145,17 +1174,19 @@ def _offered_trades(state: State, seat: Seat, actions: Sequence[Command]) -> lis
         my_die = next((i for i, s in enumerate(spaces) if s.owner == seat), None)
         if my_die is not None and state.cash[other] >= 1 and free_dice(state, other) > 0:
             offers.append(TradeOffer(seat, other, give_dice=(LOT_IDS[my_die],), take_money=1))
-        if state.cash[other] >= 1:
+        if state.cash[other] >= 1 and not any(o.action for o in offers):
             reorg = next((a for a in actions if isinstance(a, ReorganizeCasino)), None)
             if reorg is not None and state.cash[seat] >= 1:
                 action = PlayAction(ActionKind.REORGANIZE, reorg.lot)
                 offers.append(TradeOffer(seat, other, take_money=1, action=action))
+    # The plain offers are valid by construction (checked above); an action is dry-run.
     out: list[Command] = []
     for offer in offers:
-        try:
-            _check_trade(state, offer)
-        except RulesError:
-            continue
+        if offer.action is not None:
+            try:
+                _check_trade(state, offer)
+            except RulesError:
+                continue
         out.append(ProposeTrade(seat, offer))
     return out
 
