@@ -257,6 +257,7 @@ class Ledger:
     tree: MerkleTree = field(default_factory=MerkleTree)
     head_hash: bytes = ZERO_HASH
     _balances: dict[AccountId, int] = field(default_factory=dict)
+    _books: dict[str, set[AccountId]] = field(default_factory=dict)
     _posted: dict[str, set[int]] = field(default_factory=dict)
 
     @property
@@ -269,10 +270,12 @@ class Ledger:
 
     def balances(self, book: str | None = None) -> dict[AccountId, int]:
         """Every account that has seen a posting (optionally of one book), with its balance."""
-        return {a: b for a, b in self._balances.items() if book is None or a.book == book}
+        if book is None:
+            return dict(self._balances)
+        return {a: self._balances[a] for a in sorted(self._books.get(book, ()))}
 
     def books(self) -> set[str]:
-        return {a.book for a in self._balances}
+        return set(self._books)
 
     def is_posted(self, game_id: str, version: int) -> bool:
         versions = self._posted.get(game_id)
@@ -325,6 +328,8 @@ class Ledger:
         """Check and apply `entry`; on any error nothing changes."""
         self.check(entry)
         for account, change in entry.net().items():
+            if account not in self._balances:
+                self._books.setdefault(account.book, set()).add(account)
             self._balances[account] = self.balance(account) + change
         self._posted.setdefault(entry.source.game_id, set()).add(entry.source.version)
         self.tree.append_leaf_hash(entry.hash)

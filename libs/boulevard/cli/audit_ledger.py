@@ -1,0 +1,290 @@
+"""`boulevard audit ledger [--game G]`: verify the money ledger from the outside.
+
+Everything is fetched through the public gRPC API (`LedgerService`) and checked locally with
+the pure core (`boulevard.accounting`), trusting nothing the service says about itself:
+
+1. every entry decodes from its canonical bytes and balances;
+2. the hash chain is unbroken and, replayed, no account breaks its rule (whole journal;
+   with --game, that game's entries and their own account rules);
+3. every signed tree head's signature, and its root against the entries (whole journal);
+4. the consistency proof between each pair of successive heads;
+5. the inclusion proof of every entry in the latest head;
+6. reconciliation: each game's events (served by Reconcile) are replayed with the game's
+   rules and every seat's money compared with its ledger balance after every event.
+
+Prints a clear pass, or the exact entry (or head, or game version and seat) that fails, and
+exits non-zero on failure. Wire it with `audit_ledger.add_parser(<audit subparsers>)`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import grpc
+
+from boulevard.accounting import (
+    PLATFORM_BOOK,
+    JournalAuditor,
+    JournalEntry,
+    LedgerError,
+    SignedTreeHead,
+    decode_entry,
+    may_go_negative,
+    reconcile,
+    verify_consistency,
+    verify_inclusion,
+    verify_tree_head,
+)
+from boulevard.accounting.accounts import AccountId
+from boulevard.client.ledger import LedgerClient, money_trail
+
+DEFAULT_ADDRESS = "127.0.0.1:50054"
+
+
+class AuditFailed(Exception):
+    pass
+
+
+@dataclass
+class AuditReport:
+    ok: bool = True
+    lines: list[str] = field(default_factory=list)
+    failure: str = ""
+    entries: int = 0
+    heads: int = 0
+    games: int = 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "ledger",
+        help="verify the money ledger: balance, chain, signed heads, proofs, reconciliation",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--game", default="", help="audit only this game's entries")
+    p.add_argument(
+        "--address", default=DEFAULT_ADDRESS, help=f"ledger gRPC address ({DEFAULT_ADDRESS})"
+    )
+    p.add_argument(
+        "--public-key",
+        default="",
+        help="the ledger's Ed25519 public key (hex) obtained out of band; default: trust "
+        "the key the service publishes, and print it for comparison",
+    )
+    p.add_argument(
+        "--no-reconcile", action="store_true", help="skip replaying games against the ledger"
+    )
+    p.add_argument("--quiet", action="store_true", help="print only the verdict")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        key = bytes.fromhex(args.public_key) if args.public_key else None
+    except ValueError:
+        print("FAIL --public-key is not hex", file=sys.stderr)
+        return 2
+    say: Callable[[str], None] = (lambda _: None) if args.quiet else print
+    report = asyncio.run(
+        audit_address(args.address, args.game, key, reconcile_games=not args.no_reconcile, say=say)
+    )
+    if report.ok:
+        print(f"PASS ledger audit: {report.entries} entries, {report.heads} signed heads, "
+              f"{report.games} games reconciled")  # fmt: skip
+        return 0
+    print(f"FAIL {report.failure}")
+    return 1
+
+
+async def audit_address(
+    address: str,
+    game: str = "",
+    public_key: bytes | None = None,
+    *,
+    reconcile_games: bool = True,
+    say: Callable[[str], None] = print,
+) -> AuditReport:
+    async with grpc.aio.insecure_channel(address) as channel:
+        return await audit(
+            LedgerClient(channel), game, public_key, reconcile_games=reconcile_games, say=say
+        )
+
+
+async def audit(
+    client: LedgerClient,
+    game: str = "",
+    public_key: bytes | None = None,
+    *,
+    reconcile_games: bool = True,
+    say: Callable[[str], None] = print,
+) -> AuditReport:
+    report = AuditReport()
+    try:
+        await _audit(client, game, public_key, reconcile_games, say, report)
+    except (AuditFailed, LedgerError) as exc:
+        report.ok = False
+        report.failure = _describe(exc)
+    except grpc.aio.AioRpcError as exc:
+        report.ok = False
+        report.failure = f"the ledger service answered {exc.code().name}: {exc.details()}"
+    return report
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, LedgerError):
+        where = f"entry {exc.seq}: " if exc.seq is not None else ""
+        return f"{where}{exc.code.value}: {exc.message}"
+    return str(exc)
+
+
+async def _audit(
+    client: LedgerClient,
+    game: str,
+    public_key: bytes | None,
+    reconcile_games: bool,
+    say: Callable[[str], None],
+    report: AuditReport,
+) -> None:
+    _, served_key, _ = await client.tree_head()
+    if public_key is None:
+        public_key = served_key
+        say(f"note: trusting the key the ledger publishes: {served_key.hex()}")
+    elif public_key != served_key:
+        say(f"note: the ledger publishes another key ({served_key.hex()})")
+    heads = [h async for h in client.tree_heads()]
+    if not heads:
+        raise AuditFailed("the ledger has no signed tree head")
+
+    if game:
+        entries = await _game_entries(client, game, heads[-1].head.tree_size)
+        _check_heads_alone(heads, public_key)
+        for prev, sth in itertools.pairwise(heads):
+            await _check_consistency(client, prev, sth)
+        say(f"ok   {len(heads)} signed heads: signatures and consistency")
+        _check_game_rules(game, entries)
+        say(f"ok   {len(entries)} entries of game {game}: canonical, balanced, account rules")
+        games = [game] if entries else []
+    else:
+        auditor = JournalAuditor(public_key)
+        async for e in client.entries():
+            entry = auditor.feed(bytes(e.canonical))
+            if entry.seq != e.seq:
+                raise AuditFailed(
+                    f"entry {e.seq}: served as seq {e.seq}, its bytes say {entry.seq}"
+                )
+        entries = []
+        say(f"ok   {auditor.ledger.size} entries: canonical, balanced, chained, account rules")
+        prev = None
+        for sth in heads:
+            if sth.head.tree_size > auditor.ledger.size:
+                raise AuditFailed(
+                    f"tree head of size {sth.head.tree_size} is beyond the "
+                    f"{auditor.ledger.size} entries served"
+                )
+            proof = None
+            if prev is not None:
+                proof = await client.consistency_proof(prev.head.tree_size, sth.head.tree_size)
+            try:
+                auditor.check_head(sth, proof)
+            except LedgerError as exc:
+                raise AuditFailed(
+                    f"tree head of size {sth.head.tree_size}: {exc.code.value}: {exc.message}"
+                ) from None
+            prev = sth
+        say(f"ok   {len(heads)} signed heads: signatures, roots, consistency")
+        report.entries = auditor.ledger.size
+        games = sorted(b for b in auditor.ledger.books() if b != PLATFORM_BOOK)
+    final = heads[-1]
+    size = final.head.tree_size
+    if game:
+        leaves = {e.index: e.hash for e in entries if e.seq <= size}
+        report.entries = len(entries)
+    else:
+        leaves = {i: auditor.ledger.tree.leaf_hash(i) for i in range(size)}
+    proofs = await client.inclusion_proofs(size, sorted(leaves))
+    for i, leaf in sorted(leaves.items()):
+        try:
+            verify_inclusion(i, size, leaf, proofs.get(i, []), final.head.root_hash)
+        except LedgerError as exc:
+            raise AuditFailed(
+                f"entry {i + 1}: not included in the signed head of size {size}: {exc.message}"
+            ) from None
+    say(f"ok   {len(leaves)} inclusion proofs against the head of size {size}")
+    report.heads = len(heads)
+
+    if reconcile_games:
+        for g in games:
+            game_entries = entries if game else await _game_entries(client, g, None)
+            await _reconcile(client, g, game_entries)
+            report.games += 1
+        say(f"ok   {len(games)} games reconciled with their replayed state")
+
+
+async def _game_entries(client: LedgerClient, game: str, max_seq: int | None) -> list[JournalEntry]:
+    out = []
+    async for e in client.entries(game_id=game):
+        entry = decode_entry(bytes(e.canonical))
+        if entry.seq != e.seq or entry.source.game_id != game:
+            raise AuditFailed(f"entry {e.seq}: its bytes are not the entry served for {game}")
+        if max_seq is None or entry.seq <= max_seq:
+            out.append(entry)
+    return out
+
+
+def _check_heads_alone(heads: list[SignedTreeHead], public_key: bytes) -> None:
+    for sth in heads:
+        try:
+            verify_tree_head(sth, public_key)
+        except LedgerError as exc:
+            raise AuditFailed(f"tree head of size {sth.head.tree_size}: {exc.message}") from None
+
+
+async def _check_consistency(
+    client: LedgerClient, prev: SignedTreeHead, sth: SignedTreeHead
+) -> None:
+    a, b = prev.head, sth.head
+    try:
+        proof = await client.consistency_proof(a.tree_size, b.tree_size) if a.tree_size else []
+        verify_consistency(a.tree_size, b.tree_size, a.root_hash, b.root_hash, proof)
+    except LedgerError as exc:
+        raise AuditFailed(
+            f"tree heads {a.tree_size} → {b.tree_size} are not consistent: {exc.message}"
+        ) from None
+
+
+def _check_game_rules(game: str, entries: list[JournalEntry]) -> None:
+    """One game's book replayed alone: keys unique, no account below its floor."""
+    balances: dict[AccountId, int] = {}
+    seen: set[int] = set()
+    last = 0
+    for e in entries:
+        if e.seq <= last:
+            raise AuditFailed(f"entry {e.seq}: out of order after entry {last}")
+        last = e.seq
+        if e.source.version in seen:
+            raise AuditFailed(f"entry {e.seq}: game {game} version {e.source.version} posted twice")
+        seen.add(e.source.version)
+        for account, change in e.net().items():
+            after = balances.get(account, 0) + change
+            if after < 0 and not may_go_negative(account):
+                raise AuditFailed(f"entry {e.seq}: {account} goes to {after}")
+            balances[account] = after
+
+
+async def _reconcile(client: LedgerClient, game: str, entries: list[JournalEntry]) -> None:
+    reply = await client.reconcile(game, include_events=True)
+    try:
+        trail = money_trail(reply.game_events)
+    except Exception as exc:
+        raise AuditFailed(f"game {game}: cannot replay its events: {exc}") from None
+    local = reconcile(game, entries, trail)
+    if local is not None:
+        raise AuditFailed(f"reconcile: {local}")
+    if not reply.reconciled:
+        raise AuditFailed(f"reconcile: the ledger service reports: {reply.message}")

@@ -1,0 +1,151 @@
+"""The ledger service's in-memory view of LEDGER: the pure `Ledger` plus the indexes the
+API needs (entry → stream sequence, entries per game, tree heads, refusals).
+
+Everything here is rebuilt from LEDGER on start (`load`), and changed only by the poster
+while it holds the book's lock, so a reader holding the lock sees exactly what is durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from array import array
+from dataclasses import dataclass
+
+from boulevard.accounting import (
+    EntryRejected,
+    EntrySource,
+    ErrorCode,
+    JournalEntry,
+    Ledger,
+    LedgerError,
+    SignedTreeHead,
+    decode_entry,
+    postings_from_transfers,
+)
+from boulevard.api.v1 import events_pb2, ledger_pb2
+
+from services.ledger.mapping import head_from_pb
+
+# Game ids become NATS subject tokens (`game.<id>`, `ledger.entry.<id>`).
+_GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A money-moving event the ledger refused to post: an alarm for operators."""
+
+    game_id: str
+    version: int
+    event_id: str
+    code: str
+    message: str
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(
+            {
+                "game_id": self.game_id,
+                "version": self.version,
+                "event_id": self.event_id,
+                "code": self.code,
+                "message": self.message,
+            },
+            sort_keys=True,
+        ).encode()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> Rejection:
+        d = json.loads(raw)
+        return cls(d["game_id"], int(d["version"]), d["event_id"], d["code"], d["message"])
+
+
+def entry_source(env: events_pb2.EventEnvelope) -> EntrySource:
+    if not _GAME_ID.match(env.game_id):
+        raise EntryRejected(ErrorCode.INVALID_FIELD, f"game id {env.game_id!r} is not a token")
+    return EntrySource(
+        game_id=env.game_id,
+        version=env.version,
+        event_id=env.event_id,
+        event_type=env.type,
+        time_unix_ms=env.time_unix_ms,
+    )
+
+
+class LedgerBook:
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        self.ledger = Ledger()
+        self.stream_seqs = array("Q")  # entry seq - 1 -> LEDGER stream sequence
+        self.by_game: dict[str, array[int]] = {}  # game id -> its entry seqs, ascending
+        self.heads: list[SignedTreeHead] = []
+        self.heads_by_size: dict[int, SignedTreeHead] = {}
+        self.rejections: dict[tuple[str, int], Rejection] = {}
+        self.last_stream_seq = 0
+
+    @property
+    def size(self) -> int:
+        return self.ledger.size
+
+    @property
+    def signed_size(self) -> int:
+        return self.heads[-1].head.tree_size if self.heads else 0
+
+    # Reading LEDGER back --------------------------------------------------------------
+
+    def load(self, kind: str, data: bytes, stream_seq: int) -> None:
+        """Apply one stored LEDGER message. A stored entry that does not chain, balance or
+        respect the account rules means the stream was tampered with: refuse to start."""
+        if kind == "entry":
+            self._index(decode_and_append(self.ledger, data), stream_seq)
+        elif kind == "head":
+            self.add_head(head_from_pb(ledger_pb2.SignedTreeHead.FromString(data)))
+        elif kind == "rejected":
+            r = Rejection.from_bytes(data)
+            self.rejections[(r.game_id, r.version)] = r
+        self.last_stream_seq = stream_seq
+
+    def _index(self, entry: JournalEntry, stream_seq: int) -> None:
+        self.stream_seqs.append(stream_seq)
+        self.by_game.setdefault(entry.source.game_id, array("Q")).append(entry.seq)
+
+    def add_head(self, sth: SignedTreeHead) -> None:
+        self.heads.append(sth)
+        self.heads_by_size[sth.head.tree_size] = sth
+
+    # Posting ------------------------------------------------------------------------
+
+    def admit(self, env: events_pb2.EventEnvelope) -> JournalEntry | Rejection | None:
+        """What an envelope from GAMES becomes: nothing (no money moved, or already
+        posted or refused), an entry (appended to the in-memory ledger, to be stored), or
+        a refusal."""
+        if not env.transfers:
+            return None
+        key = (env.game_id, env.version)
+        if self.ledger.is_posted(*key) or key in self.rejections:
+            return None
+        try:
+            source = entry_source(env)
+            entry = self.ledger.prepare(source, postings_from_transfers(env.game_id, env.transfers))
+        except LedgerError as err:
+            r = Rejection(env.game_id, env.version, env.event_id, err.code.value, err.message)
+            self.rejections[key] = r
+            return r
+        self.ledger.append(entry)
+        return entry
+
+    def stored(self, entry: JournalEntry, stream_seq: int) -> None:
+        """An admitted entry is now durable at `stream_seq`."""
+        self._index(entry, stream_seq)
+
+    def stream_seq_of(self, seq: int) -> int:
+        return self.stream_seqs[seq - 1]
+
+
+def decode_and_append(ledger: Ledger, raw: bytes) -> JournalEntry:
+    entry = decode_entry(raw)
+    ledger.append(entry)
+    return entry

@@ -1,0 +1,142 @@
+"""The LEDGER stream: where entries, signed tree heads and refusals are stored.
+
+Subjects (prefix from settings, `ledger` by default):
+- `ledger.entry.<game_id>`: one journal entry, its canonical bytes as the payload;
+- `ledger.head`: one signed tree head (a serialized `boulevard.v1.SignedTreeHead`);
+- `ledger.rejected.<game_id>`: a money-moving event the ledger refused (JSON), an alarm.
+
+This service is the stream's only writer, and every publish carries
+`Nats-Expected-Last-Sequence`: a second writer (or a stale view after a failure) is refused
+by the server instead of forking the journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js.api import ConsumerConfig, DeliverPolicy
+
+EXPECTED_LAST_SEQ = "Nats-Expected-Last-Sequence"
+MSG_ID = "Nats-Msg-Id"
+
+
+class LogError(Exception):
+    """A publish to LEDGER did not land where expected; the in-memory view is stale."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    subject: str
+    data: bytes
+    msg_id: str
+
+
+class LedgerLog:
+    def __init__(self, nc: NATS, stream: str, prefix: str, timeout: float = 10.0) -> None:
+        self._nc = nc
+        self._js = nc.jetstream()
+        self.stream = stream
+        self.prefix = prefix
+        self.timeout = timeout
+
+    def entry_subject(self, game_id: str) -> str:
+        return f"{self.prefix}.entry.{game_id}"
+
+    @property
+    def head_subject(self) -> str:
+        return f"{self.prefix}.head"
+
+    def rejected_subject(self, game_id: str) -> str:
+        return f"{self.prefix}.rejected.{game_id}"
+
+    def kind_of(self, subject: str) -> str:
+        """`entry`, `head` or `rejected`."""
+        return subject[len(self.prefix) + 1 :].split(".", 1)[0]
+
+    async def last_seq(self) -> int:
+        info = await self._js.stream_info(self.stream)
+        return int(info.state.last_seq)
+
+    async def publish(self, batch: Sequence[Outgoing], after_seq: int) -> list[int]:
+        """Publish `batch` in order, pipelined, the first expected right after `after_seq`;
+        returns their stream sequences. Raises LogError unless all landed in order."""
+        futures = []
+        for i, out in enumerate(batch):
+            headers = {EXPECTED_LAST_SEQ: str(after_seq + i), MSG_ID: out.msg_id}
+            futures.append(await self._js.publish_async(out.subject, out.data, headers=headers))
+        try:
+            results = await asyncio.wait_for(
+                asyncio.gather(*futures, return_exceptions=True), self.timeout
+            )
+        except TimeoutError:
+            for f in futures:
+                f.cancel()
+            raise LogError(f"no acknowledgement from {self.stream} in {self.timeout}s") from None
+        seqs: list[int] = []
+        for i, r in enumerate(results):
+            if isinstance(r, BaseException):
+                raise LogError(f"publish {i + 1}/{len(batch)} to {self.stream} failed: {r}")
+            if r.duplicate or r.seq != after_seq + i + 1:
+                raise LogError(
+                    f"publish {i + 1}/{len(batch)} landed at {r.seq} (duplicate={r.duplicate}), "
+                    f"expected {after_seq + i + 1}"
+                )
+            seqs.append(r.seq)
+        return seqs
+
+    async def replay(
+        self,
+        on_message: Callable[[str, bytes, int], None],
+        *,
+        subject: str | None = None,
+        from_seq: int = 1,
+        until_seq: int | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> None:
+        """Feed stored messages (subject, data, stream seq) in order to `on_message`, from
+        `from_seq` up to `until_seq` (default: the stream's last message now), or until
+        `stop()` says so. Uses an ordered push consumer, the fast way to read in nats-py."""
+        last = await self.last_seq() if until_seq is None else until_seq
+        if last < from_seq:
+            return
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+
+        async def handle(msg: Msg) -> None:
+            if done.done():
+                return
+            meta = msg.metadata
+            seq = meta.sequence.stream
+            try:
+                if seq <= last:
+                    on_message(msg.subject, msg.data, seq)
+            except Exception as exc:
+                done.set_exception(exc)
+                return
+            if seq >= last or meta.num_pending == 0 or (stop is not None and stop()):
+                done.set_result(None)
+
+        sub = await self._js.subscribe(
+            subject or f"{self.prefix}.>",
+            stream=self.stream,
+            cb=handle,
+            ordered_consumer=True,
+            config=ConsumerConfig(
+                deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=from_seq
+            ),
+            pending_msgs_limit=1_000_000,
+            pending_bytes_limit=1024 * 1024 * 1024,
+        )
+        try:
+            info = await sub.consumer_info()
+            if info.num_pending == 0 and (
+                info.delivered is None or not info.delivered.consumer_seq
+            ):
+                return  # nothing matches from from_seq on
+            await done
+        finally:
+            await sub.unsubscribe()

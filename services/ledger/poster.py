@@ -1,0 +1,249 @@
+"""Posts what GAMES says moved money, exactly once, to LEDGER.
+
+A durable pull consumer on GAMES feeds batches of envelopes. For each batch, under the
+book's lock: every envelope with transfers that is not already posted (durable key: game id
++ event version, from the rebuilt ledger, so it holds across restarts and replays from the
+start) becomes the next journal entry; the batch is published to LEDGER pipelined, each
+message expecting the previous one's stream sequence; only once all are acknowledged (fsynced,
+with `sync_interval: always`) are the GAMES messages acked. A crash anywhere in between
+leaves GAMES messages unacked: they are redelivered, found already posted, and acked.
+If a publish fails, the in-memory view is thrown away and rebuilt from LEDGER.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+
+import structlog
+from boulevard.accounting import JournalEntry, TreeHeadSigner
+from boulevard.api.v1 import events_pb2
+from google.protobuf.message import DecodeError
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import FetchTimeoutError
+
+from services.ledger.book import LedgerBook, Rejection
+from services.ledger.journal_log import LedgerLog, LogError, Outgoing
+from services.ledger.mapping import head_to_pb
+
+log = structlog.get_logger(__name__)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Poster:
+    def __init__(
+        self,
+        nc: NATS,
+        book: LedgerBook,
+        journal: LedgerLog,
+        signer: TreeHeadSigner,
+        *,
+        games_stream: str,
+        games_prefix: str,
+        durable: str,
+        fetch_batch: int = 256,
+        sign_every: int = 1000,
+        sign_interval: float = 1.0,
+        ack_wait: float = 30.0,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self._nc = nc
+        self._js = nc.jetstream()
+        self.book = book
+        self.journal = journal
+        self.signer = signer
+        self.games_stream = games_stream
+        self.games_prefix = games_prefix
+        self.durable = durable
+        self.fetch_batch = fetch_batch
+        self.sign_every = sign_every
+        self.sign_interval = sign_interval
+        self.ack_wait = ack_wait
+        self.clock = clock
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+
+    async def rebuild(self) -> None:
+        """Throw the in-memory view away and read it back from LEDGER."""
+        started = time.perf_counter()
+        self.book.reset()
+        book, journal = self.book, self.journal
+        await journal.replay(
+            lambda subject, data, seq: book.load(journal.kind_of(subject), data, seq)
+        )
+        log.info(
+            "ledger rebuilt",
+            entries=book.size,
+            heads=len(book.heads),
+            rejections=len(book.rejections),
+            seconds=round(time.perf_counter() - started, 3),
+        )
+
+    async def start(self) -> None:
+        async with self.book.lock:
+            await self.rebuild()
+        self._sub = await self._js.pull_subscribe(
+            f"{self.games_prefix}.>",
+            durable=self.durable,
+            stream=self.games_stream,
+            config=ConsumerConfig(
+                ack_policy=AckPolicy.EXPLICIT,
+                deliver_policy=DeliverPolicy.ALL,
+                ack_wait=self.ack_wait,
+                max_ack_pending=100_000,
+                max_waiting=16,
+            ),
+        )
+        self._tasks = [
+            asyncio.create_task(self._consume(), name="ledger-consume"),
+            asyncio.create_task(self._sign_periodically(), name="ledger-sign"),
+        ]
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._tasks = []
+        with contextlib.suppress(Exception):
+            async with self.book.lock:
+                await self._sign_locked()
+
+    async def _consume(self) -> None:
+        while not self._stopping:
+            try:
+                msgs = await self._sub.fetch(self.fetch_batch, timeout=1.0)
+            except (FetchTimeoutError, TimeoutError):
+                continue
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the connection is reconnecting: try again shortly
+                log.warning("fetch from GAMES failed", error=str(exc))
+                await asyncio.sleep(0.2)
+                continue
+            await self.process(msgs)
+
+    async def process(self, msgs: list[Msg]) -> None:
+        """Post one batch of GAMES messages; ack them once their entries are durable."""
+        async with self.book.lock:
+            try:
+                await self._post_locked(msgs)
+            except LogError as exc:
+                log.error("ledger publish failed; rebuilding from LEDGER", error=str(exc))
+                for m in msgs:
+                    with contextlib.suppress(Exception):
+                        await m.nak(delay=0.5)
+                await self._rebuild_until_ok()
+                return
+            if self.book.size - self.book.signed_size >= self.sign_every:
+                await self._sign_locked()
+        for m in msgs:
+            await m.ack()
+
+    async def _rebuild_until_ok(self) -> None:
+        while True:
+            try:
+                await self.rebuild()
+                return
+            except Exception as exc:  # LEDGER unreachable: keep the lock, keep trying
+                log.error("rebuilding the ledger failed", error=str(exc))
+                await asyncio.sleep(0.5)
+
+    async def _post_locked(self, msgs: list[Msg]) -> None:
+        book, journal = self.book, self.journal
+        outgoing: list[Outgoing] = []
+        admitted: list[JournalEntry | None] = []
+        for m in msgs:
+            try:
+                env = events_pb2.EventEnvelope.FromString(m.data)
+            except DecodeError:
+                log.error("not an EventEnvelope on GAMES", subject=m.subject)
+                continue
+            result: JournalEntry | Rejection | None
+            if env.transfers and m.subject != f"{self.games_prefix}.{env.game_id}":
+                result = Rejection(
+                    env.game_id, env.version, env.event_id, "wrong_subject",
+                    f"envelope for game {env.game_id!r} on subject {m.subject!r}",
+                )  # fmt: skip
+                book.rejections[(env.game_id, env.version)] = result
+            else:
+                result = book.admit(env)
+            if result is None:
+                continue
+            if isinstance(result, Rejection):
+                # An alarm, not a log line: stored for operators and Reconcile to find.
+                log.error(
+                    "LEDGER ALARM: refused to post a game event",
+                    game_id=result.game_id,
+                    version=result.version,
+                    code=result.code,
+                    reason=result.message,
+                )
+                outgoing.append(
+                    Outgoing(
+                        journal.rejected_subject(env.game_id if _token(env.game_id) else "_"),
+                        result.to_bytes(),
+                        f"ledger-rejected:{env.game_id}:{env.version}",
+                    )
+                )
+                admitted.append(None)
+                continue
+            outgoing.append(
+                Outgoing(
+                    journal.entry_subject(env.game_id),
+                    result.canonical,
+                    f"ledger:{env.game_id}:{env.version}",
+                )
+            )
+            admitted.append(result)
+        if not outgoing:
+            return
+        seqs = await journal.publish(outgoing, book.last_stream_seq)
+        for entry, seq in zip(admitted, seqs, strict=True):
+            if entry is not None:
+                book.stored(entry, seq)
+        book.last_stream_seq = seqs[-1]
+
+    async def _sign_periodically(self) -> None:
+        while not self._stopping:
+            await asyncio.sleep(self.sign_interval)
+            if self.book.size > self.book.signed_size:
+                async with self.book.lock:
+                    try:
+                        await self._sign_locked()
+                    except LogError as exc:
+                        log.error("publishing a tree head failed; rebuilding", error=str(exc))
+                        await self._rebuild_until_ok()
+
+    async def _sign_locked(self) -> None:
+        book = self.book
+        size = book.size
+        if size <= book.signed_size:
+            return
+        sth = self.signer.sign(size, book.ledger.tree.root(size), self.clock())
+        (seq,) = await self.journal.publish(
+            [
+                Outgoing(
+                    self.journal.head_subject,
+                    head_to_pb(sth).SerializeToString(),
+                    f"ledger-head:{size}:{sth.head.root_hash.hex()}",
+                )
+            ],
+            book.last_stream_seq,
+        )
+        book.add_head(sth)
+        book.last_stream_seq = seq
+        log.info("tree head signed", tree_size=size, root=sth.head.root_hash.hex())
+
+
+def _token(game_id: str) -> bool:
+    return bool(game_id) and all(c.isalnum() or c in "_-" for c in game_id)
