@@ -1,0 +1,196 @@
+"""Outcomes per second through the dice service, beside raw JetStream publish in the same run.
+
+    .venv/bin/python bench/dice.py [--seconds 5] [--in-flight 64] [--both-sync]
+
+Starts its own nats-server (JetStream, `sync_interval: always` as the product runs; with
+`--both-sync` also the server default) and the dice service as its own process
+(`python -m services.dice`), then measures, one after another:
+
+- raw: `js.publish` of a DiceRecord-sized message with a `Nats-Msg-Id` to a bench stream,
+  awaiting each ack — one at a time, and N in flight (N tasks, each one at a time);
+- service: `DiceClient.roll` (NATS request/reply; the service derives the outcome, appends it
+  to DICE with `Nats-Expected-Last-Subject-Sequence` and waits for the ack, then replies) —
+  one game one roll at a time, and N games each rolling one at a time.
+
+The ratio service/raw is what matters (absolute numbers drift between machines); the issue
+aims for >= 50%. Results go to stdout as a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import nats
+from nats.aio.client import Client as NATS
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "libs")]
+
+from boulevard.api.v1 import dice_pb2  # noqa: E402
+from boulevard.client.dice import DiceClient  # noqa: E402
+from boulevard.messaging.server import NatsServer, free_port  # noqa: E402
+from boulevard.messaging.streams import StreamSpec, ensure_stream  # noqa: E402
+
+
+async def rate(
+    workers: int, seconds: float, make_worker: Callable[[int], Callable[[], Awaitable[None]]]
+) -> float:
+    """Operations per second of `workers` concurrent loops, each one operation at a time."""
+    stop = time.perf_counter() + seconds
+    counts = [0] * workers
+
+    async def loop(i: int) -> None:
+        op = make_worker(i)
+        while time.perf_counter() < stop:
+            await op()
+            counts[i] += 1
+
+    start = time.perf_counter()
+    await asyncio.gather(*(loop(i) for i in range(workers)))
+    return sum(counts) / (time.perf_counter() - start)
+
+
+def record_payload() -> bytes:
+    outcome = dice_pb2.DiceOutcome(
+        game_id="g-0123456789ab",
+        nonce=12,
+        kind=dice_pb2.OUTCOME_KIND_ROLL,
+        count=2,
+        sides=6,
+        values=[3, 5],
+        request_id="0123456789abcdef",
+        purpose="turn",
+        time_unix_ms=1_764_400_000_000,
+    )
+    return dice_pb2.DiceRecord(outcome=outcome).SerializeToString()
+
+
+async def raw_publish(nc: NATS, workers: int, seconds: float) -> float:
+    js = nc.jetstream()
+    payload = record_payload()
+
+    def worker(i: int) -> Callable[[], Awaitable[None]]:
+        n = 0
+
+        async def op() -> None:
+            nonlocal n
+            n += 1
+            await js.publish(f"rawbench.g{i}", payload, headers={"Nats-Msg-Id": f"{i}:{n}"})
+
+        return op
+
+    return await rate(workers, seconds, worker)
+
+
+async def service_rolls(client: DiceClient, workers: int, seconds: float) -> float:
+    games = [f"bench-{secrets.token_hex(6)}" for _ in range(workers)]
+    for game in games:
+        await client.open_game(game, ["a", "b"])
+
+    def worker(i: int) -> Callable[[], Awaitable[None]]:
+        n = 0
+
+        async def op() -> None:
+            nonlocal n
+            n += 1
+            await client.roll(games[i], f"r{n}", 2, 6, "bench")
+
+        return op
+
+    return await rate(workers, seconds, worker)
+
+
+async def wait_for_dice(nc: NATS, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError("the dice service exited")
+        try:
+            await nc.request("dice.rpc.reveal", b"", timeout=0.5)
+            return
+        except Exception:
+            await asyncio.sleep(0.1)
+    raise TimeoutError("the dice service did not answer")
+
+
+async def measure(sync_always: bool, seconds: float, in_flight: int, runs: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        server = NatsServer(Path(tmp) / "nats", sync_always=sync_always).start()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BOULEVARD_")}
+        env.update(
+            NATS_URL=server.url,
+            BOULEVARD_DATA_DIR=str(Path(tmp) / "data"),
+            BOULEVARD_DICE_PORT=str(free_port()),
+            BOULEVARD_DICE_SEED_KEY=secrets.token_hex(32),
+            BOULEVARD_LOG_LEVEL="warning",
+            PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "libs")]),
+        )
+        dice = subprocess.Popen(
+            [sys.executable, "-m", "services.dice"],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        nc = await nats.connect(server.url)
+        try:
+            await ensure_stream(
+                nc.jetstream(), StreamSpec("RAWBENCH", ("rawbench.*",), deny_purge=False)
+            )
+            await wait_for_dice(nc, dice)
+            client = DiceClient(nc, timeout=10)
+            results: dict[str, list[float]] = {}
+            for _ in range(runs):  # interleaved, so drift hits both sides alike
+                for workers, label in ((1, "1"), (in_flight, str(in_flight))):
+                    results.setdefault(f"raw {label}", []).append(
+                        await raw_publish(nc, workers, seconds)
+                    )
+                    results.setdefault(f"service {label}", []).append(
+                        await service_rolls(client, workers, seconds)
+                    )
+            return {k: statistics.median(v) for k, v in results.items()}
+        finally:
+            await nc.close()
+            dice.terminate()
+            try:
+                dice.wait(15)
+            except subprocess.TimeoutExpired:
+                dice.kill()
+                dice.wait()
+            server.stop()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=4.0, help="per measurement")
+    parser.add_argument("--in-flight", type=int, default=64, help="concurrent games/publishers")
+    parser.add_argument("--runs", type=int, default=3, help="median of this many runs")
+    parser.add_argument(
+        "--both-sync", action="store_true", help="also measure with the server's default sync"
+    )
+    args = parser.parse_args()
+    configs = [True, False] if args.both_sync else [True]
+    print(f"dice bench: {args.runs} runs x {args.seconds}s, medians; N = {args.in_flight}")
+    print(
+        f"{'sync':<8} {'in flight':>9} {'raw publish/s':>14} {'service outcomes/s':>19} {'ratio':>6}"
+    )
+    for sync_always in configs:
+        r = await measure(sync_always, args.seconds, args.in_flight, args.runs)
+        for label in ("1", str(args.in_flight)):
+            raw, svc = r[f"raw {label}"], r[f"service {label}"]
+            sync = "always" if sync_always else "default"
+            print(f"{sync:<8} {label:>9} {raw:>14,.0f} {svc:>19,.0f} {svc / raw:>6.0%}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
