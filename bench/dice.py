@@ -123,6 +123,16 @@ async def wait_for_dice(nc: NATS, process: subprocess.Popen[bytes]) -> None:
     raise TimeoutError("the dice service did not answer")
 
 
+def start_dice(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "services.dice"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 async def measure(sync_always: bool, seconds: float, in_flight: int, runs: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         server = NatsServer(Path(tmp) / "nats", sync_always=sync_always).start()
@@ -135,13 +145,7 @@ async def measure(sync_always: bool, seconds: float, in_flight: int, runs: int) 
             BOULEVARD_LOG_LEVEL="warning",
             PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "libs")]),
         )
-        dice = subprocess.Popen(
-            [sys.executable, "-m", "services.dice"],
-            env=env,
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        dice = start_dice(env)
         nc = await nats.connect(server.url)
         try:
             await ensure_stream(
@@ -181,9 +185,8 @@ async def main() -> None:
     args = parser.parse_args()
     configs = [True, False] if args.both_sync else [True]
     print(f"dice bench: {args.runs} runs x {args.seconds}s, medians; N = {args.in_flight}")
-    print(
-        f"{'sync':<8} {'in flight':>9} {'raw publish/s':>14} {'service outcomes/s':>19} {'ratio':>6}"
-    )
+    header = ("sync", "in flight", "raw publish/s", "service outcomes/s", "ratio")
+    print("{:<8} {:>9} {:>14} {:>19} {:>6}".format(*header))
     for sync_always in configs:
         r = await measure(sync_always, args.seconds, args.in_flight, args.runs)
         for label in ("1", str(args.in_flight)):
