@@ -516,3 +516,18 @@ def test_lot_data_is_complete() -> None:
     assert sum(lot.borders_strip for lot in LOTS) == 16
     assert all(lot.setup_money == 10 - lot.die for lot in LOTS)
     assert all(lot.index in LOTS[n].neighbours for lot in LOTS for n in lot.neighbours)
+
+
+def test_a_take_over_that_ties_the_largest_dice_pays_money_but_no_points_then_rerolls() -> None:
+    # Red's two 5s (no tie: one owner); Blue draws A1 and now Blue's 5 ties Red's 5.
+    before = position(
+        {"A1": tile(Colour.BROWN, RED, 5), "A2": tile(Colour.BROWN, RED, 5)},
+        current=BLUE,
+        phase=Phase.DRAW,
+        deck=("A1",),  # a brown card: this very casino pays
+    )
+    (drawn,), after = _draw(before, BLUE)
+    (paid_casino,) = drawn.payouts
+    assert paid_casino.boss is None and paid_casino.points == 0 and paid_casino.money == 10
+    assert after.points == (0, 0, 0, 0)
+    assert GAME.chance(after) == ChanceRequest("tie_reroll", ChanceKind.ROLL, 2)
