@@ -2,7 +2,8 @@
 answers, and the final result). Replaying them re-decides every command and must produce the
 same events and the same result, so any change to the rules' behaviour shows up here.
 
-Regenerate (only after an intended rules change): python -m tests.unit.games.lords_of_vegas.test_golden
+Regenerate (only after an intended rules change):
+    python -m tests.unit.games.lords_of_vegas.test_golden
 """
 
 from __future__ import annotations
