@@ -7,7 +7,6 @@ from collections.abc import Sequence
 import grpc
 import structlog
 from boulevard.api.v1 import ledger_pb2, ledger_pb2_grpc
-from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from nats.aio.client import Client as NATS
 
@@ -57,8 +56,7 @@ class LedgerApp:
             ack_wait=s.ledger_ack_wait_seconds,
         )
         await self.poster.start()
-        games = JetStreamEventStore(nc, s.games_stream, s.games_subject_prefix)
-        self.reader = LedgerReader(self.book, journal, games)
+        self.reader = LedgerReader(self.book, journal, js, s.games_stream, s.games_subject_prefix)
         self.reader.public_key = self.signer.public_key
         log.info("ledger key", key_id=self.signer.key_id, public_key=self.signer.public_key.hex())
 

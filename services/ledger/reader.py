@@ -21,7 +21,6 @@ from boulevard.accounting import (
 )
 from boulevard.api.v1 import events_pb2, ledger_pb2
 from boulevard.client.ledger import money_trail
-from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.games.base import RulesError
 from boulevard.platform.errors import (
     BoulevardError,
@@ -29,9 +28,11 @@ from boulevard.platform.errors import (
     InvalidArgument,
     NotFound,
 )
+from google.protobuf.message import DecodeError
+from nats.js import JetStreamContext
 
 from services.ledger.book import LedgerBook
-from services.ledger.journal_log import LedgerLog
+from services.ledger.journal_log import LedgerLog, replay_stream
 from services.ledger.mapping import balance_to_pb, divergence_to_pb, entry_to_pb, head_to_pb
 
 DEFAULT_PAGE = 100
@@ -61,10 +62,19 @@ def _check_game_id(game_id: str) -> str:
 
 
 class LedgerReader:
-    def __init__(self, book: LedgerBook, journal: LedgerLog, games: JetStreamEventStore) -> None:
+    def __init__(
+        self,
+        book: LedgerBook,
+        journal: LedgerLog,
+        js: JetStreamContext,
+        games_stream: str,
+        games_prefix: str,
+    ) -> None:
         self.book = book
         self.journal = journal
-        self.games = games
+        self.js = js
+        self.games_stream = games_stream
+        self.games_prefix = games_prefix
 
     @property
     def durable_size(self) -> int:
@@ -205,13 +215,26 @@ class LedgerReader:
             hashes = self.book.ledger.tree.consistency_proof(first, second)
         return ledger_pb2.GetConsistencyProofResponse(hashes=hashes)
 
+    async def _game_events(self, game_id: str) -> list[events_pb2.EventEnvelope]:
+        envelopes: list[events_pb2.EventEnvelope] = []
+
+        def take(subject: str, data: bytes, seq: int) -> None:
+            try:
+                envelopes.append(events_pb2.EventEnvelope.FromString(data))
+            except DecodeError:
+                raise FailedPrecondition(
+                    f"message {seq} on {subject} is not an EventEnvelope"
+                ) from None
+
+        await replay_stream(self.js, self.games_stream, f"{self.games_prefix}.{game_id}", take)
+        return envelopes
+
     async def reconcile(self, req: ledger_pb2.ReconcileRequest) -> ledger_pb2.ReconcileResponse:
         game_id = _check_game_id(req.game_id)
-        recorded = await self.games.read(game_id)
-        if not recorded:
+        envelopes = await self._game_events(game_id)
+        if not envelopes:
             raise NotFound(f"game {game_id} has no events on GAMES")
         try:
-            envelopes = [events_pb2.EventEnvelope.FromString(r.data) for r in recorded]
             trail = money_trail(envelopes)
         except KeyError as err:
             raise FailedPrecondition(f"cannot replay game {game_id}: {err}") from None

@@ -234,8 +234,8 @@ def decode_entry(raw: bytes) -> JournalEntry:
             ),
             postings=tuple(postings),
         )
-    except EntryRejected as exc:
-        raise VerificationFailed(ErrorCode.MALFORMED, exc.message, seq=exc.seq) from exc
+    except EntryRejected as exc:  # well-formed JSON, but not an entry that may exist
+        raise VerificationFailed(exc.code, exc.message, seq=exc.seq) from exc
     except (ValueError, TypeError, KeyError, UnicodeDecodeError) as exc:
         raise VerificationFailed(ErrorCode.MALFORMED, f"not a journal entry: {exc}") from exc
     if entry.canonical != raw:

@@ -173,7 +173,11 @@ async def _audit(
     else:
         auditor = JournalAuditor(public_key)
         async for e in client.entries():
-            entry = auditor.feed(bytes(e.canonical))
+            try:
+                entry = auditor.feed(bytes(e.canonical))
+            except LedgerError as exc:
+                seq = exc.seq if exc.seq is not None else e.seq
+                raise AuditFailed(f"entry {seq}: {exc.code.value}: {exc.message}") from None
             if entry.seq != e.seq:
                 raise AuditFailed(
                     f"entry {e.seq}: served as seq {e.seq}, its bytes say {entry.seq}"
@@ -229,7 +233,10 @@ async def _audit(
 async def _game_entries(client: LedgerClient, game: str, max_seq: int | None) -> list[JournalEntry]:
     out = []
     async for e in client.entries(game_id=game):
-        entry = decode_entry(bytes(e.canonical))
+        try:
+            entry = decode_entry(bytes(e.canonical))
+        except LedgerError as exc:
+            raise AuditFailed(f"entry {e.seq}: {exc.code.value}: {exc.message}") from None
         if entry.seq != e.seq or entry.source.game_id != game:
             raise AuditFailed(f"entry {e.seq}: its bytes are not the entry served for {game}")
         if max_seq is None or entry.seq <= max_seq:

@@ -14,13 +14,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import grpc
-from nats.aio.client import Client as NATS
-
 from boulevard.api.v1 import events_pb2
 from boulevard.client.ledger import LedgerClient
 from boulevard.messaging.server import free_port
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from boulevard.platform.server import RunningService, start_service
+from nats.aio.client import Client as NATS
+
 from services.ledger.app import LedgerApp
 from services.ledger.settings import LedgerSettings
 
@@ -109,7 +109,11 @@ async def publish_envelopes(
             await js.publish_async(
                 f"game.{env.game_id}",
                 env.SerializeToString(),
-                headers={"Nats-Msg-Id": env.event_id + msg_id_suffix},
+                headers={
+                    "Nats-Msg-Id": env.event_id + msg_id_suffix,
+                    "Boulevard-Type": env.type,
+                    "Boulevard-Version": str(env.version),
+                },
             )
         )
         if len(futures) >= 256:
@@ -145,9 +149,9 @@ async def ledger_client(address: str) -> AsyncIterator[LedgerClient]:
         yield LedgerClient(channel)
 
 
-async def wait_for_size(client: LedgerClient, size: int, timeout: float = 60.0) -> None:
+async def wait_for_size(client: LedgerClient, size: int, within: float = 60.0) -> None:
     """Until `size` entries are durable and a signed head covers them."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + within
     while True:
         try:
             head, _, now = await client.tree_head()
@@ -157,7 +161,7 @@ async def wait_for_size(client: LedgerClient, size: int, timeout: float = 60.0) 
             if exc.code() not in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.UNAVAILABLE):
                 raise
         if time.monotonic() > deadline:
-            raise TimeoutError(f"the ledger did not reach {size} entries in {timeout}s")
+            raise TimeoutError(f"the ledger did not reach {size} entries in {within}s")
         await asyncio.sleep(0.05)
 
 

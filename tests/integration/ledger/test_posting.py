@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from boulevard.cli.audit_ledger import audit
 from nats.aio.client import Client as NATS
 
-from boulevard.cli.audit_ledger import audit
 from tests.integration.ledger.support import (
     ledger_client,
     ledger_settings,

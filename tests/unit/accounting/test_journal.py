@@ -136,20 +136,20 @@ def test_canonical_bytes_round_trip_and_are_stable() -> None:
 
 
 @pytest.mark.parametrize(
-    "mutate",
+    ("mutate", "code"),
     [
-        lambda b: b.replace(b'"amount":12', b'"amount":13'),  # unbalanced
-        lambda b: b.replace(b'"amount":12', b'"amount":12.0'),  # not an integer
-        lambda b: b.replace(b",", b", ", 1),  # not canonical
-        lambda b: b.replace(b'"v":1', b'"v":1,"x":1'),  # extra field
-        lambda b: b[:-1],  # truncated
+        (lambda b: b.replace(b'"amount":12', b'"amount":13'), ErrorCode.UNBALANCED),
+        (lambda b: b.replace(b'"amount":12', b'"amount":12.0'), ErrorCode.INVALID_AMOUNT),
+        (lambda b: b.replace(b",", b", ", 1), ErrorCode.MALFORMED),  # not canonical
+        (lambda b: b.replace(b'"v":1', b'"v":1,"x":1'), ErrorCode.MALFORMED),  # extra field
+        (lambda b: b[:-1], ErrorCode.MALFORMED),  # truncated
     ],
 )
-def test_doctored_bytes_are_refused(mutate: object) -> None:
+def test_doctored_bytes_are_refused(mutate: object, code: ErrorCode) -> None:
     e = Ledger().post(src(), postings_from_transfers("g1", [t("bank", "seat:0", 12)]))
     with pytest.raises(VerificationFailed) as err:
         decode_entry(mutate(e.canonical))  # type: ignore[operator]
-    assert err.value.code == ErrorCode.MALFORMED
+    assert err.value.code == code
 
 
 transfer_plan = st.lists(

@@ -1,0 +1,122 @@
+"""Exactly once: redelivery, replays from the start, and SIGKILL mid-stream."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from boulevard.cli.audit_ledger import audit
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js.errors import NotFoundError
+
+from tests.integration.ledger.support import (
+    LedgerProcess,
+    ledger_client,
+    ledger_settings,
+    money_events,
+    publish_envelopes,
+    running_ledger,
+    synthetic_games,
+    wait_for_size,
+)
+from tests.support.nats import NatsHandle
+
+pytestmark = pytest.mark.integration
+
+
+async def entry_messages(nc: NATS) -> int:
+    """How many entries LEDGER holds, counted by the server, not by the service."""
+    try:
+        info = await nc.jetstream().stream_info("LEDGER", subjects_filter="ledger.entry.>")
+    except NotFoundError:  # the service has not created it yet
+        return 0
+    return sum((info.state.subjects or {}).values())
+
+
+async def check_ledger(client_address: str, envelopes: list, expected: dict) -> None:  # type: ignore[type-arg]
+    async with ledger_client(client_address) as client:
+        await wait_for_size(client, money_events(envelopes))
+        keys = [(e.game_id, e.version) async for e in client.entries()]
+        assert len(keys) == len(set(keys)) == money_events(envelopes)
+        for game_id in {e.game_id for e in envelopes}:
+            want = {a: v for (g, a), v in expected.items() if g == game_id}
+            assert await client.balances(game_id) == want
+        report = await audit(client, reconcile_games=False, say=lambda _: None)
+        assert report.ok, report.failure
+
+
+async def test_redelivered_messages_post_nothing_new(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    envelopes, expected = synthetic_games(games=4, events_per_game=30, seed=1)
+    await publish_envelopes(nc, envelopes)
+    acks = 0
+    real_ack = Msg.ack
+
+    async def lost_ack(self: Msg) -> None:  # the ack never reaches the server
+        nonlocal acks
+        acks += 1
+
+    monkeypatch.setattr(Msg, "ack", lost_ack)
+    settings = ledger_settings(nats_server.url, tmp_path, ledger_ack_wait_seconds=0.5)
+    async with running_ledger(settings) as service:
+        await check_ledger(service.address, envelopes, expected)
+        posted = await entry_messages(nc)
+        # Every message comes back after ack_wait, some of them several times.
+        seen = acks
+        while acks < seen + 2 * len(envelopes):  # noqa: ASYNC110 - polling a counter
+            await asyncio.sleep(0.1)
+        monkeypatch.setattr(Msg, "ack", real_ack)
+        info = await nc.jetstream().consumer_info("GAMES", "ledger")
+        assert info.num_redelivered > 0
+        await asyncio.sleep(1.0)
+        assert await entry_messages(nc) == posted == money_events(envelopes)
+        await check_ledger(service.address, envelopes, expected)
+
+
+async def test_replaying_games_from_the_start_posts_nothing_new(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path
+) -> None:
+    envelopes, expected = synthetic_games(games=5, events_per_game=30, seed=2)
+    await publish_envelopes(nc, envelopes)
+    settings = ledger_settings(nats_server.url, tmp_path)
+    async with running_ledger(settings) as service:
+        await check_ledger(service.address, envelopes, expected)
+    posted = await entry_messages(nc)
+    # The same events again under new message ids (past NATS's dedupe), and the durable
+    # consumer deleted so the restarted service reads GAMES from the very first message.
+    await publish_envelopes(nc, envelopes, msg_id_suffix="-again")
+    await nc.jetstream().delete_consumer("GAMES", "ledger")
+    async with running_ledger(settings) as service:
+        await check_ledger(service.address, envelopes, expected)
+        await asyncio.sleep(0.5)
+        assert await entry_messages(nc) == posted
+
+
+async def test_sigkill_mid_stream_then_restart_posts_each_event_once(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path
+) -> None:
+    envelopes, expected = synthetic_games(games=40, events_per_game=150, seed=3)
+    total = money_events(envelopes)
+    await publish_envelopes(nc, envelopes)
+    kills = 0
+    process = LedgerProcess(nats_server.url, tmp_path).start()
+    try:
+        # Kill it twice while it is posting: once early, once later in the stream.
+        for threshold in (total // 5, total // 2):
+            while await entry_messages(nc) < threshold:
+                assert process.process is not None and process.process.poll() is None, (
+                    process.log.read_text()
+                )
+                await asyncio.sleep(0.005)
+            process.kill()
+            kills += 1
+            assert await entry_messages(nc) < total, "killed too late to be mid-stream"
+            process = LedgerProcess(nats_server.url, tmp_path).start()
+        await check_ledger(process.address, envelopes, expected)
+        assert await entry_messages(nc) == total
+    finally:
+        process.stop()
+    assert kills == 2
