@@ -169,3 +169,17 @@ def test_heuristic_games_keep_every_invariant(players: int, seed: int) -> None:
     final, events = play_checked(players, seed, bot="heuristic")
     assert GAME.outcome(final).finished
     check_replay(final, events)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_views_round_trip_through_the_codec_and_hide_the_deck(seed: int) -> None:
+    views = Codec([State])
+    _, events = play_checked(3, seed)
+    state = GAME.initial_state()
+    for k, ev in enumerate(events):
+        state = GAME.evolve(state, ev)
+        if k % 5 == 0:
+            seen = GAME.view(state, k % 3)
+            assert seen.deck == ()
+            assert views.loads(views.dumps(seen)) == seen
+            assert GAME.render(seen)
