@@ -48,6 +48,12 @@ def _block_rows(state: State, block: str) -> list[str]:
     return [" ".join(cells) for _, cells in sorted(rows.items())]
 
 
+def _items(money: int, lots: tuple[str, ...], dice: tuple[str, ...]) -> str:
+    parts = ([f"${money}"] if money else []) + [f"lot {x}" for x in lots]
+    parts += [f"die on {x}" for x in dice]
+    return ", ".join(parts) or "nothing"
+
+
 def render(view: State) -> str:
     lines: list[str] = []
     if not view.spaces:
@@ -89,9 +95,23 @@ def render(view: State) -> str:
             f"{PLAYER_COLOURS[g.boss].title()}; lay-off {g.lay_off}; roll {g.roll}"
         )
     if view.pending_trade is not None:
-        lines.append(f"trade offer waiting: {view.pending_trade}")
+        t = view.pending_trade
+        gives = _items(t.give_money, t.give_lots, t.give_dice)
+        takes = _items(t.take_money, t.take_lots, t.take_dice)
+        action = f" and {t.action.kind} {t.action.lot} now" if t.action is not None else ""
+        lines.append(
+            f"trade offer: {PLAYER_COLOURS[t.proposer].title()} gives {gives}{action} for "
+            f"{takes} from {PLAYER_COLOURS[t.recipient].title()} (waiting for an answer)"
+        )
     if view.pending_reorganization is not None:
-        lines.append(f"reorganization: {view.pending_reorganization}")
+        r = view.pending_reorganization
+        rolled = "rolling" if r.values is None else f"rolled {r.values}"
+        waiting = ", ".join(PLAYER_COLOURS[s].title() for s in r.awaiting)
+        lines.append(
+            f"reorganization by {PLAYER_COLOURS[r.seat].title()} of {' '.join(r.lots)}: {rolled}"
+            + (f"; {waiting} to place dice" if waiting else "")
+        )
+    lines.append("legend: g5R = gold tile, Red's 5 | g- = tile without die | [R] = Red's lot")
     if view.phase is Phase.OVER:
         lines.append(f"game over ({view.end_reason})")
     return "\n".join(lines)
