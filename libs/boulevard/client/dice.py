@@ -147,7 +147,8 @@ class DiceClient:
             reply = dice_pb2.DiceRpcReply()
             reply.ParseFromString(msg.data)
             if reply.WhichOneof("result") == "error":
-                if reply.error.code == "unavailable" and time.monotonic() + delay < deadline:
+                retriable = reply.error.code in ("unavailable", "aborted")
+                if retriable and time.monotonic() + delay < deadline:
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 1.0)
                     continue

@@ -255,3 +255,27 @@ async def test_forged_records_are_caught_with_their_nonce(
             assert report.mismatch is not None
             assert (report.mismatch.code, report.mismatch.nonce) == ("reveal_mismatch", None)
             assert not (await reader.verify_remote(wrong)).ok
+
+
+async def test_two_replicas_share_a_game_without_gaps_or_repeats(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path
+) -> None:
+    settings = dice_settings(nats_server.url, tmp_path)
+    async with running_dice(settings) as one, running_dice(settings):
+        client = DiceClient(nc)
+        game_id = new_game_id()
+        await client.open_game(game_id, SEEDS)
+        # The queue group spreads these over both replicas; each one's cache goes stale
+        # whenever the other appends, and the expected-sequence check makes it re-read.
+        outcomes = await asyncio.gather(
+            *(client.roll(game_id, f"r{i}", 1, 6) for i in range(60)),
+            *(client.roll(game_id, f"r{i}", 1, 6) for i in range(0, 60, 3)),  # retries
+        )
+        by_request = {f"r{i}": outcomes[i] for i in range(60)}
+        for k, i in enumerate(range(0, 60, 3)):
+            assert outcomes[60 + k] == by_request[f"r{i}"]
+        assert sorted(o.nonce for o in outcomes[:60]) == list(range(60))
+        await client.reveal(game_id)
+        async with channel_to(one.address) as channel:
+            report = await DiceReader(channel).audit_game(game_id)
+        assert report.ok and report.checked == 60, report.describe()
