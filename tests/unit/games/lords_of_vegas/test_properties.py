@@ -154,7 +154,7 @@ def check_replay(final: State, events: list[Any]) -> None:
 # Example counts are modest so the unit suite stays fast; `HYPOTHESIS_PROFILE=thorough`
 # style runs can raise them (see docs/games/lords-of-vegas.md).
 @pytest.mark.parametrize("players", [2, 3, 4])
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_random_legal_games_keep_every_invariant(players: int, seed: int) -> None:
     final, events = play_checked(players, seed)
