@@ -531,3 +531,30 @@ def test_a_take_over_that_ties_the_largest_dice_pays_money_but_no_points_then_re
     assert paid_casino.boss is None and paid_casino.points == 0 and paid_casino.money == 10
     assert after.points == (0, 0, 0, 0)
     assert GAME.chance(after) == ChanceRequest("tie_reroll", ChanceKind.ROLL, 2)
+
+
+def test_two_players_passing_90_in_one_draw_are_ranked_by_points_then_money() -> None:
+    red = {LOT_IDS[i]: tile(Colour.BROWN, RED, 5) for i in range(12, 21)}  # 9 tiles in C
+    green = {LOT_IDS[i]: tile(Colour.BROWN, GREEN, 3) for i in range(24, 33)}  # 9 tiles in D
+    before = position(
+        {**red, **green},
+        current=BLUE,
+        phase=Phase.DRAW,
+        deck=("E1",),
+        points=(0, 81, 81, 0),
+        cash=(0, 0, 0, 0),
+    )
+    (drawn,), after = _draw(before, BLUE)
+    assert drawn.game_over and after.points == (0, 90, 90, 0)
+    # Both at 90: Red's dice paid $45, Green's $27, so Red wins on money (Blue has $1).
+    assert GAME.outcome(after).ranking == ((RED,), (GREEN,), (BLUE,), (YELLOW,))
+
+
+def test_a_trade_needs_a_free_marker_or_die_on_the_receiving_side() -> None:
+    ten = {LOT_IDS[i]: marker(BLUE) for i in range(10)}
+    before = position({**ten, "E1": marker(RED)}, current=RED)
+    offer = TradeOffer(RED, BLUE, give_lots=("E1",), take_money=1)
+    spec(GAME).given_state(before).when(ProposeTrade(RED, offer)).then_raises("no_marker")
+    # Unless the same trade gives one of Blue's lots back.
+    swap = TradeOffer(RED, BLUE, give_lots=("E1",), take_lots=("A1",))
+    spec(GAME).given_state(before).when(ProposeTrade(RED, swap)).then(TradeProposed(swap))
