@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from boulevard.eventlog.errors import ConcurrencyConflict, InvalidStreamId
@@ -31,7 +31,6 @@ class NewEvent:
     event_id: str
     type: str
     data: bytes
-    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +41,6 @@ class RecordedEvent:
     type: str
     data: bytes
     sequence: int = 0  # position in the whole store (the JetStream stream sequence)
-    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 class EventStore(Protocol):
@@ -101,7 +99,6 @@ class InMemoryEventStore:
                     ev.type,
                     ev.data,
                     self._sequence,
-                    dict(ev.headers),
                 )
             )
         return len(stream)

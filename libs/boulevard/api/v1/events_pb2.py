@@ -24,19 +24,23 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x62oulevard/v1/events.proto\x12\x0c\x62oulevard.v1\"J\n\x08Transfer\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\x12\x0e\n\x06\x61mount\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\"\xdf\x01\n\rEventEnvelope\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x0f\n\x07game_id\x18\x03 \x01(\t\x12\x0c\n\x04game\x18\x04 \x01(\t\x12\x0f\n\x07version\x18\x05 \x01(\x04\x12\x14\n\x0ctime_unix_ms\x18\x06 \x01(\x03\x12\x14\n\x0c\x63\x61usation_id\x18\x07 \x01(\t\x12\x16\n\x0e\x63orrelation_id\x18\x08 \x01(\t\x12\x0f\n\x07payload\x18\t \x01(\x0c\x12)\n\ttransfers\x18\n \x03(\x0b\x32\x16.boulevard.v1.Transfer\"k\n\x0bMatchFormed\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12&\n\x05seats\x18\x03 \x03(\x0b\x32\x17.boulevard.v1.MatchSeat\x12\x14\n\x0ctime_unix_ms\x18\x04 \x01(\x03\"N\n\tMatchSeat\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0b\n\x03\x62ot\x18\x03 \x01(\x08\x12\x13\n\x0b\x63lient_seed\x18\x04 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x62oulevard/v1/events.proto\x12\x0c\x62oulevard.v1\";\n\x0bStoredEvent\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"O\n\x0b\x45ventCommit\x12\x15\n\rfirst_version\x18\x01 \x01(\x04\x12)\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x19.boulevard.v1.StoredEvent\"J\n\x08Transfer\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\x12\x0e\n\x06\x61mount\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\"\xdf\x01\n\rEventEnvelope\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x0f\n\x07game_id\x18\x03 \x01(\t\x12\x0c\n\x04game\x18\x04 \x01(\t\x12\x0f\n\x07version\x18\x05 \x01(\x04\x12\x14\n\x0ctime_unix_ms\x18\x06 \x01(\x03\x12\x14\n\x0c\x63\x61usation_id\x18\x07 \x01(\t\x12\x16\n\x0e\x63orrelation_id\x18\x08 \x01(\t\x12\x0f\n\x07payload\x18\t \x01(\x0c\x12)\n\ttransfers\x18\n \x03(\x0b\x32\x16.boulevard.v1.Transfer\"k\n\x0bMatchFormed\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12&\n\x05seats\x18\x03 \x03(\x0b\x32\x17.boulevard.v1.MatchSeat\x12\x14\n\x0ctime_unix_ms\x18\x04 \x01(\x03\"N\n\tMatchSeat\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0b\n\x03\x62ot\x18\x03 \x01(\x08\x12\x13\n\x0b\x63lient_seed\x18\x04 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'boulevard.v1.events_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TRANSFER']._serialized_start=43
-  _globals['_TRANSFER']._serialized_end=117
-  _globals['_EVENTENVELOPE']._serialized_start=120
-  _globals['_EVENTENVELOPE']._serialized_end=343
-  _globals['_MATCHFORMED']._serialized_start=345
-  _globals['_MATCHFORMED']._serialized_end=452
-  _globals['_MATCHSEAT']._serialized_start=454
-  _globals['_MATCHSEAT']._serialized_end=532
+  _globals['_STOREDEVENT']._serialized_start=43
+  _globals['_STOREDEVENT']._serialized_end=102
+  _globals['_EVENTCOMMIT']._serialized_start=104
+  _globals['_EVENTCOMMIT']._serialized_end=183
+  _globals['_TRANSFER']._serialized_start=185
+  _globals['_TRANSFER']._serialized_end=259
+  _globals['_EVENTENVELOPE']._serialized_start=262
+  _globals['_EVENTENVELOPE']._serialized_end=485
+  _globals['_MATCHFORMED']._serialized_start=487
+  _globals['_MATCHFORMED']._serialized_end=594
+  _globals['_MATCHSEAT']._serialized_start=596
+  _globals['_MATCHSEAT']._serialized_end=674
 # @@protoc_insertion_point(module_scope)

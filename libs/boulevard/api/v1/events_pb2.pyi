@@ -19,11 +19,65 @@ else:
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
-class Transfer(_message.Message):
-    """What flows on NATS. Every message on the GAMES stream (subject `game.<game_id>`) is one
-    EventEnvelope; its NATS headers repeat event_id as `Nats-Msg-Id`.
+class StoredEvent(_message.Message):
+    """What flows on NATS.
 
-    Money moved by one event. Accounts are scoped to the game: "bank", "seat:<n>", or an
+    Event-sourced streams (GAMES, subject `game.<game_id>`) hold one EventCommit per message:
+    the events one append wrote, atomically. Headers: `Nats-Msg-Id` = the first event's id
+    (and the server's `Nats-Expected-Last-Subject-Sequence`). For GAMES, each StoredEvent's
+    data is a serialized EventEnvelope.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENT_ID_FIELD_NUMBER: _builtins.int
+    TYPE_FIELD_NUMBER: _builtins.int
+    DATA_FIELD_NUMBER: _builtins.int
+    event_id: _builtins.str
+    type: _builtins.str
+    data: _builtins.bytes
+    def __init__(
+        self,
+        *,
+        event_id: _builtins.str = ...,
+        type: _builtins.str = ...,
+        data: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["data", b"data", "event_id", b"event_id", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StoredEvent: _TypeAlias = StoredEvent  # noqa: Y015
+
+@_typing.final
+class EventCommit(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FIRST_VERSION_FIELD_NUMBER: _builtins.int
+    EVENTS_FIELD_NUMBER: _builtins.int
+    first_version: _builtins.int
+    """the version of events[0] (1-based position in its stream)"""
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___StoredEvent]: ...
+    def __init__(
+        self,
+        *,
+        first_version: _builtins.int = ...,
+        events: _abc.Iterable[Global___StoredEvent] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "first_version", b"first_version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EventCommit: _TypeAlias = EventCommit  # noqa: Y015
+
+@_typing.final
+class Transfer(_message.Message):
+    """Money moved by one event. Accounts are scoped to the game: "bank", "seat:<n>", or an
     escrow the game names. Amounts are whole units of the game's currency (int64, > 0).
     """
 
