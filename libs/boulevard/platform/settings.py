@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -30,6 +30,11 @@ class Settings(BaseSettings):
     dice_port: int = Field(default=50053, ge=0, le=65535)
     ledger_port: int = Field(default=50054, ge=0, le=65535)
     shutdown_grace_seconds: float = Field(default=5.0, ge=0)
+
+    # Secrets. `boulevard up` makes them once per data folder (<data_dir>/secrets.env) when
+    # unset; services refuse to start without the ones they need.
+    token_key: SecretStr = SecretStr("")  # HMAC key of player tokens (matchmaking, engine)
+    operator_token: SecretStr = SecretStr("")  # bearer token for operator-only RPCs
 
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["auto", "json", "console"] = "auto"
