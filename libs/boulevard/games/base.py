@@ -82,6 +82,39 @@ class GameConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class PlayerSeat:
+    seat: Seat
+    player_id: str
+    bot: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GameCreated:
+    """The platform's first event of every game (the engine's, not a game's own): who sits
+    where, the options, and the dice commitment published before anyone acts."""
+
+    game: str
+    config: GameConfig
+    seats: tuple[PlayerSeat, ...]
+    seed_commitment: str
+    client_seeds: tuple[str, ...] = ()
+    match_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GameFinished:
+    """The platform's last event of a finished game: the outcome, with players named."""
+
+    ranking: tuple[tuple[Seat, ...], ...]
+    scores: tuple[int, ...]
+    player_ids: tuple[str, ...]
+    reason: str = ""
+
+
+PLATFORM_EVENTS: tuple[type, ...] = (GameCreated, GameFinished)
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """`ranking` lists groups of seats best first; seats in one group share that place."""
 

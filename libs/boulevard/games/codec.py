@@ -16,7 +16,7 @@ from enum import Enum
 from functools import cache
 from typing import Any, Union
 
-from boulevard.games.base import ChanceResolved, RulesError
+from boulevard.games.base import PLATFORM_EVENTS, ChanceResolved, RulesError
 
 JSON = Any
 
@@ -70,10 +70,10 @@ def from_plain(tp: Any, data: JSON) -> Any:
             raise ValueError(f"{data!r} is not one of {typing.get_args(tp)}")
         return data
     if origin is tuple:
-        args = typing.get_args(tp)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(from_plain(args[0], v) for v in data)
-        return tuple(from_plain(a, v) for a, v in zip(args, data, strict=True))
+        members = typing.get_args(tp)
+        if len(members) == 2 and members[1] is Ellipsis:
+            return tuple(from_plain(members[0], v) for v in data)
+        return tuple(from_plain(a, v) for a, v in zip(members, data, strict=True))
     if origin is frozenset:
         (arg,) = typing.get_args(tp)
         return frozenset(from_plain(arg, v) for v in data)
@@ -114,7 +114,7 @@ class Codec:
 
     def __init__(self, classes: Iterable[type]) -> None:
         self._by_name: dict[str, type] = {}
-        for cls in (*classes, ChanceResolved):
+        for cls in (*classes, ChanceResolved, *PLATFORM_EVENTS):
             self._by_name[cls.__name__] = cls
 
     def type_name(self, obj: object) -> str:
