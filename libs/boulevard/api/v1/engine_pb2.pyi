@@ -4,6 +4,8 @@ isort:skip_file
 """
 
 from boulevard.api.v1 import events_pb2 as _events_pb2
+from boulevard.api.v1 import las_vegas_pb2 as _las_vegas_pb2
+from boulevard.api.v1 import lords_of_vegas_pb2 as _lords_of_vegas_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -200,42 +202,64 @@ Global___GetGameResponse: _TypeAlias = GetGameResponse  # noqa: Y015
 
 @_typing.final
 class GameView(_message.Message):
-    """A game's view and actions. Typed per game: each game adds its messages to the oneofs."""
+    """A game's view and actions, typed per game: each oneof field is named after the game's
+    registry name (`lords_of_vegas`, `las_vegas`); services/engine/mapping.py maps them to and
+    from the game's dataclasses.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
     RENDERED_FIELD_NUMBER: _builtins.int
+    LORDS_OF_VEGAS_FIELD_NUMBER: _builtins.int
+    LAS_VEGAS_FIELD_NUMBER: _builtins.int
     rendered: _builtins.str
     """the plain-text board a terminal can print"""
+    @_builtins.property
+    def lords_of_vegas(self) -> _lords_of_vegas_pb2.LordsOfVegasView: ...
+    @_builtins.property
+    def las_vegas(self) -> _las_vegas_pb2.LasVegasView: ...
     def __init__(
         self,
         *,
         rendered: _builtins.str = ...,
+        lords_of_vegas: _lords_of_vegas_pb2.LordsOfVegasView | None = ...,
+        las_vegas: _las_vegas_pb2.LasVegasView | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["rendered", b"rendered"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "lords_of_vegas", b"lords_of_vegas", "rendered", b"rendered"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas"]  # noqa: Y015
+    _WhichOneofArgType_game: _TypeAlias = _typing.Literal["game", b"game"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_game) -> _WhichOneofReturnType_game | None: ...
 
 Global___GameView: _TypeAlias = GameView  # noqa: Y015
 
 @_typing.final
 class Action(_message.Message):
+    """One player action (a game command). Exactly one game must be set."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
-    TYPE_FIELD_NUMBER: _builtins.int
-    type: _builtins.str
+    LORDS_OF_VEGAS_FIELD_NUMBER: _builtins.int
+    LAS_VEGAS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def lords_of_vegas(self) -> _lords_of_vegas_pb2.LordsOfVegasAction: ...
+    @_builtins.property
+    def las_vegas(self) -> _las_vegas_pb2.LasVegasAction: ...
     def __init__(
         self,
         *,
-        type: _builtins.str = ...,
+        lords_of_vegas: _lords_of_vegas_pb2.LordsOfVegasAction | None = ...,
+        las_vegas: _las_vegas_pb2.LasVegasAction | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["type", b"type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas"]  # noqa: Y015
+    _WhichOneofArgType_game: _TypeAlias = _typing.Literal["game", b"game"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_game) -> _WhichOneofReturnType_game | None: ...
 
 Global___Action: _TypeAlias = Action  # noqa: Y015
 
