@@ -42,10 +42,28 @@ from boulevard.messaging.server import NatsServer, free_port  # noqa: E402
 from boulevard.messaging.streams import StreamSpec, ensure_stream  # noqa: E402
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Cpu:
+    """CPU used by this process, the dice service and nats-server between two points."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = {"client": os.getpid(), **pids}
+        self.start = {k: cpu_seconds(p) for k, p in self.pids.items()}
+
+    def used(self) -> dict[str, float]:
+        return {k: cpu_seconds(p) - self.start[k] for k, p in self.pids.items()}
+
+
 async def rate(
     workers: int, seconds: float, make_worker: Callable[[int], Callable[[], Awaitable[None]]]
-) -> float:
-    """Operations per second of `workers` concurrent loops, each one operation at a time."""
+) -> tuple[float, int]:
+    """Operations per second of `workers` concurrent loops, each one operation at a time,
+    and how many operations ran."""
     stop = time.perf_counter() + seconds
     counts = [0] * workers
 
@@ -57,7 +75,7 @@ async def rate(
 
     start = time.perf_counter()
     await asyncio.gather(*(loop(i) for i in range(workers)))
-    return sum(counts) / (time.perf_counter() - start)
+    return sum(counts) / (time.perf_counter() - start), sum(counts)
 
 
 def record_payload() -> bytes:
@@ -75,7 +93,7 @@ def record_payload() -> bytes:
     return dice_pb2.DiceRecord(outcome=outcome).SerializeToString()
 
 
-async def raw_publish(nc: NATS, workers: int, seconds: float) -> float:
+async def raw_publish(nc: NATS, workers: int, seconds: float) -> tuple[float, int]:
     js = nc.jetstream()
     payload = record_payload()
 
@@ -92,7 +110,7 @@ async def raw_publish(nc: NATS, workers: int, seconds: float) -> float:
     return await rate(workers, seconds, worker)
 
 
-async def service_rolls(client: DiceClient, workers: int, seconds: float) -> float:
+async def service_rolls(client: DiceClient, workers: int, seconds: float) -> tuple[float, int]:
     games = [f"bench-{secrets.token_hex(6)}" for _ in range(workers)]
     for game in games:
         await client.open_game(game, ["a", "b"])
@@ -153,15 +171,30 @@ async def measure(sync_always: bool, seconds: float, in_flight: int, runs: int) 
             )
             await wait_for_dice(nc, dice)
             client = DiceClient(nc, timeout=10)
+            assert server.process is not None
+            pids = {"dice": dice.pid, "nats": server.process.pid}
             results: dict[str, list[float]] = {}
+
+            def note(key: str, measured: tuple[float, int], cpu: Cpu, parts: list[str]) -> None:
+                per_second, count = measured
+                used = cpu.used()
+                results.setdefault(key, []).append(per_second)
+                results.setdefault(f"{key} cpu", []).append(
+                    sum(used[p] for p in parts) / count * 1e6
+                )
+                results.setdefault(f"{key} cpu+nats", []).append(
+                    sum(used.values()) / count * 1e6
+                    if "dice" in parts
+                    else (used["client"] + used["nats"]) / count * 1e6
+                )
+
             for _ in range(runs):  # interleaved, so drift hits both sides alike
                 for workers, label in ((1, "1"), (in_flight, str(in_flight))):
-                    results.setdefault(f"raw {label}", []).append(
-                        await raw_publish(nc, workers, seconds)
-                    )
-                    results.setdefault(f"service {label}", []).append(
-                        await service_rolls(client, workers, seconds)
-                    )
+                    cpu = Cpu(pids)
+                    note(f"raw {label}", await raw_publish(nc, workers, seconds), cpu, ["client"])
+                    cpu = Cpu(pids)
+                    measured = await service_rolls(client, workers, seconds)
+                    note(f"service {label}", measured, cpu, ["client", "dice"])
             return {k: statistics.median(v) for k, v in results.items()}
         finally:
             await nc.close()
@@ -186,13 +219,21 @@ async def main() -> None:
     configs = [True, False] if args.both_sync else [True]
     print(f"dice bench: {args.runs} runs x {args.seconds}s, medians; N = {args.in_flight}")
     header = ("sync", "in flight", "raw publish/s", "service outcomes/s", "ratio")
-    print("{:<8} {:>9} {:>14} {:>19} {:>6}".format(*header))
+    print(
+        "{:<8} {:>9} {:>14} {:>19} {:>6}   CPU µs/op raw | service (client+dice) ".format(*header)
+    )
     for sync_always in configs:
         r = await measure(sync_always, args.seconds, args.in_flight, args.runs)
         for label in ("1", str(args.in_flight)):
             raw, svc = r[f"raw {label}"], r[f"service {label}"]
             sync = "always" if sync_always else "default"
-            print(f"{sync:<8} {label:>9} {raw:>14,.0f} {svc:>19,.0f} {svc / raw:>6.0%}")
+            cpu_raw, cpu_svc = r[f"raw {label} cpu"], r[f"service {label} cpu"]
+            all_raw, all_svc = r[f"raw {label} cpu+nats"], r[f"service {label} cpu+nats"]
+            print(
+                f"{sync:<8} {label:>9} {raw:>14,.0f} {svc:>19,.0f} {svc / raw:>6.0%}"
+                f"   {cpu_raw:>5.0f} | {cpu_svc:>5.0f}   (with nats-server: {all_raw:.0f} | "
+                f"{all_svc:.0f})"
+            )
 
 
 if __name__ == "__main__":

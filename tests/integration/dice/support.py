@@ -12,10 +12,12 @@ from typing import Any
 
 import grpc
 from boulevard.api.v1 import dice_pb2
+from boulevard.fairness import GameSeeds
 from boulevard.platform.server import RunningService, start_service
 from nats.aio.client import Client as NATS
 
 from services.dice.app import DiceApp
+from services.dice.sealing import SeedSealer
 from services.dice.settings import DiceSettings
 
 TEST_KEY = "11" * 32
@@ -61,6 +63,23 @@ async def last_subject_seq(nc: NATS, game_id: str) -> int:
 async def forge(nc: NATS, game_id: str, record: dice_pb2.DiceRecord) -> None:
     """Append a record the dice service never made."""
     await nc.jetstream().publish(f"dice.{game_id}", record.SerializeToString())
+
+
+async def peek_seed(nc: NATS, game_id: str) -> bytes:
+    """The game's unrevealed seed, read from the vault with the test key (what only the dice
+    service can do) so a test can forge values that are certainly wrong."""
+    entry = await (await nc.jetstream().key_value("dice_seeds")).get(game_id)
+    assert entry.value is not None
+    return SeedSealer(bytes.fromhex(TEST_KEY)).open(game_id, entry.value)
+
+
+async def wrong_roll(
+    nc: NATS, game_id: str, client_seeds: list[str], nonce: int, count: int, sides: int
+) -> list[int]:
+    """Values for outcome `nonce` that differ from what the seed gives."""
+    seeds = GameSeeds.of(await peek_seed(nc, game_id), client_seeds, game_id)
+    true = seeds.roll(nonce, count, sides)
+    return [true[0] % sides + 1, *true[1:]]
 
 
 async def forge_outcome(

@@ -16,7 +16,7 @@ from boulevard.cli.up import wait_serving
 from boulevard.client.dice import DiceClient
 from nats.aio.client import Client as NATS
 
-from tests.integration.dice.support import TEST_KEY, forge_outcome, new_game_id
+from tests.integration.dice.support import TEST_KEY, forge_outcome, new_game_id, wrong_roll
 from tests.support.nats import NatsHandle
 from tests.support.processes import ServiceProcess, service_env
 
@@ -109,14 +109,15 @@ async def test_audit_cli_names_the_forged_nonce_and_exits_non_zero(
 
     for i in range(4):
         await client.roll(game_id, f"r{i}", 1, 6)
-    await forge_outcome(nc, game_id, 4, [6, 6], count=2)
+    forged = await wrong_roll(nc, game_id, SEEDS, 4, 2, 6)
+    await forge_outcome(nc, game_id, 4, forged, count=2)
     await client.reveal(game_id)
 
     code, out = await run_audit(dice_process.address, game_id)
     assert code == 1, out
     assert "FAIL at nonce 4 (values_mismatch)" in out
     code, out = await run_audit(dice_process.address, game_id, "--json")
-    assert code == 1 and '"nonce": 4' in out and '"recorded": [6, 6]' in out
+    assert code == 1 and '"nonce": 4' in out and f'"recorded": {forged}' in out
 
     code, out = await run_audit(dice_process.address, "unknown-game")
     assert code == 2 and "NOT_FOUND" in out

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from boulevard.api.v1 import dice_pb2
+from boulevard.api.v1 import dice_pb2, dice_pb2_grpc
 from boulevard.client.dice import DiceClient, DiceReader
 from boulevard.fairness import GameSeeds, commitment
 from boulevard.games.base import ChanceKind, ChanceRequest
@@ -23,6 +23,7 @@ from tests.integration.dice.support import (
     forge_outcome,
     new_game_id,
     running_dice,
+    wrong_roll,
 )
 from tests.support.nats import NatsHandle
 
@@ -159,6 +160,18 @@ async def test_bad_requests_get_precise_errors(
             with pytest.raises(grpc.aio.AioRpcError) as err:
                 await reader.get_commitment("bad.id")
             assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            stub = dice_pb2_grpc.DiceServiceStub(channel)
+            for page_size, token in ((5000, ""), (10, "not-a-token"), (10, "0")):
+                with pytest.raises(grpc.aio.AioRpcError) as err:
+                    await stub.ListOutcomes(
+                        dice_pb2.ListOutcomesRequest(
+                            game_id=game_id, page_size=page_size, page_token=token
+                        )
+                    )
+                assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await reader.verify_remote(game_id)
+            assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
 
 
 async def test_seeds_are_sealed_until_the_reveal(
@@ -222,14 +235,15 @@ async def test_forged_records_are_caught_with_their_nonce(
             # A tampered outcome: nonce 3 recorded with values the seed does not give.
             tampered = new_game_id()
             await client.open_game(tampered, SEEDS)
-            honest = [await client.roll(tampered, f"r{i}", 1, 6) for i in range(3)]
-            await forge_outcome(nc, tampered, 3, [7 - honest[0].values[0]])
+            for i in range(3):
+                await client.roll(tampered, f"r{i}", 1, 6)
+            forged = await wrong_roll(nc, tampered, SEEDS, 3, 1, 6)
+            await forge_outcome(nc, tampered, 3, forged)
             await client.reveal(tampered)
             report = await reader.audit_game(tampered)
             assert report.mismatch is not None
-            assert (report.mismatch.code, report.mismatch.nonce) in {
-                ("values_mismatch", 3),
-            }, report.describe()
+            assert (report.mismatch.code, report.mismatch.nonce) == ("values_mismatch", 3)
+            assert report.mismatch.recorded == tuple(forged)
             remote = await reader.verify_remote(tampered)
             assert not remote.ok and remote.mismatch.nonce == 3
             assert "nonce 3" in remote.summary
