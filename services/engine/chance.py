@@ -1,0 +1,48 @@
+"""Sources of randomness for the engine: the dice service, or (pure tests) a local rng."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from boulevard.client.dice import DiceClient
+from boulevard.games.base import ChanceRequest, ChanceResolved, RandomSource
+from boulevard.games.playout import resolve_locally
+
+
+class DiceServiceChance:
+    """The real thing: every outcome is drawn and recorded by the dice service."""
+
+    def __init__(self, client: DiceClient) -> None:
+        self.client = client
+
+    async def open_game(self, game_id: str, client_seeds: Sequence[str]) -> str:
+        commitment = await self.client.open_game(game_id, client_seeds)
+        return commitment.commitment
+
+    async def resolve(self, game_id: str, request_id: str, chance: ChanceRequest) -> ChanceResolved:
+        return await self.client.resolve(game_id, request_id, chance)
+
+    async def reveal(self, game_id: str) -> None:
+        await self.client.reveal(game_id)
+
+
+class LocalChance:
+    """In-process randomness for unit tests of the engine core; not auditable. The same
+    request id gets the same answer, as with the dice service."""
+
+    def __init__(self, rng: RandomSource) -> None:
+        self.rng = rng
+        self.answers: dict[str, ChanceResolved] = {}
+        self.revealed: set[str] = set()
+
+    async def open_game(self, game_id: str, client_seeds: Sequence[str]) -> str:
+        return hashlib.sha256(f"local:{game_id}".encode()).hexdigest()
+
+    async def resolve(self, game_id: str, request_id: str, chance: ChanceRequest) -> ChanceResolved:
+        if request_id not in self.answers:
+            self.answers[request_id] = resolve_locally(chance, self.rng)
+        return self.answers[request_id]
+
+    async def reveal(self, game_id: str) -> None:
+        self.revealed.add(game_id)

@@ -1,0 +1,358 @@
+"""The engine: create games, run commands through a game's rules, resolve chance, finish.
+
+Per game, commands run one at a time (a lock per game in this replica); across replicas the
+event store's expected version makes a lost race safe: the loser reloads and retries, or
+answers ABORTED when the client pinned the version it saw. Nothing here knows any one game:
+games come from `boulevard.games.REGISTRY` through their `GameDefinition`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import structlog
+
+from boulevard.api.v1 import events_pb2
+from boulevard.eventlog.errors import ConcurrencyConflict
+from boulevard.eventlog.store import EventStore, NewEvent
+from boulevard.games import REGISTRY, get_game
+from boulevard.games.base import (
+    ChanceRequest,
+    ChanceResolved,
+    GameConfig,
+    GameCreated,
+    GameFinished,
+    PlayerSeat,
+    RulesError,
+)
+from boulevard.platform.auth import PlayerClaims, issue_token
+from boulevard.platform.errors import (
+    Aborted,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+)
+from services.engine.sessions import Session, envelope_of
+
+log = structlog.get_logger(__name__)
+
+_GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MAX_RETRIES = 5
+
+
+class ChanceSource(Protocol):
+    """Where randomness comes from: the dice service (or, in pure tests, a local rng)."""
+
+    async def open_game(self, game_id: str, client_seeds: Sequence[str]) -> str: ...
+    async def resolve(
+        self, game_id: str, request_id: str, chance: ChanceRequest
+    ) -> ChanceResolved: ...
+    async def reveal(self, game_id: str) -> None: ...
+
+
+class KeyValue(Protocol):
+    async def get(self, key: str) -> bytes | None: ...
+    async def put(self, key: str, value: bytes) -> None: ...
+
+
+class MemoryKeyValue:
+    def __init__(self) -> None:
+        self.data: dict[str, bytes] = {}
+
+    async def get(self, key: str) -> bytes | None:
+        return self.data.get(key)
+
+    async def put(self, key: str, value: bytes) -> None:
+        self.data[key] = value
+
+
+@dataclass(frozen=True, slots=True)
+class SeatRequest:
+    seat: int
+    player_id: str
+    client_seed: str = ""
+    bot: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    game_id: str
+    tokens: tuple[str, ...]
+    seed_commitment: str
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    version: int
+    envelopes: tuple[events_pb2.EventEnvelope, ...]
+
+
+def game_id_for(request_id: str) -> str:
+    """A game's id from its creation request id: the id itself when it is a valid stream
+    id (a match id), else a digest of it. Same request, same game, forever."""
+    if _GAME_ID.match(request_id):
+        return request_id
+    return "g" + hashlib.sha256(request_id.encode()).hexdigest()[:31]
+
+
+class Engine:
+    def __init__(
+        self,
+        store: EventStore,
+        chance: ChanceSource,
+        snapshots: KeyValue,
+        token_key: bytes,
+        snapshot_every: int = 100,
+        cache_size: int = 10_000,
+        clock: Callable[[], int] = lambda: int(time.time() * 1000),
+        on_finished: Callable[[Session], Awaitable[None]] | None = None,
+    ) -> None:
+        self.store = store
+        self.chance = chance
+        self.snapshots = snapshots
+        self.token_key = token_key
+        self.snapshot_every = snapshot_every
+        self.clock = clock
+        self.on_finished = on_finished
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._cache_size = cache_size
+
+    # -- creating -------------------------------------------------------------------------
+
+    async def create_game(
+        self,
+        request_id: str,
+        game_name: str,
+        seats: Sequence[SeatRequest],
+        options: Sequence[tuple[str, str]] = (),
+        match_id: str = "",
+    ) -> Created:
+        if not request_id:
+            raise InvalidArgument("request_id is required (it makes CreateGame idempotent)")
+        if game_name not in REGISTRY:
+            raise InvalidArgument(
+                f"unknown game {game_name!r}; known: {', '.join(sorted(REGISTRY))}"
+            )
+        game = get_game(game_name)
+        if not game.min_players <= len(seats) <= game.max_players:
+            raise InvalidArgument(
+                f"{game.title} takes {game.min_players}-{game.max_players} players, "
+                f"not {len(seats)}"
+            )
+        if sorted(s.seat for s in seats) != list(range(len(seats))):
+            raise InvalidArgument("seats must be numbered 0..n-1, each once")
+        if any(not s.player_id for s in seats):
+            raise InvalidArgument("every seat needs a player_id")
+        ordered = sorted(seats, key=lambda s: s.seat)
+        game_id = game_id_for(request_id)
+        async with self._lock(game_id):
+            session = await self._load_or_none(game_id)
+            if session is None:
+                config = GameConfig(len(seats), tuple(sorted(options)))
+                client_seeds = tuple(s.client_seed for s in ordered)
+                commitment = await self.chance.open_game(game_id, client_seeds)
+                created = GameCreated(
+                    game=game_name,
+                    config=config,
+                    seats=tuple(PlayerSeat(s.seat, s.player_id, s.bot) for s in ordered),
+                    seed_commitment=commitment,
+                    client_seeds=client_seeds,
+                    match_id=match_id,
+                )
+                session = Session.new(game_id, created)
+                try:
+                    setup = game.new_game(config)
+                except RulesError as err:
+                    raise InvalidArgument(f"bad options: {err.message}") from err
+                try:
+                    await self._append(session, [created, *setup], f"create:{request_id}")
+                except ConcurrencyConflict:
+                    self._sessions.pop(game_id, None)
+                    session = await self._load(game_id)
+                await self._settle(session)
+            log.info("game ready", game_id=game_id, game=game_name, version=session.version)
+        tokens = tuple(
+            issue_token(self.token_key, PlayerClaims(game_id, s.seat, s.player_id))
+            for s in session.created.seats
+        )
+        return Created(game_id, tokens, session.created.seed_commitment)
+
+    # -- loading --------------------------------------------------------------------------
+
+    def _lock(self, game_id: str) -> asyncio.Lock:
+        lock = self._locks.get(game_id)
+        if lock is None:
+            lock = self._locks[game_id] = asyncio.Lock()
+        return lock
+
+    def _cache(self, session: Session) -> None:
+        self._sessions[session.game_id] = session
+        self._sessions.move_to_end(session.game_id)
+        while len(self._sessions) > self._cache_size:
+            evicted, _ = self._sessions.popitem(last=False)
+            self._locks.pop(evicted, None)
+
+    async def _load_or_none(self, game_id: str) -> Session | None:
+        cached = self._sessions.get(game_id)
+        if cached is not None:
+            return cached
+        session: Session | None = None
+        raw = await self.snapshots.get(game_id)
+        if raw is not None:
+            session = Session.from_snapshot(game_id, raw)
+        for recorded in await self.store.read(game_id, (session.version + 1) if session else 1):
+            envelope = events_pb2.EventEnvelope.FromString(recorded.data)
+            if session is None:
+                created = session_codec_created(envelope)
+                session = Session.new(game_id, created)
+            session.apply_envelope(envelope)
+        if session is not None:
+            self._cache(session)
+        return session
+
+    async def _load(self, game_id: str) -> Session:
+        session = await self._load_or_none(game_id)
+        if session is None:
+            raise NotFound(f"no game {game_id!r}")
+        return session
+
+    async def load(self, game_id: str) -> Session:
+        """The game as it stands, with any owed chance resolved and a finished game closed
+        (a crash between appending and resolving leaves such work; whoever loads does it)."""
+        if not _GAME_ID.match(game_id):
+            raise InvalidArgument(f"malformed game id {game_id!r}")
+        async with self._lock(game_id):
+            session = await self._load(game_id)
+            await self._settle(session)
+            return session
+
+    # -- acting ---------------------------------------------------------------------------
+
+    async def submit(
+        self,
+        game_id: str,
+        claims: PlayerClaims,
+        command: Any,
+        expected_version: int,
+        idempotency_key: str,
+    ) -> Submitted:
+        if claims.game_id != game_id:
+            raise PermissionDenied("this token is for another game")
+        if getattr(command, "seat", claims.seat) != claims.seat:
+            raise PermissionDenied(
+                f"you play seat {claims.seat}; you cannot act for seat {command.seat}"
+            )
+        key = f"cmd:{idempotency_key or uuid.uuid4().hex}"
+        for _attempt in range(MAX_RETRIES):
+            async with self._lock(game_id):
+                session = await self._load(game_id)
+                await self._settle(session)
+                done = session.commands.get(key)
+                if done is not None:
+                    return await self._result(session, done.first, done.last)
+                if session.finished is not None:
+                    raise FailedPrecondition("the game is over")
+                if expected_version and expected_version != session.version:
+                    raise Aborted(
+                        f"the game is at version {session.version}, not {expected_version}: "
+                        "reload and decide again"
+                    )
+                events = session.game.decide(command, session.state)
+                if not events:
+                    raise FailedPrecondition("that action changes nothing")
+                first = session.version + 1
+                try:
+                    await self._append(session, list(events), key)
+                except ConcurrencyConflict:
+                    # Another replica wrote first: forget our copy and try again on the
+                    # fresh log, unless the client pinned the version it decided on.
+                    self._sessions.pop(game_id, None)
+                    if expected_version:
+                        raise
+                    continue
+                await self._settle(session, key)
+                return await self._result(session, first, session.version)
+        raise Aborted("too many concurrent writers on this game; try again")
+
+    async def _result(self, session: Session, first: int, last: int) -> Submitted:
+        recorded = await self.store.read(session.game_id, first)
+        envelopes = tuple(
+            events_pb2.EventEnvelope.FromString(r.data) for r in recorded if r.version <= last
+        )
+        return Submitted(session.version, envelopes)
+
+    async def _append(self, session: Session, events: Sequence[Any], causation: str) -> None:
+        """Append events after the session's version, then fold them in."""
+        now = self.clock()
+        correlation = session.created.match_id or session.game_id
+        envelopes = []
+        for i, event in enumerate(events, start=session.version + 1):
+            envelopes.append(
+                envelope_of(
+                    session.game, session.game_id, event, i, uuid.uuid4().hex, now,
+                    causation, correlation,
+                )
+            )
+        new = [NewEvent(e.event_id, e.type, e.SerializeToString()) for e in envelopes]
+        try:
+            await self.store.append(session.game_id, new, session.version)
+        except ConcurrencyConflict:
+            self._sessions.pop(session.game_id, None)
+            raise
+        before = session.version
+        for envelope, event in zip(envelopes, events, strict=True):
+            session.apply(event, int(envelope.version), causation)
+        self._cache(session)
+        if session.version // self.snapshot_every > before // self.snapshot_every:
+            await self.snapshots.put(session.game_id, session.snapshot())
+
+    async def _settle(self, session: Session, causation: str = "") -> None:
+        """Resolve every chance the game asks for, then close it if it is over."""
+        causation = causation or session.last_causation
+        while session.finished is None:
+            request = session.game.chance(session.state)
+            if request is not None:
+                # The request id names the version it answers: a retry after a crash
+                # gets the same outcome from the dice service, never a fresh one.
+                request_id = f"{session.game_id}:{session.version}"
+                resolved = await self.chance.resolve(session.game_id, request_id, request)
+                await self._append(session, [resolved], causation)
+                continue
+            outcome = session.game.outcome(session.state)
+            if not outcome.finished:
+                return
+            finished = GameFinished(
+                ranking=outcome.ranking,
+                scores=outcome.scores,
+                player_ids=tuple(s.player_id for s in session.created.seats),
+                reason=outcome.reason,
+            )
+            await self._append(session, [finished], causation)
+            await self.snapshots.put(session.game_id, session.snapshot())
+            log.info("game finished", game_id=session.game_id, ranking=outcome.ranking)
+            if self.on_finished is not None:
+                await self.on_finished(session)
+        if not session.revealed:
+            # Idempotent at the dice service; done by whoever first sees the game finished,
+            # so a crash between GameFinished and the reveal still reveals.
+            await self.chance.reveal(session.game_id)
+            session.revealed = True
+
+
+def session_codec_created(envelope: events_pb2.EventEnvelope) -> GameCreated:
+    from boulevard.games.codec import Codec
+
+    event = Codec(()).loads(envelope.payload)
+    if not isinstance(event, GameCreated):
+        raise NotFound(f"game {envelope.game_id!r} has no GameCreated event first")
+    return event

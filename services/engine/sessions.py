@@ -1,0 +1,164 @@
+"""One game as the engine holds it: rebuilt from its log, folded event by event.
+
+A session knows nothing about I/O; the engine loads it (snapshot + replay) and appends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from boulevard.api.v1 import events_pb2
+from boulevard.games import get_game
+from boulevard.games.base import (
+    ChanceKind,
+    ChanceResolved,
+    GameCreated,
+    GameDefinition,
+    GameFinished,
+    transfers_of,
+)
+from boulevard.games.codec import Codec, from_plain, to_plain
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """Where a command's events sit in the log: versions first..last (inclusive)."""
+
+    first: int
+    last: int
+
+
+@dataclass
+class Session:
+    game_id: str
+    game: GameDefinition[Any, Any, Any, Any]
+    created: GameCreated
+    state: Any
+    version: int = 0
+    finished: GameFinished | None = None
+    # idempotency key -> the versions its command (and the chance it caused) wrote. Rebuilt
+    # from the log itself (each envelope's causation_id), so it is as durable as the log.
+    commands: dict[str, CommandResult] = field(default_factory=dict)
+    last_causation: str = ""
+    revealed: bool = False  # this process has seen the dice seed revealed
+
+    @property
+    def codec(self) -> Codec:
+        return codec_of(self.game)
+
+    def apply(self, event: Any, version: int, causation_id: str) -> None:
+        """Fold one recorded event (platform or game) into the session."""
+        match event:
+            case GameCreated():
+                self.created = event
+            case GameFinished():
+                self.finished = event
+            case _:
+                self.state = self.game.evolve(self.state, event)
+        self.version = version
+        if causation_id:
+            known = self.commands.get(causation_id)
+            first = known.first if known else version
+            self.commands[causation_id] = CommandResult(first, version)
+            self.last_causation = causation_id
+
+    def apply_envelope(self, envelope: events_pb2.EventEnvelope) -> None:
+        self.apply(
+            self.codec.loads(envelope.payload), int(envelope.version), envelope.causation_id
+        )
+
+    # Snapshots: the session's fold as canonical JSON, with the version it stands at.
+    def snapshot(self) -> bytes:
+        data = {
+            "version": self.version,
+            "game": self.game.name,
+            "created": to_plain(self.created),
+            "finished": to_plain(self.finished) if self.finished else None,
+            "state": to_plain(self.state),
+            "commands": {k: [v.first, v.last] for k, v in self.commands.items()},
+            "last_causation": self.last_causation,
+        }
+        return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_snapshot(cls, game_id: str, raw: bytes) -> Session:
+        data = json.loads(raw)
+        game = get_game(data["game"])
+        state_type = type(game.initial_state())
+        return cls(
+            game_id=game_id,
+            game=game,
+            created=from_plain(GameCreated, data["created"]),
+            state=from_plain(state_type, data["state"]),
+            version=data["version"],
+            finished=from_plain(GameFinished, data["finished"]) if data["finished"] else None,
+            commands={k: CommandResult(a, b) for k, (a, b) in data["commands"].items()},
+            last_causation=data["last_causation"],
+        )
+
+    @classmethod
+    def new(cls, game_id: str, created: GameCreated) -> Session:
+        game = get_game(created.game)
+        return cls(game_id, game, created, game.initial_state())
+
+
+_CODECS: dict[str, Codec] = {}
+
+
+def codec_of(game: GameDefinition[Any, Any, Any, Any]) -> Codec:
+    codec = _CODECS.get(game.name)
+    if codec is None:
+        codec = _CODECS[game.name] = Codec((*game.event_types, *game.command_types))
+    return codec
+
+
+def envelope_of(
+    session_game: GameDefinition[Any, Any, Any, Any],
+    game_id: str,
+    event: Any,
+    version: int,
+    event_id: str,
+    time_unix_ms: int,
+    causation_id: str,
+    correlation_id: str,
+) -> events_pb2.EventEnvelope:
+    codec = codec_of(session_game)
+    return events_pb2.EventEnvelope(
+        event_id=event_id,
+        type=codec.type_name(event),
+        game_id=game_id,
+        game=session_game.name,
+        version=version,
+        time_unix_ms=time_unix_ms,
+        causation_id=causation_id,
+        correlation_id=correlation_id,
+        payload=codec.dumps(event),
+        transfers=[
+            events_pb2.Transfer(source=t.source, target=t.target, amount=t.amount, reason=t.reason)
+            for t in transfers_of(event)
+        ],
+    )
+
+
+def redacted(
+    game: GameDefinition[Any, Any, Any, Any], envelope: events_pb2.EventEnvelope, finished: bool
+) -> events_pb2.EventEnvelope:
+    """The envelope as players and watchers may see it: a shuffle's order stays hidden
+    until the game ends (its values are the deck order)."""
+    if finished or envelope.type != "ChanceResolved":
+        return envelope
+    event = codec_of(game).loads(envelope.payload)
+    if event.kind is not ChanceKind.SHUFFLE:
+        return envelope
+    hidden = dataclasses.replace(event, values=())
+    out = events_pb2.EventEnvelope()
+    out.CopyFrom(envelope)
+    out.payload = codec_of(game).dumps(hidden)
+    return out
+
+
+def is_chance(event: Any) -> bool:
+    return isinstance(event, ChanceResolved)
