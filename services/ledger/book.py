@@ -129,13 +129,11 @@ class LedgerBook:
             return None
         try:
             source = entry_source(env)
-            entry = self.ledger.prepare(source, postings_from_transfers(env.game_id, env.transfers))
+            return self.ledger.post(source, postings_from_transfers(env.game_id, env.transfers))
         except LedgerError as err:
             r = Rejection(env.game_id, env.version, env.event_id, err.code.value, err.message)
             self.rejections[key] = r
             return r
-        self.ledger.append(entry)
-        return entry
 
     def stored(self, entry: JournalEntry, stream_seq: int) -> None:
         """An admitted entry is now durable at `stream_seq`."""

@@ -2,12 +2,13 @@
 
 A durable pull consumer on GAMES feeds batches of envelopes. For each batch, under the
 book's lock: every envelope with transfers that is not already posted (durable key: game id
-+ event version, from the rebuilt ledger, so it holds across restarts and replays from the
-start) becomes the next journal entry; the batch is published to LEDGER pipelined, each
-message expecting the previous one's stream sequence; only once all are acknowledged (fsynced,
-with `sync_interval: always`) are the GAMES messages acked. A crash anywhere in between
-leaves GAMES messages unacked: they are redelivered, found already posted, and acked.
-If a publish fails, the in-memory view is thrown away and rebuilt from LEDGER.
++ event version, known from the ledger rebuilt from LEDGER, so it holds across restarts,
+redeliveries and replays from the start) becomes the next journal entry; the entries go to
+LEDGER as one atomic batch whose first message expects the last stream sequence we know;
+only once the batch is acknowledged (fsynced, with `sync_interval: always`) is the GAMES
+batch acked. A crash anywhere in between leaves GAMES messages unacked: they come back,
+are found already posted, and are acked. If a publish fails, the in-memory view is thrown
+away and rebuilt from LEDGER.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from google.protobuf.message import DecodeError
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-from nats.js.errors import FetchTimeoutError
+from nats.js.errors import FetchTimeoutError, NotFoundError
 
 from services.ledger.book import LedgerBook, Rejection
-from services.ledger.journal_log import LedgerLog, LogError, Outgoing
+from services.ledger.journal_log import LedgerLog, Outgoing
 from services.ledger.mapping import head_to_pb
 
 log = structlog.get_logger(__name__)
@@ -89,22 +90,54 @@ class Poster:
     async def start(self) -> None:
         async with self.book.lock:
             await self.rebuild()
-        self._sub = await self._js.pull_subscribe(
-            f"{self.games_prefix}.>",
-            durable=self.durable,
-            stream=self.games_stream,
-            config=ConsumerConfig(
-                ack_policy=AckPolicy.EXPLICIT,
-                deliver_policy=DeliverPolicy.ALL,
-                ack_wait=self.ack_wait,
-                max_ack_pending=100_000,
-                max_waiting=16,
-            ),
-        )
+            await self._position_consumer()
         self._tasks = [
             asyncio.create_task(self._consume(), name="ledger-consume"),
             asyncio.create_task(self._sign_periodically(), name="ledger-sign"),
         ]
+
+    async def _position_consumer(self) -> None:
+        """Bind to the durable GAMES consumer, first moving it back to its ack floor if a
+        batch was left unacknowledged (a crash, or a failed publish).
+
+        Posting must follow each game's order (a seat can only pay money it has received),
+        so the consumer hands out one batch at a time (max_ack_pending = batch) and is acked
+        with AckPolicy.ALL. After a failure, waiting for ack_wait to redeliver would let
+        newer messages overtake the unacked ones; restarting from the ack floor instead
+        redelivers them at once, in order, and what is already posted is skipped."""
+        js, stream, durable = self._js, self.games_stream, self.durable
+        start = 1
+        try:
+            info = await js.consumer_info(stream, durable)
+        except NotFoundError:
+            info = None
+        if info is not None:
+            cfg = info.config
+            if (
+                not info.num_ack_pending
+                and cfg.ack_policy == AckPolicy.ALL
+                and cfg.max_ack_pending == self.fetch_batch
+                and cfg.filter_subject == f"{self.games_prefix}.>"
+            ):
+                self._sub = await js.pull_subscribe_bind(durable=durable, stream=stream)
+                return
+            start = (info.ack_floor.stream_seq if info.ack_floor else 0) + 1
+            log.info("repositioning the GAMES consumer at its ack floor", from_seq=start)
+            await js.delete_consumer(stream, durable)
+        await js.add_consumer(
+            stream,
+            ConsumerConfig(
+                durable_name=durable,
+                filter_subject=f"{self.games_prefix}.>",
+                ack_policy=AckPolicy.ALL,
+                deliver_policy=DeliverPolicy.BY_START_SEQUENCE if start > 1 else DeliverPolicy.ALL,
+                opt_start_seq=start if start > 1 else None,
+                ack_wait=self.ack_wait,
+                max_ack_pending=self.fetch_batch,
+                max_waiting=16,
+            ),
+        )
+        self._sub = await js.pull_subscribe_bind(durable=durable, stream=stream)
 
     async def stop(self) -> None:
         self._stopping = True
@@ -137,25 +170,33 @@ class Poster:
         async with self.book.lock:
             try:
                 await self._post_locked(msgs)
-            except LogError as exc:
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # LogError, or the connection failing under us
                 log.error("ledger publish failed; rebuilding from LEDGER", error=str(exc))
-                for m in msgs:
-                    with contextlib.suppress(Exception):
-                        await m.nak(delay=0.5)
-                await self._rebuild_until_ok()
+                await self._recover()
                 return
             if self.book.size - self.book.signed_size >= self.sign_every:
                 await self._sign_locked()
-        for m in msgs:
-            await m.ack()
+        # AckPolicy.ALL: acking the batch's last message acks the whole batch (and the
+        # consumer's state is written once, not once per message).
+        if msgs:
+            await msgs[-1].ack()
 
-    async def _rebuild_until_ok(self) -> None:
+    async def _recover(self) -> None:
+        """Under the lock: rebuild from LEDGER and restart GAMES at its ack floor, retrying
+        until NATS answers."""
         while True:
             try:
                 await self.rebuild()
+                with contextlib.suppress(Exception):
+                    await self._sub.unsubscribe()
+                await self._position_consumer()
                 return
-            except Exception as exc:  # LEDGER unreachable: keep the lock, keep trying
-                log.error("rebuilding the ledger failed", error=str(exc))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.error("recovering the ledger failed; retrying", error=str(exc))
                 await asyncio.sleep(0.5)
 
     async def _post_locked(self, msgs: list[Msg]) -> None:
@@ -220,9 +261,11 @@ class Poster:
                 async with self.book.lock:
                     try:
                         await self._sign_locked()
-                    except LogError as exc:
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as exc:
                         log.error("publishing a tree head failed; rebuilding", error=str(exc))
-                        await self._rebuild_until_ok()
+                        await self._recover()
 
     async def _sign_locked(self) -> None:
         book = self.book

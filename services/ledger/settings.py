@@ -17,7 +17,7 @@ class LedgerSettings(Settings):
     ledger_signing_key: SecretStr = SecretStr("")
     ledger_signing_key_file: Path | None = None
     ledger_consumer: str = Field(default="ledger", pattern=r"^[A-Za-z0-9_-]{1,64}$")
-    ledger_fetch_batch: int = Field(default=256, ge=1, le=4096)
+    ledger_fetch_batch: int = Field(default=256, ge=1, le=999)  # ≤ a JetStream atomic batch
     # A tree head is signed once this many entries are unsigned, or after this long.
     ledger_sign_every: int = Field(default=1000, ge=1)
     ledger_sign_interval_seconds: float = Field(default=1.0, gt=0)

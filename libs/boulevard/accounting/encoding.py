@@ -22,7 +22,15 @@ ZERO_HASH = bytes(HASH_SIZE)
 def canonical_json(obj: Any) -> bytes:
     """Deterministic bytes for a JSON value of dicts, lists, strings and safe integers."""
     _check(obj)
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return canonical_json_unchecked(obj)
+
+
+def canonical_json_unchecked(obj: Any) -> bytes:
+    """`canonical_json` for a value whose parts were already checked (the hot path)."""
+    return _ENCODER.encode(obj).encode()
+
+
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _check(obj: Any) -> None:

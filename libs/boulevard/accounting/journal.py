@@ -18,7 +18,7 @@ from boulevard.accounting.encoding import (
     HASH_SIZE,
     MAX_SAFE_INTEGER,
     ZERO_HASH,
-    canonical_json,
+    canonical_json_unchecked,
     leaf_hash,
 )
 from boulevard.accounting.errors import EntryRejected, ErrorCode, VerificationFailed
@@ -146,7 +146,8 @@ class JournalEntry:
     @cached_property
     def canonical(self) -> bytes:
         """The bytes that are hashed, stored and served: see docs/ledger.md."""
-        return canonical_json(self.to_json())
+        # Every field was checked on construction (integers in range, text encodable).
+        return canonical_json_unchecked(self.to_json())
 
     @cached_property
     def hash(self) -> bytes:
@@ -286,15 +287,19 @@ class Ledger:
 
     def prepare(self, source: EntrySource, postings: Iterable[Posting]) -> JournalEntry:
         """The entry that would be posted next for `source`; raises if it must not be."""
-        entry = JournalEntry(
-            seq=self.size + 1, prev_hash=self.head_hash, source=source, postings=tuple(postings)
-        )
+        entry = self._next(source, postings)
         self.check(entry)
         return entry
 
-    def check(self, entry: JournalEntry) -> None:
+    def _next(self, source: EntrySource, postings: Iterable[Posting]) -> JournalEntry:
+        return JournalEntry(
+            seq=self.size + 1, prev_hash=self.head_hash, source=source, postings=tuple(postings)
+        )
+
+    def check(self, entry: JournalEntry) -> dict[AccountId, int]:
         """Raise unless `entry` may be appended next: in sequence, chained, not a duplicate,
-        and leaving no account that may not go negative below zero."""
+        and leaving no account that may not go negative below zero. Returns its net
+        change per account."""
         if entry.seq != self.size + 1:
             raise VerificationFailed(
                 ErrorCode.CHAIN_BROKEN,
@@ -314,7 +319,8 @@ class Ledger:
                 f"game {entry.source.game_id} version {entry.source.version} is already posted",
                 seq=entry.seq,
             )
-        for account, change in entry.net().items():
+        net = entry.net()
+        for account, change in net.items():
             after = self.balance(account) + change
             if after < 0 and not may_go_negative(account):
                 raise EntryRejected(
@@ -323,22 +329,28 @@ class Ledger:
                     f"a {account.kind.value} account may not go below zero",
                     seq=entry.seq,
                 )
+        return net
 
     def append(self, entry: JournalEntry) -> None:
         """Check and apply `entry`; on any error nothing changes."""
-        self.check(entry)
-        for account, change in entry.net().items():
-            if account not in self._balances:
+        self._apply(entry, self.check(entry))
+
+    def _apply(self, entry: JournalEntry, net: dict[AccountId, int]) -> None:
+        balances = self._balances
+        for account, change in net.items():
+            if account not in balances:
                 self._books.setdefault(account.book, set()).add(account)
-            self._balances[account] = self.balance(account) + change
+                balances[account] = change
+            else:
+                balances[account] += change
         self._posted.setdefault(entry.source.game_id, set()).add(entry.source.version)
         self.tree.append_leaf_hash(entry.hash)
         self.head_hash = entry.hash
 
     def post(self, source: EntrySource, postings: Iterable[Posting]) -> JournalEntry:
-        """Prepare and append in one step (for tests and in-memory use)."""
-        entry = self.prepare(source, postings)
-        self.append(entry)
+        """Build, check and append the next entry in one step; on error nothing changes."""
+        entry = self._next(source, postings)
+        self._apply(entry, self.check(entry))
         return entry
 
 
