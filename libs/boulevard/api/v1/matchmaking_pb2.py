@@ -22,31 +22,54 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from boulevard.api.v1 import events_pb2 as boulevard_dot_v1_dot_events__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x62oulevard/v1/matchmaking.proto\x12\x0c\x62oulevard.v1\"\xc3\x01\n\x06Ticket\x12\x11\n\tticket_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0c\n\x04game\x18\x03 \x01(\t\x12\x11\n\tmin_seats\x18\x04 \x01(\r\x12\x11\n\tmax_seats\x18\x05 \x01(\r\x12*\n\x06status\x18\x06 \x01(\x0e\x32\x1a.boulevard.v1.TicketStatus\x12\x0f\n\x07game_id\x18\x07 \x01(\t\x12\x0c\n\x04seat\x18\x08 \x01(\r\x12\x14\n\x0cplayer_token\x18\t \x01(\t\"\xa5\x01\n\x13\x43reateTicketRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0c\n\x04game\x18\x03 \x01(\t\x12\x11\n\tmin_seats\x18\x04 \x01(\r\x12\x11\n\tmax_seats\x18\x05 \x01(\r\x12\x13\n\x0b\x63lient_seed\x18\x06 \x01(\t\x12\x1e\n\x16\x62ot_fill_after_seconds\x18\x07 \x01(\r\"<\n\x14\x43reateTicketResponse\x12$\n\x06ticket\x18\x01 \x01(\x0b\x32\x14.boulevard.v1.Ticket\"%\n\x10GetTicketRequest\x12\x11\n\tticket_id\x18\x01 \x01(\t\"9\n\x11GetTicketResponse\x12$\n\x06ticket\x18\x01 \x01(\x0b\x32\x14.boulevard.v1.Ticket\"(\n\x13\x43\x61ncelTicketRequest\x12\x11\n\tticket_id\x18\x01 \x01(\t\"<\n\x14\x43\x61ncelTicketResponse\x12$\n\x06ticket\x18\x01 \x01(\x0b\x32\x14.boulevard.v1.Ticket*\x9c\x01\n\x0cTicketStatus\x12\x1d\n\x19TICKET_STATUS_UNSPECIFIED\x10\x00\x12\x19\n\x15TICKET_STATUS_WAITING\x10\x01\x12\x1a\n\x16TICKET_STATUS_ASSIGNED\x10\x02\x12\x1b\n\x17TICKET_STATUS_CANCELLED\x10\x03\x12\x19\n\x15TICKET_STATUS_EXPIRED\x10\x04\x32\x90\x02\n\x12MatchmakingService\x12U\n\x0c\x43reateTicket\x12!.boulevard.v1.CreateTicketRequest\x1a\".boulevard.v1.CreateTicketResponse\x12L\n\tGetTicket\x12\x1e.boulevard.v1.GetTicketRequest\x1a\x1f.boulevard.v1.GetTicketResponse\x12U\n\x0c\x43\x61ncelTicket\x12!.boulevard.v1.CancelTicketRequest\x1a\".boulevard.v1.CancelTicketResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x62oulevard/v1/matchmaking.proto\x12\x0c\x62oulevard.v1\x1a\x19\x62oulevard/v1/events.proto\"\xfc\x02\n\x06Ticket\x12\x11\n\tticket_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0c\n\x04game\x18\x03 \x01(\t\x12\x11\n\tmin_seats\x18\x04 \x01(\r\x12\x11\n\tmax_seats\x18\x05 \x01(\r\x12*\n\x06status\x18\x06 \x01(\x0e\x32\x1a.boulevard.v1.TicketStatus\x12\x0f\n\x07game_id\x18\x07 \x01(\t\x12\x0c\n\x04seat\x18\x08 \x01(\r\x12\x14\n\x0cplayer_token\x18\t \x01(\t\x12\x13\n\x0b\x63lient_seed\x18\n \x01(\t\x12\x1e\n\x16\x62ot_fill_after_seconds\x18\x0b \x01(\r\x12\x17\n\x0f\x63reated_unix_ms\x18\x0c \x01(\x03\x12\x17\n\x0f\x65xpires_unix_ms\x18\r \x01(\x03\x12\x17\n\x0fupdated_unix_ms\x18\x0e \x01(\x03\x12\x10\n\x08match_id\x18\x0f \x01(\t\x12\x0e\n\x06rating\x18\x10 \x01(\x01\x12\x15\n\rstatus_reason\x18\x11 \x01(\t\"\xa5\x01\n\x13\x43reateTicketRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0c\n\x04game\x18\x03 \x01(\t\x12\x11\n\tmin_seats\x18\x04 \x01(\r\x12\x11\n\tmax_seats\x18\x05 \x01(\r\x12\x13\n\x0b\x63lient_seed\x18\x06 \x01(\t\x12\x1e\n\x16\x62ot_fill_after_seconds\x18\x07 \x01(\r\"<\n\x14\x43reateTicketResponse\x12$\n\x06ticket\x18\x01 \x01(\x0b\x32\x14.boulevard.v1.Ticket\"%\n\x10GetTicketRequest\x12\x11\n\tticket_id\x18\x01 \x01(\t\"9\n\x11GetTicketResponse\x12$\n\x06ticket\x18\x01 \x01(\x0b\x32\x14.boulevard.v1.Ticket\"\'\n\x12WatchTicketRequest\x12\x11\n\tticket_id\x18\x01 \x01(\t\";\n\x13WatchTicketResponse\x12$\n\x06ticket\x18\x01 \x01(\x0b\x32\x14.boulevard.v1.Ticket\"(\n\x13\x43\x61ncelTicketRequest\x12\x11\n\tticket_id\x18\x01 \x01(\t\"<\n\x14\x43\x61ncelTicketResponse\x12$\n\x06ticket\x18\x01 \x01(\x0b\x32\x14.boulevard.v1.Ticket\"!\n\x11ListQueuesRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\"q\n\nQueueStats\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x0f\n\x07waiting\x18\x02 \x01(\r\x12\x16\n\x0eoldest_wait_ms\x18\x03 \x01(\x03\x12\x1b\n\x13matches_last_minute\x18\x04 \x01(\r\x12\x0f\n\x07matched\x18\x05 \x01(\r\">\n\x12ListQueuesResponse\x12(\n\x06queues\x18\x01 \x03(\x0b\x32\x18.boulevard.v1.QueueStats\"3\n\x10GetRatingRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\"\x80\x01\n\x0cPlayerRating\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\n\n\x02mu\x18\x03 \x01(\x01\x12\r\n\x05sigma\x18\x04 \x01(\x01\x12\x0f\n\x07ordinal\x18\x05 \x01(\x01\x12\r\n\x05games\x18\x06 \x01(\r\x12\x14\n\x0crecent_games\x18\x07 \x03(\t\"?\n\x11GetRatingResponse\x12*\n\x06rating\x18\x01 \x01(\x0b\x32\x1a.boulevard.v1.PlayerRating\"\xc6\x01\n\x0bMatchRecord\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12)\n\x06status\x18\x03 \x01(\x0e\x32\x19.boulevard.v1.MatchStatus\x12&\n\x05seats\x18\x04 \x03(\x0b\x32\x17.boulevard.v1.MatchSeat\x12\x12\n\nticket_ids\x18\x05 \x03(\t\x12\x17\n\x0f\x63reated_unix_ms\x18\x06 \x01(\x03\x12\x17\n\x0fupdated_unix_ms\x18\x07 \x01(\x03\"\x84\x01\n\x0cRatingResult\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12*\n\x06\x62\x65\x66ore\x18\x03 \x03(\x0b\x32\x1a.boulevard.v1.PlayerRating\x12)\n\x05\x61\x66ter\x18\x04 \x03(\x0b\x32\x1a.boulevard.v1.PlayerRating*\xb7\x01\n\x0cTicketStatus\x12\x1d\n\x19TICKET_STATUS_UNSPECIFIED\x10\x00\x12\x19\n\x15TICKET_STATUS_WAITING\x10\x01\x12\x1a\n\x16TICKET_STATUS_ASSIGNED\x10\x02\x12\x1b\n\x17TICKET_STATUS_CANCELLED\x10\x03\x12\x19\n\x15TICKET_STATUS_EXPIRED\x10\x04\x12\x19\n\x15TICKET_STATUS_MATCHED\x10\x05*\x94\x01\n\x0bMatchStatus\x12\x1c\n\x18MATCH_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14MATCH_STATUS_PENDING\x10\x01\x12\x1a\n\x16MATCH_STATUS_COMMITTED\x10\x02\x12\x15\n\x11MATCH_STATUS_DONE\x10\x03\x12\x1a\n\x16MATCH_STATUS_ABANDONED\x10\x04\x32\x85\x04\n\x12MatchmakingService\x12U\n\x0c\x43reateTicket\x12!.boulevard.v1.CreateTicketRequest\x1a\".boulevard.v1.CreateTicketResponse\x12L\n\tGetTicket\x12\x1e.boulevard.v1.GetTicketRequest\x1a\x1f.boulevard.v1.GetTicketResponse\x12T\n\x0bWatchTicket\x12 .boulevard.v1.WatchTicketRequest\x1a!.boulevard.v1.WatchTicketResponse0\x01\x12U\n\x0c\x43\x61ncelTicket\x12!.boulevard.v1.CancelTicketRequest\x1a\".boulevard.v1.CancelTicketResponse\x12O\n\nListQueues\x12\x1f.boulevard.v1.ListQueuesRequest\x1a .boulevard.v1.ListQueuesResponse\x12L\n\tGetRating\x12\x1e.boulevard.v1.GetRatingRequest\x1a\x1f.boulevard.v1.GetRatingResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'boulevard.v1.matchmaking_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TICKETSTATUS']._serialized_start=679
-  _globals['_TICKETSTATUS']._serialized_end=835
-  _globals['_TICKET']._serialized_start=49
-  _globals['_TICKET']._serialized_end=244
-  _globals['_CREATETICKETREQUEST']._serialized_start=247
-  _globals['_CREATETICKETREQUEST']._serialized_end=412
-  _globals['_CREATETICKETRESPONSE']._serialized_start=414
-  _globals['_CREATETICKETRESPONSE']._serialized_end=474
-  _globals['_GETTICKETREQUEST']._serialized_start=476
-  _globals['_GETTICKETREQUEST']._serialized_end=513
-  _globals['_GETTICKETRESPONSE']._serialized_start=515
-  _globals['_GETTICKETRESPONSE']._serialized_end=572
-  _globals['_CANCELTICKETREQUEST']._serialized_start=574
-  _globals['_CANCELTICKETREQUEST']._serialized_end=614
-  _globals['_CANCELTICKETRESPONSE']._serialized_start=616
-  _globals['_CANCELTICKETRESPONSE']._serialized_end=676
-  _globals['_MATCHMAKINGSERVICE']._serialized_start=838
-  _globals['_MATCHMAKINGSERVICE']._serialized_end=1110
+  _globals['_TICKETSTATUS']._serialized_start=1792
+  _globals['_TICKETSTATUS']._serialized_end=1975
+  _globals['_MATCHSTATUS']._serialized_start=1978
+  _globals['_MATCHSTATUS']._serialized_end=2126
+  _globals['_TICKET']._serialized_start=76
+  _globals['_TICKET']._serialized_end=456
+  _globals['_CREATETICKETREQUEST']._serialized_start=459
+  _globals['_CREATETICKETREQUEST']._serialized_end=624
+  _globals['_CREATETICKETRESPONSE']._serialized_start=626
+  _globals['_CREATETICKETRESPONSE']._serialized_end=686
+  _globals['_GETTICKETREQUEST']._serialized_start=688
+  _globals['_GETTICKETREQUEST']._serialized_end=725
+  _globals['_GETTICKETRESPONSE']._serialized_start=727
+  _globals['_GETTICKETRESPONSE']._serialized_end=784
+  _globals['_WATCHTICKETREQUEST']._serialized_start=786
+  _globals['_WATCHTICKETREQUEST']._serialized_end=825
+  _globals['_WATCHTICKETRESPONSE']._serialized_start=827
+  _globals['_WATCHTICKETRESPONSE']._serialized_end=886
+  _globals['_CANCELTICKETREQUEST']._serialized_start=888
+  _globals['_CANCELTICKETREQUEST']._serialized_end=928
+  _globals['_CANCELTICKETRESPONSE']._serialized_start=930
+  _globals['_CANCELTICKETRESPONSE']._serialized_end=990
+  _globals['_LISTQUEUESREQUEST']._serialized_start=992
+  _globals['_LISTQUEUESREQUEST']._serialized_end=1025
+  _globals['_QUEUESTATS']._serialized_start=1027
+  _globals['_QUEUESTATS']._serialized_end=1140
+  _globals['_LISTQUEUESRESPONSE']._serialized_start=1142
+  _globals['_LISTQUEUESRESPONSE']._serialized_end=1204
+  _globals['_GETRATINGREQUEST']._serialized_start=1206
+  _globals['_GETRATINGREQUEST']._serialized_end=1257
+  _globals['_PLAYERRATING']._serialized_start=1260
+  _globals['_PLAYERRATING']._serialized_end=1388
+  _globals['_GETRATINGRESPONSE']._serialized_start=1390
+  _globals['_GETRATINGRESPONSE']._serialized_end=1453
+  _globals['_MATCHRECORD']._serialized_start=1456
+  _globals['_MATCHRECORD']._serialized_end=1654
+  _globals['_RATINGRESULT']._serialized_start=1657
+  _globals['_RATINGRESULT']._serialized_end=1789
+  _globals['_MATCHMAKINGSERVICE']._serialized_start=2129
+  _globals['_MATCHMAKINGSERVICE']._serialized_end=2646
 # @@protoc_insertion_point(module_scope)

@@ -3,8 +3,11 @@
 isort:skip_file
 """
 
+from boulevard.api.v1 import events_pb2 as _events_pb2
+from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
 import sys
@@ -25,18 +28,60 @@ class _TicketStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TicketSt
     DESCRIPTOR: _descriptor.EnumDescriptor
     TICKET_STATUS_UNSPECIFIED: _TicketStatus.ValueType  # 0
     TICKET_STATUS_WAITING: _TicketStatus.ValueType  # 1
+    """in the queue"""
     TICKET_STATUS_ASSIGNED: _TicketStatus.ValueType  # 2
+    """final: game_id, seat and player_token are set"""
     TICKET_STATUS_CANCELLED: _TicketStatus.ValueType  # 3
+    """final"""
     TICKET_STATUS_EXPIRED: _TicketStatus.ValueType  # 4
+    """final: waited longer than the queue's ticket lifetime"""
+    TICKET_STATUS_MATCHED: _TicketStatus.ValueType  # 5
+    """in a formed match; assignment follows (or, if the match"""
 
 class TicketStatus(_TicketStatus, metaclass=_TicketStatusEnumTypeWrapper): ...
 
 TICKET_STATUS_UNSPECIFIED: TicketStatus.ValueType  # 0
 TICKET_STATUS_WAITING: TicketStatus.ValueType  # 1
+"""in the queue"""
 TICKET_STATUS_ASSIGNED: TicketStatus.ValueType  # 2
+"""final: game_id, seat and player_token are set"""
 TICKET_STATUS_CANCELLED: TicketStatus.ValueType  # 3
+"""final"""
 TICKET_STATUS_EXPIRED: TicketStatus.ValueType  # 4
+"""final: waited longer than the queue's ticket lifetime"""
+TICKET_STATUS_MATCHED: TicketStatus.ValueType  # 5
+"""in a formed match; assignment follows (or, if the match"""
 Global___TicketStatus: _TypeAlias = TicketStatus  # noqa: Y015
+
+class _MatchStatus:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _MatchStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_MatchStatus.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    MATCH_STATUS_UNSPECIFIED: _MatchStatus.ValueType  # 0
+    MATCH_STATUS_PENDING: _MatchStatus.ValueType  # 1
+    """written first; its tickets are being reserved"""
+    MATCH_STATUS_COMMITTED: _MatchStatus.ValueType  # 2
+    """every ticket reserved: MatchFormed is (being) published"""
+    MATCH_STATUS_DONE: _MatchStatus.ValueType  # 3
+    """published and every ticket assigned"""
+    MATCH_STATUS_ABANDONED: _MatchStatus.ValueType  # 4
+    """a ticket could not be reserved; reserved ones went back"""
+
+class MatchStatus(_MatchStatus, metaclass=_MatchStatusEnumTypeWrapper):
+    """---- Stored records (JetStream KV), not part of the RPCs. ----"""
+
+MATCH_STATUS_UNSPECIFIED: MatchStatus.ValueType  # 0
+MATCH_STATUS_PENDING: MatchStatus.ValueType  # 1
+"""written first; its tickets are being reserved"""
+MATCH_STATUS_COMMITTED: MatchStatus.ValueType  # 2
+"""every ticket reserved: MatchFormed is (being) published"""
+MATCH_STATUS_DONE: MatchStatus.ValueType  # 3
+"""published and every ticket assigned"""
+MATCH_STATUS_ABANDONED: MatchStatus.ValueType  # 4
+"""a ticket could not be reserved; reserved ones went back"""
+Global___MatchStatus: _TypeAlias = MatchStatus  # noqa: Y015
 
 @_typing.final
 class Ticket(_message.Message):
@@ -51,18 +96,40 @@ class Ticket(_message.Message):
     GAME_ID_FIELD_NUMBER: _builtins.int
     SEAT_FIELD_NUMBER: _builtins.int
     PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_FIELD_NUMBER: _builtins.int
+    BOT_FILL_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
+    CREATED_UNIX_MS_FIELD_NUMBER: _builtins.int
+    EXPIRES_UNIX_MS_FIELD_NUMBER: _builtins.int
+    UPDATED_UNIX_MS_FIELD_NUMBER: _builtins.int
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    RATING_FIELD_NUMBER: _builtins.int
+    STATUS_REASON_FIELD_NUMBER: _builtins.int
     ticket_id: _builtins.str
     player_id: _builtins.str
     game: _builtins.str
+    """a name from the game registry, e.g. "lords_of_vegas" """
     min_seats: _builtins.int
+    """the table sizes this player accepts (bots included)"""
     max_seats: _builtins.int
     status: Global___TicketStatus.ValueType
     game_id: _builtins.str
-    """set once assigned"""
+    """set once assigned (= match_id)"""
     seat: _builtins.int
     """set once assigned"""
     player_token: _builtins.str
     """set once assigned; present it to the engine"""
+    client_seed: _builtins.str
+    bot_fill_after_seconds: _builtins.int
+    """0 = never fill with bots"""
+    created_unix_ms: _builtins.int
+    expires_unix_ms: _builtins.int
+    updated_unix_ms: _builtins.int
+    match_id: _builtins.str
+    """set once matched"""
+    rating: _builtins.float
+    """the player's rating (openskill mu) when the ticket was made"""
+    status_reason: _builtins.str
+    """why it is cancelled/expired, for people"""
     def __init__(
         self,
         *,
@@ -75,10 +142,18 @@ class Ticket(_message.Message):
         game_id: _builtins.str = ...,
         seat: _builtins.int = ...,
         player_token: _builtins.str = ...,
+        client_seed: _builtins.str = ...,
+        bot_fill_after_seconds: _builtins.int = ...,
+        created_unix_ms: _builtins.int = ...,
+        expires_unix_ms: _builtins.int = ...,
+        updated_unix_ms: _builtins.int = ...,
+        match_id: _builtins.str = ...,
+        rating: _builtins.float = ...,
+        status_reason: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "game_id", b"game_id", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "player_token", b"player_token", "seat", b"seat", "status", b"status", "ticket_id", b"ticket_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after_seconds", b"bot_fill_after_seconds", "client_seed", b"client_seed", "created_unix_ms", b"created_unix_ms", "expires_unix_ms", b"expires_unix_ms", "game", b"game", "game_id", b"game_id", "match_id", b"match_id", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "player_token", b"player_token", "rating", b"rating", "seat", b"seat", "status", b"status", "status_reason", b"status_reason", "ticket_id", b"ticket_id", "updated_unix_ms", b"updated_unix_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -96,12 +171,16 @@ class CreateTicketRequest(_message.Message):
     CLIENT_SEED_FIELD_NUMBER: _builtins.int
     BOT_FILL_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
-    """idempotency key: a retry returns the same ticket"""
+    """idempotency key: a retry returns the same ticket (empty: none)"""
     player_id: _builtins.str
+    """1-128 printable characters; "bot-…" is reserved for bots"""
     game: _builtins.str
     min_seats: _builtins.int
+    """0 = the game's minimum"""
     max_seats: _builtins.int
+    """0 = the game's maximum"""
     client_seed: _builtins.str
+    """mixed into the game's dice (see docs/fairness.md); ≤ 256 chars"""
     bot_fill_after_seconds: _builtins.int
     """0 = never fill with bots"""
     def __init__(
@@ -183,6 +262,45 @@ class GetTicketResponse(_message.Message):
 Global___GetTicketResponse: _TypeAlias = GetTicketResponse  # noqa: Y015
 
 @_typing.final
+class WatchTicketRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TICKET_ID_FIELD_NUMBER: _builtins.int
+    ticket_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        ticket_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ticket_id", b"ticket_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchTicketRequest: _TypeAlias = WatchTicketRequest  # noqa: Y015
+
+@_typing.final
+class WatchTicketResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TICKET_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def ticket(self) -> Global___Ticket: ...
+    def __init__(
+        self,
+        *,
+        ticket: Global___Ticket | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ticket", b"ticket"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ticket", b"ticket"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchTicketResponse: _TypeAlias = WatchTicketResponse  # noqa: Y015
+
+@_typing.final
 class CancelTicketRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -220,3 +338,244 @@ class CancelTicketResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CancelTicketResponse: _TypeAlias = CancelTicketResponse  # noqa: Y015
+
+@_typing.final
+class ListQueuesRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_FIELD_NUMBER: _builtins.int
+    game: _builtins.str
+    """empty = every game in the registry"""
+    def __init__(
+        self,
+        *,
+        game: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListQueuesRequest: _TypeAlias = ListQueuesRequest  # noqa: Y015
+
+@_typing.final
+class QueueStats(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_FIELD_NUMBER: _builtins.int
+    WAITING_FIELD_NUMBER: _builtins.int
+    OLDEST_WAIT_MS_FIELD_NUMBER: _builtins.int
+    MATCHES_LAST_MINUTE_FIELD_NUMBER: _builtins.int
+    MATCHED_FIELD_NUMBER: _builtins.int
+    game: _builtins.str
+    waiting: _builtins.int
+    """tickets waiting now"""
+    oldest_wait_ms: _builtins.int
+    """how long the oldest waiting ticket has waited"""
+    matches_last_minute: _builtins.int
+    """matches formed in the last 60 s"""
+    matched: _builtins.int
+    """tickets in formed matches not yet assigned"""
+    def __init__(
+        self,
+        *,
+        game: _builtins.str = ...,
+        waiting: _builtins.int = ...,
+        oldest_wait_ms: _builtins.int = ...,
+        matches_last_minute: _builtins.int = ...,
+        matched: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "matched", b"matched", "matches_last_minute", b"matches_last_minute", "oldest_wait_ms", b"oldest_wait_ms", "waiting", b"waiting"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueueStats: _TypeAlias = QueueStats  # noqa: Y015
+
+@_typing.final
+class ListQueuesResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUEUES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def queues(self) -> _containers.RepeatedCompositeFieldContainer[Global___QueueStats]: ...
+    def __init__(
+        self,
+        *,
+        queues: _abc.Iterable[Global___QueueStats] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["queues", b"queues"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListQueuesResponse: _TypeAlias = ListQueuesResponse  # noqa: Y015
+
+@_typing.final
+class GetRatingRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    GAME_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    game: _builtins.str
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        game: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "player_id", b"player_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetRatingRequest: _TypeAlias = GetRatingRequest  # noqa: Y015
+
+@_typing.final
+class PlayerRating(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    GAME_FIELD_NUMBER: _builtins.int
+    MU_FIELD_NUMBER: _builtins.int
+    SIGMA_FIELD_NUMBER: _builtins.int
+    ORDINAL_FIELD_NUMBER: _builtins.int
+    GAMES_FIELD_NUMBER: _builtins.int
+    RECENT_GAMES_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    game: _builtins.str
+    mu: _builtins.float
+    """openskill Plackett-Luce"""
+    sigma: _builtins.float
+    ordinal: _builtins.float
+    """mu - 3 sigma: the conservative estimate leaderboards show"""
+    games: _builtins.int
+    """rated games played"""
+    @_builtins.property
+    def recent_games(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """ids of the last rated games (the update's dedupe key)"""
+
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        game: _builtins.str = ...,
+        mu: _builtins.float = ...,
+        sigma: _builtins.float = ...,
+        ordinal: _builtins.float = ...,
+        games: _builtins.int = ...,
+        recent_games: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "games", b"games", "mu", b"mu", "ordinal", b"ordinal", "player_id", b"player_id", "recent_games", b"recent_games", "sigma", b"sigma"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlayerRating: _TypeAlias = PlayerRating  # noqa: Y015
+
+@_typing.final
+class GetRatingResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RATING_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def rating(self) -> Global___PlayerRating: ...
+    def __init__(
+        self,
+        *,
+        rating: Global___PlayerRating | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["rating", b"rating"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["rating", b"rating"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetRatingResponse: _TypeAlias = GetRatingResponse  # noqa: Y015
+
+@_typing.final
+class MatchRecord(_message.Message):
+    """KV `matches`, key `m.<match_id>`: the durable record that makes forming a match
+    resumable after a crash (see docs/matchmaking.md).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    GAME_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    SEATS_FIELD_NUMBER: _builtins.int
+    TICKET_IDS_FIELD_NUMBER: _builtins.int
+    CREATED_UNIX_MS_FIELD_NUMBER: _builtins.int
+    UPDATED_UNIX_MS_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    game: _builtins.str
+    status: Global___MatchStatus.ValueType
+    created_unix_ms: _builtins.int
+    updated_unix_ms: _builtins.int
+    @_builtins.property
+    def seats(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.MatchSeat]:
+        """by seat"""
+
+    @_builtins.property
+    def ticket_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """by seat; "" for a bot"""
+
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+        game: _builtins.str = ...,
+        status: Global___MatchStatus.ValueType = ...,
+        seats: _abc.Iterable[_events_pb2.MatchSeat] | None = ...,
+        ticket_ids: _abc.Iterable[_builtins.str] | None = ...,
+        created_unix_ms: _builtins.int = ...,
+        updated_unix_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_unix_ms", b"created_unix_ms", "game", b"game", "match_id", b"match_id", "seats", b"seats", "status", b"status", "ticket_ids", b"ticket_ids", "updated_unix_ms", b"updated_unix_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MatchRecord: _TypeAlias = MatchRecord  # noqa: Y015
+
+@_typing.final
+class RatingResult(_message.Message):
+    """KV `ratings`, key `g.<game_id>`: the rating change one finished game makes, computed once
+    and applied to each player at most once.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    GAME_FIELD_NUMBER: _builtins.int
+    BEFORE_FIELD_NUMBER: _builtins.int
+    AFTER_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    game: _builtins.str
+    @_builtins.property
+    def before(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlayerRating]: ...
+    @_builtins.property
+    def after(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlayerRating]: ...
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        game: _builtins.str = ...,
+        before: _abc.Iterable[Global___PlayerRating] | None = ...,
+        after: _abc.Iterable[Global___PlayerRating] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "before", b"before", "game", b"game", "game_id", b"game_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RatingResult: _TypeAlias = RatingResult  # noqa: Y015

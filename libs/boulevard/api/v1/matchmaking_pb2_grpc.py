@@ -26,8 +26,13 @@ if _version_not_supported:
 
 
 class MatchmakingServiceStub:
-    """Players find games here. (Domain RPCs arrive with the matchmaking issue; until then the
-    service answers UNIMPLEMENTED for them but runs, connects to NATS and is healthy.)
+    """Players find games here: a ticket waits in a queue per game until the matcher puts it in
+    a match (players of similar rating, seat ranges that agree, bots after a timeout when the
+    ticket allows it), then carries the game id, the seat and the player token to present to
+    the engine. See docs/matchmaking.md.
+
+    A ticket id is a capability: whoever holds it may read, watch and cancel the ticket (and
+    see its player token), so ticket ids are unguessable.
     """
 
     def __init__(self, channel):
@@ -46,20 +51,42 @@ class MatchmakingServiceStub:
                 request_serializer=boulevard_dot_v1_dot_matchmaking__pb2.GetTicketRequest.SerializeToString,
                 response_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.GetTicketResponse.FromString,
                 _registered_method=True)
+        self.WatchTicket = channel.unary_stream(
+                '/boulevard.v1.MatchmakingService/WatchTicket',
+                request_serializer=boulevard_dot_v1_dot_matchmaking__pb2.WatchTicketRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.WatchTicketResponse.FromString,
+                _registered_method=True)
         self.CancelTicket = channel.unary_unary(
                 '/boulevard.v1.MatchmakingService/CancelTicket',
                 request_serializer=boulevard_dot_v1_dot_matchmaking__pb2.CancelTicketRequest.SerializeToString,
                 response_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.CancelTicketResponse.FromString,
                 _registered_method=True)
+        self.ListQueues = channel.unary_unary(
+                '/boulevard.v1.MatchmakingService/ListQueues',
+                request_serializer=boulevard_dot_v1_dot_matchmaking__pb2.ListQueuesRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.ListQueuesResponse.FromString,
+                _registered_method=True)
+        self.GetRating = channel.unary_unary(
+                '/boulevard.v1.MatchmakingService/GetRating',
+                request_serializer=boulevard_dot_v1_dot_matchmaking__pb2.GetRatingRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.GetRatingResponse.FromString,
+                _registered_method=True)
 
 
 class MatchmakingServiceServicer:
-    """Players find games here. (Domain RPCs arrive with the matchmaking issue; until then the
-    service answers UNIMPLEMENTED for them but runs, connects to NATS and is healthy.)
+    """Players find games here: a ticket waits in a queue per game until the matcher puts it in
+    a match (players of similar rating, seat ranges that agree, bots after a timeout when the
+    ticket allows it), then carries the game id, the seat and the player token to present to
+    the engine. See docs/matchmaking.md.
+
+    A ticket id is a capability: whoever holds it may read, watch and cancel the ticket (and
+    see its player token), so ticket ids are unguessable.
     """
 
     def CreateTicket(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Queue a player for a game. Retrying with the same (player_id, request_id) returns the
+        same ticket. A player has at most one waiting ticket per game (FAILED_PRECONDITION).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -70,8 +97,31 @@ class MatchmakingServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchTicket(self, request, context):
+        """The ticket now, then every change, until it is assigned, cancelled or expired.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CancelTicket(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Cancel a waiting ticket. Cancelling a cancelled ticket returns it; a ticket already in a
+        match (matched or assigned) cannot be cancelled (FAILED_PRECONDITION).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListQueues(self, request, context):
+        """Per game: tickets waiting, the oldest wait, matches formed in the last minute.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetRating(self, request, context):
+        """A player's rating in one game (the default rating when they have not played it).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -89,10 +139,25 @@ def add_MatchmakingServiceServicer_to_server(servicer, server):
                     request_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.GetTicketRequest.FromString,
                     response_serializer=boulevard_dot_v1_dot_matchmaking__pb2.GetTicketResponse.SerializeToString,
             ),
+            'WatchTicket': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchTicket,
+                    request_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.WatchTicketRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_matchmaking__pb2.WatchTicketResponse.SerializeToString,
+            ),
             'CancelTicket': grpc.unary_unary_rpc_method_handler(
                     servicer.CancelTicket,
                     request_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.CancelTicketRequest.FromString,
                     response_serializer=boulevard_dot_v1_dot_matchmaking__pb2.CancelTicketResponse.SerializeToString,
+            ),
+            'ListQueues': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListQueues,
+                    request_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.ListQueuesRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_matchmaking__pb2.ListQueuesResponse.SerializeToString,
+            ),
+            'GetRating': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRating,
+                    request_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.GetRatingRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_matchmaking__pb2.GetRatingResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -103,8 +168,13 @@ def add_MatchmakingServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class MatchmakingService:
-    """Players find games here. (Domain RPCs arrive with the matchmaking issue; until then the
-    service answers UNIMPLEMENTED for them but runs, connects to NATS and is healthy.)
+    """Players find games here: a ticket waits in a queue per game until the matcher puts it in
+    a match (players of similar rating, seat ranges that agree, bots after a timeout when the
+    ticket allows it), then carries the game id, the seat and the player token to present to
+    the engine. See docs/matchmaking.md.
+
+    A ticket id is a capability: whoever holds it may read, watch and cancel the ticket (and
+    see its player token), so ticket ids are unguessable.
     """
 
     @staticmethod
@@ -162,6 +232,33 @@ class MatchmakingService:
             _registered_method=True)
 
     @staticmethod
+    def WatchTicket(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/boulevard.v1.MatchmakingService/WatchTicket',
+            boulevard_dot_v1_dot_matchmaking__pb2.WatchTicketRequest.SerializeToString,
+            boulevard_dot_v1_dot_matchmaking__pb2.WatchTicketResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def CancelTicket(request,
             target,
             options=(),
@@ -178,6 +275,60 @@ class MatchmakingService:
             '/boulevard.v1.MatchmakingService/CancelTicket',
             boulevard_dot_v1_dot_matchmaking__pb2.CancelTicketRequest.SerializeToString,
             boulevard_dot_v1_dot_matchmaking__pb2.CancelTicketResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListQueues(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/boulevard.v1.MatchmakingService/ListQueues',
+            boulevard_dot_v1_dot_matchmaking__pb2.ListQueuesRequest.SerializeToString,
+            boulevard_dot_v1_dot_matchmaking__pb2.ListQueuesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetRating(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/boulevard.v1.MatchmakingService/GetRating',
+            boulevard_dot_v1_dot_matchmaking__pb2.GetRatingRequest.SerializeToString,
+            boulevard_dot_v1_dot_matchmaking__pb2.GetRatingResponse.FromString,
             options,
             channel_credentials,
             insecure,

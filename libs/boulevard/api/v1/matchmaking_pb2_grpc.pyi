@@ -27,8 +27,13 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class MatchmakingServiceStub:
-    """Players find games here. (Domain RPCs arrive with the matchmaking issue; until then the
-    service answers UNIMPLEMENTED for them but runs, connects to NATS and is healthy.)
+    """Players find games here: a ticket waits in a queue per game until the matcher puts it in
+    a match (players of similar rating, seat ranges that agree, bots after a timeout when the
+    ticket allows it), then carries the game id, the seat and the player token to present to
+    the engine. See docs/matchmaking.md.
+
+    A ticket id is a capability: whoever holds it may read, watch and cancel the ticket (and
+    see its player token), so ticket ids are unguessable.
     """
 
     @_typing.overload
@@ -36,23 +41,57 @@ class MatchmakingServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> MatchmakingServiceAsyncStub: ...
     CreateTicket: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.CreateTicketRequest, _matchmaking_pb2.CreateTicketResponse]
+    """Queue a player for a game. Retrying with the same (player_id, request_id) returns the
+    same ticket. A player has at most one waiting ticket per game (FAILED_PRECONDITION).
+    """
     GetTicket: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.GetTicketRequest, _matchmaking_pb2.GetTicketResponse]
+    WatchTicket: _grpc.UnaryStreamMultiCallable[_matchmaking_pb2.WatchTicketRequest, _matchmaking_pb2.WatchTicketResponse]
+    """The ticket now, then every change, until it is assigned, cancelled or expired."""
     CancelTicket: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.CancelTicketRequest, _matchmaking_pb2.CancelTicketResponse]
+    """Cancel a waiting ticket. Cancelling a cancelled ticket returns it; a ticket already in a
+    match (matched or assigned) cannot be cancelled (FAILED_PRECONDITION).
+    """
+    ListQueues: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.ListQueuesRequest, _matchmaking_pb2.ListQueuesResponse]
+    """Per game: tickets waiting, the oldest wait, matches formed in the last minute."""
+    GetRating: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.GetRatingRequest, _matchmaking_pb2.GetRatingResponse]
+    """A player's rating in one game (the default rating when they have not played it)."""
 
 @_typing.type_check_only
 class MatchmakingServiceAsyncStub(MatchmakingServiceStub):
-    """Players find games here. (Domain RPCs arrive with the matchmaking issue; until then the
-    service answers UNIMPLEMENTED for them but runs, connects to NATS and is healthy.)
+    """Players find games here: a ticket waits in a queue per game until the matcher puts it in
+    a match (players of similar rating, seat ranges that agree, bots after a timeout when the
+    ticket allows it), then carries the game id, the seat and the player token to present to
+    the engine. See docs/matchmaking.md.
+
+    A ticket id is a capability: whoever holds it may read, watch and cancel the ticket (and
+    see its player token), so ticket ids are unguessable.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     CreateTicket: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.CreateTicketRequest, _matchmaking_pb2.CreateTicketResponse]  # type: ignore[assignment]
+    """Queue a player for a game. Retrying with the same (player_id, request_id) returns the
+    same ticket. A player has at most one waiting ticket per game (FAILED_PRECONDITION).
+    """
     GetTicket: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.GetTicketRequest, _matchmaking_pb2.GetTicketResponse]  # type: ignore[assignment]
+    WatchTicket: _aio.UnaryStreamMultiCallable[_matchmaking_pb2.WatchTicketRequest, _matchmaking_pb2.WatchTicketResponse]  # type: ignore[assignment]
+    """The ticket now, then every change, until it is assigned, cancelled or expired."""
     CancelTicket: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.CancelTicketRequest, _matchmaking_pb2.CancelTicketResponse]  # type: ignore[assignment]
+    """Cancel a waiting ticket. Cancelling a cancelled ticket returns it; a ticket already in a
+    match (matched or assigned) cannot be cancelled (FAILED_PRECONDITION).
+    """
+    ListQueues: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.ListQueuesRequest, _matchmaking_pb2.ListQueuesResponse]  # type: ignore[assignment]
+    """Per game: tickets waiting, the oldest wait, matches formed in the last minute."""
+    GetRating: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.GetRatingRequest, _matchmaking_pb2.GetRatingResponse]  # type: ignore[assignment]
+    """A player's rating in one game (the default rating when they have not played it)."""
 
 class MatchmakingServiceServicer(metaclass=_abc_1.ABCMeta):
-    """Players find games here. (Domain RPCs arrive with the matchmaking issue; until then the
-    service answers UNIMPLEMENTED for them but runs, connects to NATS and is healthy.)
+    """Players find games here: a ticket waits in a queue per game until the matcher puts it in
+    a match (players of similar rating, seat ranges that agree, bots after a timeout when the
+    ticket allows it), then carries the game id, the seat and the player token to present to
+    the engine. See docs/matchmaking.md.
+
+    A ticket id is a capability: whoever holds it may read, watch and cancel the ticket (and
+    see its player token), so ticket ids are unguessable.
     """
 
     @_abc_1.abstractmethod
@@ -60,7 +99,10 @@ class MatchmakingServiceServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _matchmaking_pb2.CreateTicketRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_matchmaking_pb2.CreateTicketResponse, _abc.Awaitable[_matchmaking_pb2.CreateTicketResponse]]: ...
+    ) -> _typing.Union[_matchmaking_pb2.CreateTicketResponse, _abc.Awaitable[_matchmaking_pb2.CreateTicketResponse]]:
+        """Queue a player for a game. Retrying with the same (player_id, request_id) returns the
+        same ticket. A player has at most one waiting ticket per game (FAILED_PRECONDITION).
+        """
 
     @_abc_1.abstractmethod
     def GetTicket(
@@ -70,10 +112,37 @@ class MatchmakingServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_matchmaking_pb2.GetTicketResponse, _abc.Awaitable[_matchmaking_pb2.GetTicketResponse]]: ...
 
     @_abc_1.abstractmethod
+    def WatchTicket(
+        self,
+        request: _matchmaking_pb2.WatchTicketRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_matchmaking_pb2.WatchTicketResponse], _abc.AsyncIterator[_matchmaking_pb2.WatchTicketResponse]]:
+        """The ticket now, then every change, until it is assigned, cancelled or expired."""
+
+    @_abc_1.abstractmethod
     def CancelTicket(
         self,
         request: _matchmaking_pb2.CancelTicketRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_matchmaking_pb2.CancelTicketResponse, _abc.Awaitable[_matchmaking_pb2.CancelTicketResponse]]: ...
+    ) -> _typing.Union[_matchmaking_pb2.CancelTicketResponse, _abc.Awaitable[_matchmaking_pb2.CancelTicketResponse]]:
+        """Cancel a waiting ticket. Cancelling a cancelled ticket returns it; a ticket already in a
+        match (matched or assigned) cannot be cancelled (FAILED_PRECONDITION).
+        """
+
+    @_abc_1.abstractmethod
+    def ListQueues(
+        self,
+        request: _matchmaking_pb2.ListQueuesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_matchmaking_pb2.ListQueuesResponse, _abc.Awaitable[_matchmaking_pb2.ListQueuesResponse]]:
+        """Per game: tickets waiting, the oldest wait, matches formed in the last minute."""
+
+    @_abc_1.abstractmethod
+    def GetRating(
+        self,
+        request: _matchmaking_pb2.GetRatingRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_matchmaking_pb2.GetRatingResponse, _abc.Awaitable[_matchmaking_pb2.GetRatingResponse]]:
+        """A player's rating in one game (the default rating when they have not played it)."""
 
 def add_MatchmakingServiceServicer_to_server(servicer: MatchmakingServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
