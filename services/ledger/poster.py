@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import structlog
 from boulevard.accounting import JournalEntry, TreeHeadSigner
+from boulevard.eventlog.jetstream import decode_commit
 from boulevard.api.v1 import events_pb2
 from google.protobuf.message import DecodeError
 from nats.aio.client import Client as NATS
@@ -203,12 +204,7 @@ class Poster:
         book, journal = self.book, self.journal
         outgoing: list[Outgoing] = []
         admitted: list[JournalEntry | None] = []
-        for m in msgs:
-            try:
-                env = events_pb2.EventEnvelope.FromString(m.data)
-            except DecodeError:
-                log.error("not an EventEnvelope on GAMES", subject=m.subject)
-                continue
+        for m, env in envelopes_of(msgs):
             result: JournalEntry | Rejection | None
             if env.transfers and m.subject != f"{self.games_prefix}.{env.game_id}":
                 result = Rejection(
@@ -286,6 +282,19 @@ class Poster:
         book.add_head(sth)
         book.last_stream_seq = seq
         log.info("tree head signed", tree_size=size, root=sth.head.root_hash.hex())
+
+
+def envelopes_of(msgs: list[Msg]) -> list[tuple[Msg, events_pb2.EventEnvelope]]:
+    """Every event envelope of the GAMES messages, in order (each message is an
+    EventCommit: the events one append wrote, see docs/architecture.md)."""
+    out: list[tuple[Msg, events_pb2.EventEnvelope]] = []
+    for m in msgs:
+        try:
+            events = decode_commit(m.subject.rsplit(".", 1)[-1], m.data)
+            out.extend((m, events_pb2.EventEnvelope.FromString(e.data)) for e in events)
+        except DecodeError:
+            log.error("not an EventCommit of EventEnvelopes on GAMES", subject=m.subject)
+    return out
 
 
 def _token(game_id: str) -> bool:

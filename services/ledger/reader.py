@@ -19,6 +19,7 @@ from boulevard.accounting import (
     decode_entry,
     reconcile,
 )
+from boulevard.eventlog.jetstream import decode_commit
 from boulevard.api.v1 import events_pb2, ledger_pb2
 from boulevard.client.ledger import money_trail
 from boulevard.games.base import RulesError
@@ -220,7 +221,8 @@ class LedgerReader:
 
         def take(subject: str, data: bytes, seq: int) -> None:
             try:
-                envelopes.append(events_pb2.EventEnvelope.FromString(data))
+                for event in decode_commit(game_id, data, seq):
+                    envelopes.append(events_pb2.EventEnvelope.FromString(event.data))
             except DecodeError:
                 raise FailedPrecondition(
                     f"message {seq} on {subject} is not an EventEnvelope"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from boulevard.eventlog.jetstream import encode_commit
+from boulevard.eventlog.store import NewEvent
+
 import asyncio
 import os
 import random
@@ -99,21 +102,21 @@ def money_events(envelopes: list[events_pb2.EventEnvelope]) -> int:
 async def publish_envelopes(
     nc: NATS, envelopes: list[events_pb2.EventEnvelope], msg_id_suffix: str = ""
 ) -> None:
-    """Publish as the engine does: one message per event on `game.<id>`, pipelined."""
+    """Publish as the engine's event store does: one EventCommit per append (here one event
+    per append) on `game.<id>`, pipelined."""
     js = nc.jetstream()
     settings = LedgerSettings()
     await ensure_stream(js, platform_streams(settings)["games"])
     futures = []
     for env in envelopes:
+        commit = encode_commit(
+            [NewEvent(env.event_id, env.type, env.SerializeToString())], env.version
+        )
         futures.append(
             await js.publish_async(
                 f"game.{env.game_id}",
-                env.SerializeToString(),
-                headers={
-                    "Nats-Msg-Id": env.event_id + msg_id_suffix,
-                    "Boulevard-Type": env.type,
-                    "Boulevard-Version": str(env.version),
-                },
+                commit,
+                headers={"Nats-Msg-Id": env.event_id + msg_id_suffix},
             )
         )
         if len(futures) >= 256:
