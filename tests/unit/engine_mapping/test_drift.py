@@ -4,15 +4,17 @@ to one side only fails here rather than in production."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from boulevard.api.v1 import engine_pb2
 from boulevard.games import REGISTRY
-from boulevard.games.base import GameDefinition
+from boulevard.games.base import GameDefinition, RulesError
 from boulevard.games.las_vegas import GAME as LAS_VEGAS
 from boulevard.games.lords_of_vegas import GAME as LORDS_OF_VEGAS
+from boulevard.games.lords_of_vegas.types import AssignReorganizedDice as _ASSIGN
 from boulevard.games.lords_of_vegas.types import Colour
 
 from services.engine.mapping import (
@@ -118,3 +120,24 @@ def test_a_game_without_protos_is_a_clear_error() -> None:
 def test_a_view_of_the_wrong_type_is_a_mapping_error() -> None:
     with pytest.raises(ProtoMappingError, match="not the view type"):
         view_to_proto(LAS_VEGAS, PlaceDice(0, 1))
+
+
+@dataclass(frozen=True)
+class AssignReorganizedDice:  # placements as a mapping: the same wire shape, entries by key
+    seat: int
+    placements: Mapping[str, int]
+
+
+def test_a_mapping_is_a_repeated_entry_message_sorted_by_key() -> None:
+    commands = tuple(c for c in LORDS_OF_VEGAS.command_types if c is not _ASSIGN)
+    game = dataclasses.replace(LORDS_OF_VEGAS, command_types=(*commands, AssignReorganizedDice))
+    assert check_mapping(game) == []
+    command = AssignReorganizedDice(1, {"C1": 4, "A2": 6})
+    action = command_to_action(game, command)
+    placements = action.lords_of_vegas.assign_reorganized_dice.placements
+    assert [(p.lot, p.value) for p in placements] == [("A2", 6), ("C1", 4)]
+    assert action_to_command(game, action) == command
+    duplicate = placements.add()
+    duplicate.lot, duplicate.value = "A2", 1
+    with pytest.raises(RulesError, match="repeats a key"):
+        action_to_command(game, action)
