@@ -1,15 +1,21 @@
 """Run the matchmaking service: `python -m services.matchmaking`."""
 
 import asyncio
+import sys
 
 from boulevard.platform.server import serve
-from boulevard.platform.settings import get_settings
-from services.matchmaking.app import MatchmakingApp
+
+from services.matchmaking.app import MatchmakingApp, MissingTokenKey
+from services.matchmaking.settings import get_matchmaking_settings
 
 
 def main() -> None:
-    settings = get_settings()
-    asyncio.run(serve(MatchmakingApp(settings), settings))
+    settings = get_matchmaking_settings()
+    try:
+        app = MatchmakingApp(settings)
+    except MissingTokenKey as exc:
+        sys.exit(f"matchmaking: {exc}")
+    asyncio.run(serve(app, settings))
 
 
 if __name__ == "__main__":

@@ -1,32 +1,90 @@
-"""Wiring of matchmaking: its stream and the gRPC servicer."""
+"""Wiring of matchmaking: its stream and KV buckets, the matcher loop, the ratings feed from
+GAMES, and the gRPC servicer."""
 
 from __future__ import annotations
 
-import grpc
-from nats.aio.client import Client as NATS
+from collections.abc import Sequence
 
+import grpc
 from boulevard.api.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from boulevard.messaging.streams import ensure_stream, platform_streams
-from boulevard.platform.settings import Settings
+from nats.aio.client import Client as NATS
+
+from services.matchmaking.matcher import WindowPolicy
+from services.matchmaking.matchmaker import Config, Matchmaker
+from services.matchmaking.rating_feed import RatingFeed
 from services.matchmaking.server import MatchmakingServicer
+from services.matchmaking.settings import MatchmakingSettings
+from services.matchmaking.store import Records, open_bucket
+
+
+class MissingTokenKey(ValueError):
+    pass
 
 
 class MatchmakingApp:
     name = "matchmaking"
-    service_names = (
+    service_names: Sequence[str] = (
         matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name,
     )
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: MatchmakingSettings) -> None:
         self.settings = settings
+        self.token_key = settings.token_key.get_secret_value().encode()
+        if not self.token_key:
+            # Tokens are what the engine trusts; an empty key would sign nothing worth having.
+            raise MissingTokenKey(
+                "matchmaking needs BOULEVARD_TOKEN_KEY (the HMAC key of player tokens, shared "
+                "with the engine)"
+            )
+        self.matchmaker: Matchmaker | None = None
+        self.ratings: RatingFeed | None = None
 
     async def start(self, nc: NATS) -> None:
-        await ensure_stream(nc.jetstream(), platform_streams(self.settings)["matchmaking"])
+        s = self.settings
+        js = nc.jetstream()
+        streams = platform_streams(s)
+        await ensure_stream(js, streams["matchmaking"])
+        await ensure_stream(js, streams["games"])
+        tickets = await open_bucket(
+            js, s.matchmaking_tickets_bucket, s.stream_replicas,
+            ttl=s.matchmaking_ticket_retention_seconds,
+        )  # fmt: skip
+        matches = await open_bucket(js, s.matchmaking_matches_bucket, s.stream_replicas)
+        ratings = await open_bucket(js, s.matchmaking_ratings_bucket, s.stream_replicas)
+        config = Config(
+            token_key=self.token_key,
+            ticket_ttl_ms=int(s.matchmaking_ticket_ttl_seconds * 1000),
+            tick_seconds=s.matchmaking_tick_seconds,
+            window=WindowPolicy(
+                s.matchmaking_window_base,
+                s.matchmaking_window_widen_per_second,
+                s.matchmaking_window_max,
+            ),
+            recover_after_ms=int(s.matchmaking_recover_after_seconds * 1000),
+            form_concurrency=s.matchmaking_form_concurrency,
+            match_formed_subject=f"{s.matchmaking_subject_prefix}.match_formed",
+        )
+        self.matchmaker = Matchmaker(nc, tickets, matches, ratings, config)
+        await self.matchmaker.start()
+        self.ratings = RatingFeed(
+            nc,
+            Records(ratings),
+            games_stream=s.games_stream,
+            games_prefix=s.games_subject_prefix,
+            durable=s.matchmaking_ratings_consumer,
+            fetch_batch=s.matchmaking_ratings_fetch_batch,
+        )
+        await self.ratings.start()
 
     def register(self, server: grpc.aio.Server) -> None:
+        assert self.matchmaker is not None, "start() first"
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(
-            MatchmakingServicer(), server
+            MatchmakingServicer(self.matchmaker), server
         )
 
     async def stop(self) -> None:
-        pass
+        if self.ratings is not None:
+            await self.ratings.stop()
+        if self.matchmaker is not None:
+            await self.matchmaker.stop()

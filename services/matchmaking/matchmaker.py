@@ -1,0 +1,713 @@
+"""The matchmaking service's logic: tickets in KV, a view of them, and the matcher loop.
+
+Forming a match is resumable (docs/matchmaking.md):
+
+1. write the match record `m.<id>` as PENDING;
+2. reserve each ticket: WAITING -> MATCHED(match id), by revision, so a ticket cancelled or
+   taken meanwhile is never reserved;
+3. all reserved: record PENDING -> COMMITTED (by revision). Otherwise record -> ABANDONED
+   and reserved tickets go back to WAITING;
+4. publish `MatchFormed` (Nats-Msg-Id = match id), assign every ticket (game id, seat,
+   player token), record -> DONE.
+
+A ticket left MATCHED for `recover_after` seconds (its former crashed) leads any replica to
+its record: PENDING is committed if every ticket is reserved, else abandoned; COMMITTED or
+DONE is finished (publish again: deduplicated; assign: idempotent); ABANDONED puts the ticket
+back. The record's status changes by revision too, so a recovery racing a slow former cannot
+both commit and abandon one match.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import secrets
+import time
+from collections import defaultdict, deque
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from boulevard.api.v1 import events_pb2
+from boulevard.api.v1 import matchmaking_pb2 as pb
+from boulevard.games import REGISTRY
+from boulevard.platform.auth import PlayerClaims, issue_token
+from boulevard.platform.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
+from nats.aio.client import Client as NATS
+from nats.js.kv import KeyValue
+
+from services.matchmaking.matcher import (
+    BOT_PREFIX,
+    Candidate,
+    Proposal,
+    WindowPolicy,
+    bot_player_id,
+    find_matches,
+    seat_order,
+)
+from services.matchmaking.ratings import DEFAULT_MU, DEFAULT_SIGMA
+from services.matchmaking.store import (
+    ACTIVE,
+    FINAL,
+    Conflict,
+    Records,
+    index_key,
+    match_key,
+    rating_key,
+    ticket_key,
+)
+
+log = structlog.get_logger(__name__)
+
+MSG_ID = "Nats-Msg-Id"
+MAX_PLAYER_ID = 128
+MAX_REQUEST_ID = 128
+MAX_CLIENT_SEED = 256
+CAS_ATTEMPTS = 16
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def status_name(status: int) -> str:
+    return pb.TicketStatus.Name(status).removeprefix("TICKET_STATUS_").lower()  # type: ignore[arg-type]
+
+
+@dataclass
+class Config:
+    token_key: bytes
+    ticket_ttl_ms: int
+    tick_seconds: float
+    window: WindowPolicy
+    recover_after_ms: int
+    form_concurrency: int
+    match_formed_subject: str
+
+
+@dataclass
+class Viewed:
+    ticket: pb.Ticket
+    revision: int
+
+
+class Matchmaker:
+    def __init__(
+        self,
+        nc: NATS,
+        tickets_kv: KeyValue,
+        matches_kv: KeyValue,
+        ratings_kv: KeyValue,
+        config: Config,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.nc = nc
+        self.js = nc.jetstream()
+        self.tickets = Records(tickets_kv)
+        self.matches = Records(matches_kv)
+        self.ratings = Records(ratings_kv)
+        self._tickets_kv = tickets_kv
+        self.config = config
+        self.clock = clock
+        # The view: every ticket as of the latest revision we saw (KV watch + our writes).
+        self.view: dict[str, Viewed] = {}
+        self._watchers: dict[str, set[asyncio.Queue[Viewed]]] = defaultdict(set)
+        self._formed: dict[str, deque[tuple[int, str]]] = defaultdict(deque)  # game -> (ms, id)
+        self._seen_matches: set[str] = set()
+        self._in_flight: set[str] = set()  # match ids this process is forming
+        self._tasks: list[asyncio.Task[None]] = []
+        self._ready = asyncio.Event()
+        self._stopping = False
+        self.matches_formed = 0
+
+    # ---- lifecycle ----
+
+    async def start(self) -> None:
+        self._watcher = await self._tickets_kv.watch("t.>")
+        self._tasks.append(asyncio.create_task(self._follow(), name="mm-follow"))
+        await asyncio.wait_for(self._ready.wait(), 60)
+        self._tasks.append(asyncio.create_task(self._loop(), name="mm-loop"))
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._tasks = []
+        with contextlib.suppress(Exception):
+            await self._watcher.stop()  # type: ignore[no-untyped-call]
+
+    async def _follow(self) -> None:
+        async for entry in self._watcher:
+            if entry is None:
+                self._ready.set()
+                continue
+            tid = entry.key.removeprefix("t.")
+            if entry.operation in ("DEL", "PURGE") or not entry.value:
+                self.view.pop(tid, None)
+                continue
+            if entry.revision is None:
+                continue
+            try:
+                ticket = pb.Ticket.FromString(entry.value)
+            except Exception:  # a foreign value in our bucket: skip it
+                log.warning("unreadable ticket in KV", key=entry.key)
+                continue
+            self._saw(ticket, entry.revision)
+
+    def _saw(self, ticket: pb.Ticket, revision: int) -> None:
+        """Take a ticket version into the view (if newer) and tell its watchers."""
+        current = self.view.get(ticket.ticket_id)
+        if current is not None and current.revision >= revision:
+            return
+        viewed = Viewed(ticket, revision)
+        self.view[ticket.ticket_id] = viewed
+        if ticket.status == pb.TICKET_STATUS_ASSIGNED and ticket.match_id not in self._seen_matches:
+            self._seen_matches.add(ticket.match_id)
+            self._formed[ticket.game].append((ticket.updated_unix_ms, ticket.match_id))
+        for q in self._watchers.get(ticket.ticket_id, ()):
+            q.put_nowait(viewed)
+
+    # ---- tickets ----
+
+    def ticket_id_for(self, player_id: str, request_id: str) -> str:
+        """A retried request maps to the same ticket; without the key nobody can guess it."""
+        if not request_id:
+            return secrets.token_hex(16)
+        msg = f"ticket\0{player_id}\0{request_id}".encode()
+        return hmac.new(self.config.token_key, msg, hashlib.sha256).hexdigest()[:32]
+
+    async def create_ticket(self, req: pb.CreateTicketRequest) -> pb.Ticket:
+        lo, hi = validate_create(req)
+        if req.bot_fill_after_seconds * 1000 >= self.config.ticket_ttl_ms:
+            raise InvalidArgument(
+                f"bot_fill_after_seconds {req.bot_fill_after_seconds} is not less than the "
+                f"ticket lifetime ({self.config.ticket_ttl_ms / 1000:g} s)"
+            )
+        tid = self.ticket_id_for(req.player_id, req.request_id)
+        if req.request_id:
+            found = await self.tickets.get(ticket_key(tid), pb.Ticket)
+            if found is not None:
+                return _same_request(found[0], req)
+        rating = await self.ratings.get(rating_key(req.game, req.player_id), pb.PlayerRating)
+        now = self.clock()
+        ticket = pb.Ticket(
+            ticket_id=tid,
+            player_id=req.player_id,
+            game=req.game,
+            min_seats=lo,
+            max_seats=hi,
+            status=pb.TICKET_STATUS_WAITING,
+            client_seed=req.client_seed,
+            bot_fill_after_seconds=req.bot_fill_after_seconds,
+            created_unix_ms=now,
+            expires_unix_ms=now + self.config.ticket_ttl_ms,
+            updated_unix_ms=now,
+            rating=rating[0].mu if rating else DEFAULT_MU,
+        )
+        await self._claim_index(ticket)
+        try:
+            revision = await self.tickets.create(ticket_key(tid), ticket)
+        except Conflict:
+            found = await self.tickets.get(ticket_key(tid), pb.Ticket)
+            if found is None or found[0].status_reason == SUPERSEDED:
+                raise Aborted(
+                    "another CreateTicket for this player and game won the race; retry"
+                ) from None
+            return _same_request(found[0], req)
+        self._saw(ticket, revision)
+        log.info("ticket created", ticket_id=tid, player=req.player_id, game=req.game)
+        return ticket
+
+    async def _claim_index(self, ticket: pb.Ticket) -> None:
+        """Point the player's index for this game at this ticket, unless another of their
+        tickets for the game is still active."""
+        key = index_key(ticket.game, ticket.player_id)
+        tid = ticket.ticket_id
+        for _ in range(CAS_ATTEMPTS):
+            try:
+                await self.tickets.create_raw(key, tid.encode())
+                return
+            except Conflict:
+                pass
+            entry = await self.tickets.get_raw(key)
+            if entry is None:
+                continue  # deleted meanwhile: try to create again
+            other, index_revision = entry[0].decode(), entry[1]
+            if other == tid:
+                return  # a retry of ours
+            found = await self.tickets.get(ticket_key(other), pb.Ticket)
+            if found is None:
+                # Its creator is between claiming the index and writing the ticket, or died
+                # there: fence it off so it can never be written as WAITING.
+                fence = pb.Ticket(
+                    ticket_id=other,
+                    player_id=ticket.player_id,
+                    game=ticket.game,
+                    status=pb.TICKET_STATUS_CANCELLED,
+                    status_reason=SUPERSEDED,
+                    updated_unix_ms=self.clock(),
+                )
+                try:
+                    await self.tickets.create(ticket_key(other), fence)
+                except Conflict:
+                    continue  # it was written meanwhile: look again
+                found = (fence, 0)
+            if found[0].status in ACTIVE:
+                raise FailedPrecondition(
+                    f"player {ticket.player_id!r} already has a ticket for {ticket.game} "
+                    "waiting or being matched; cancel it first"
+                )
+            try:
+                await self.tickets.update_raw(key, tid.encode(), index_revision)
+                return
+            except Conflict:
+                continue
+        raise Aborted("too many concurrent ticket requests for this player and game; retry")
+
+    async def get_ticket(self, ticket_id: str) -> tuple[pb.Ticket, int]:
+        check_ticket_id(ticket_id)
+        found = await self.tickets.get(ticket_key(ticket_id), pb.Ticket)
+        if found is None:
+            raise NotFound(f"no ticket {ticket_id!r}")
+        return found
+
+    async def cancel_ticket(self, ticket_id: str) -> pb.Ticket:
+        for _ in range(CAS_ATTEMPTS):
+            ticket, revision = await self.get_ticket(ticket_id)
+            if ticket.status == pb.TICKET_STATUS_CANCELLED:
+                return ticket
+            if ticket.status != pb.TICKET_STATUS_WAITING:
+                raise FailedPrecondition(
+                    f"ticket {ticket_id} is {status_name(ticket.status)}: only a waiting "
+                    "ticket can be cancelled"
+                )
+            done = pb.Ticket()
+            done.CopyFrom(ticket)
+            done.status = pb.TICKET_STATUS_CANCELLED
+            done.status_reason = "cancelled by the player"
+            done.updated_unix_ms = self.clock()
+            try:
+                revision = await self.tickets.update(ticket_key(ticket_id), done, revision)
+            except Conflict:
+                continue  # the matcher (or expiry) got there first: look again
+            self._saw(done, revision)
+            log.info("ticket cancelled", ticket_id=ticket_id)
+            return done
+        raise Aborted(f"ticket {ticket_id} keeps changing; retry")
+
+    async def watch_ticket(self, ticket_id: str) -> AsyncIterator[pb.Ticket]:
+        """The ticket now, then each change, until it is final."""
+        check_ticket_id(ticket_id)
+        queue: asyncio.Queue[Viewed] = asyncio.Queue()
+        self._watchers[ticket_id].add(queue)
+        try:
+            ticket, revision = await self.get_ticket(ticket_id)
+            yield ticket
+            while ticket.status not in FINAL:
+                try:
+                    seen = await asyncio.wait_for(queue.get(), timeout=1.0)
+                except TimeoutError:
+                    # Our view may lag behind another replica's write: read it again.
+                    seen = Viewed(*await self.get_ticket(ticket_id))
+                if seen.revision <= revision:
+                    continue
+                status = ticket.status
+                ticket, revision = seen.ticket, seen.revision
+                if ticket.status != status:
+                    yield ticket
+        finally:
+            self._watchers[ticket_id].discard(queue)
+            if not self._watchers[ticket_id]:
+                del self._watchers[ticket_id]
+
+    # ---- queues and ratings ----
+
+    def queue_stats(self, game: str) -> list[pb.QueueStats]:
+        if game and game not in REGISTRY:
+            raise InvalidArgument(f"unknown game {game!r}; known: {', '.join(sorted(REGISTRY))}")
+        games = [game] if game else sorted(REGISTRY)
+        now = self.clock()
+        stats = {g: pb.QueueStats(game=g) for g in games}
+        for v in self.view.values():
+            s = stats.get(v.ticket.game)
+            if s is None:
+                continue
+            if v.ticket.status == pb.TICKET_STATUS_WAITING and v.ticket.expires_unix_ms > now:
+                s.waiting += 1
+                s.oldest_wait_ms = max(s.oldest_wait_ms, now - v.ticket.created_unix_ms)
+            elif v.ticket.status == pb.TICKET_STATUS_MATCHED:
+                s.matched += 1
+        for g, s in stats.items():
+            formed = self._formed[g]
+            while formed and formed[0][0] < now - 60_000:
+                formed.popleft()
+            s.matches_last_minute = sum(1 for t, _ in formed if t <= now)
+        return [stats[g] for g in games]
+
+    async def get_rating(self, player_id: str, game: str) -> pb.PlayerRating:
+        if game not in REGISTRY:
+            raise InvalidArgument(f"unknown game {game!r}; known: {', '.join(sorted(REGISTRY))}")
+        check_player_id(player_id)
+        found = await self.ratings.get(rating_key(game, player_id), pb.PlayerRating)
+        rating = (
+            found[0]
+            if found
+            else pb.PlayerRating(player_id=player_id, game=game, mu=DEFAULT_MU, sigma=DEFAULT_SIGMA)
+        )
+        rating.ordinal = rating.mu - 3 * rating.sigma
+        return rating
+
+    # ---- the matcher loop ----
+
+    async def _loop(self) -> None:
+        while not self._stopping:
+            started = time.monotonic()
+            try:
+                await self.tick()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # NATS reconnecting, …: the next tick tries again
+                log.warning("matchmaking tick failed", error=str(exc))
+            elapsed = time.monotonic() - started
+            await asyncio.sleep(max(0.0, self.config.tick_seconds - elapsed))
+
+    async def tick(self) -> int:
+        """One pass: expire, recover, match. Returns the number of matches formed."""
+        now = self.clock()
+        waiting: dict[str, list[Viewed]] = defaultdict(list)
+        expired: list[Viewed] = []
+        stuck: set[str] = set()
+        for v in list(self.view.values()):
+            t = v.ticket
+            if t.status == pb.TICKET_STATUS_WAITING:
+                if t.expires_unix_ms <= now:
+                    expired.append(v)
+                else:
+                    waiting[t.game].append(v)
+            elif t.status in FINAL and now - t.updated_unix_ms > PRUNE_AFTER_MS:
+                del self.view[t.ticket_id]  # kept in KV; the view needs only recent ones
+            elif (
+                t.status == pb.TICKET_STATUS_MATCHED
+                and now - t.updated_unix_ms >= self.config.recover_after_ms
+                and t.match_id not in self._in_flight
+            ):
+                stuck.add(t.match_id)
+        jobs: list[Any] = [self._expire(v) for v in expired]
+        jobs += [self._recover(m) for m in stuck]
+        proposals: list[tuple[str, Proposal, dict[str, Viewed]]] = []
+        for game, viewed in waiting.items():
+            definition = REGISTRY.get(game)
+            if definition is None:
+                continue
+            by_id = {v.ticket.ticket_id: v for v in viewed}
+            cands = [_candidate(v.ticket) for v in viewed]
+            for p in find_matches(
+                cands, definition.min_players, definition.max_players, now, self.config.window
+            ):
+                proposals.append((game, p, by_id))
+        gate = asyncio.Semaphore(self.config.form_concurrency)
+
+        async def form(game: str, p: Proposal, by_id: dict[str, Viewed]) -> bool:
+            async with gate:
+                return await self.form_match(game, p, [by_id[t] for t in p.ticket_ids])
+
+        jobs += [form(*x) for x in proposals]
+        results = await asyncio.gather(*jobs, return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException) and not isinstance(r, Conflict):
+                log.warning("matchmaking step failed", error=repr(r))
+        formed = sum(1 for r in results[len(results) - len(proposals) :] if r is True)
+        return formed
+
+    async def _expire(self, v: Viewed) -> None:
+        t = pb.Ticket()
+        t.CopyFrom(v.ticket)
+        t.status = pb.TICKET_STATUS_EXPIRED
+        t.status_reason = f"no match within {self.config.ticket_ttl_ms / 1000:g} s"
+        t.updated_unix_ms = self.clock()
+        try:
+            revision = await self.tickets.update(ticket_key(t.ticket_id), t, v.revision)
+        except Conflict:
+            return  # matched or cancelled meanwhile
+        self._saw(t, revision)
+        log.info("ticket expired", ticket_id=t.ticket_id)
+
+    # ---- forming a match ----
+
+    async def form_match(self, game: str, proposal: Proposal, members: Sequence[Viewed]) -> bool:
+        """Form one match from these tickets (as last seen); False if it was abandoned."""
+        match_id = new_match_id()
+        self._in_flight.add(match_id)
+        try:
+            by_id = {v.ticket.ticket_id: v for v in members}
+            seats: list[events_pb2.MatchSeat] = []
+            ticket_ids: list[str] = []
+            bots = 0
+            for seat, tid in enumerate(seat_order(match_id, proposal)):
+                if tid is None:
+                    bots += 1
+                    seats.append(
+                        events_pb2.MatchSeat(seat=seat, player_id=bot_player_id(bots), bot=True)
+                    )
+                    ticket_ids.append("")
+                else:
+                    t = by_id[tid].ticket
+                    seats.append(
+                        events_pb2.MatchSeat(
+                            seat=seat, player_id=t.player_id, client_seed=t.client_seed
+                        )
+                    )
+                    ticket_ids.append(tid)
+            now = self.clock()
+            record = pb.MatchRecord(
+                match_id=match_id,
+                game=game,
+                status=pb.MATCH_STATUS_PENDING,
+                seats=seats,
+                ticket_ids=ticket_ids,
+                created_unix_ms=now,
+                updated_unix_ms=now,
+            )
+            rec_rev = await self.matches.create(match_key(match_id), record)
+            reserved = await asyncio.gather(
+                *(self._reserve(v, match_id) for v in members), return_exceptions=True
+            )
+            committed = None
+            if all(r is True for r in reserved):
+                committed = await self._set_match_status(record, rec_rev, pb.MATCH_STATUS_COMMITTED)
+            if committed is None:
+                return await self._resolve(match_id)
+            record, rec_rev = committed
+            await self._finish(record, rec_rev)
+            return True
+        finally:
+            self._in_flight.discard(match_id)
+
+    async def _reserve(self, v: Viewed, match_id: str) -> bool:
+        t = pb.Ticket()
+        t.CopyFrom(v.ticket)
+        t.status = pb.TICKET_STATUS_MATCHED
+        t.match_id = match_id
+        t.updated_unix_ms = self.clock()
+        try:
+            revision = await self.tickets.update(ticket_key(t.ticket_id), t, v.revision)
+        except Conflict:
+            return False
+        self._saw(t, revision)
+        return True
+
+    async def _set_match_status(
+        self, record: pb.MatchRecord, revision: int, status: pb.MatchStatus.ValueType
+    ) -> tuple[pb.MatchRecord, int] | None:
+        """Move the record to `status` if nobody changed it since `revision`."""
+        new = pb.MatchRecord()
+        new.CopyFrom(record)
+        new.status = status
+        new.updated_unix_ms = self.clock()
+        try:
+            rev = await self.matches.update(match_key(record.match_id), new, revision)
+        except Conflict:
+            return None
+        return new, rev
+
+    async def _resolve(self, match_id: str) -> bool:
+        """Drive a match to DONE or ABANDONED from whatever state it is in. True if DONE."""
+        for _ in range(CAS_ATTEMPTS):
+            found = await self.matches.get(match_key(match_id), pb.MatchRecord)
+            if found is None:
+                # No record, so never committed: the tickets go back.
+                await self._release(match_id, [])
+                return False
+            record, revision = found
+            if record.status == pb.MATCH_STATUS_PENDING:
+                all_reserved = True
+                for tid in record.ticket_ids:
+                    if not tid:
+                        continue
+                    got = await self.tickets.get(ticket_key(tid), pb.Ticket)
+                    if got is None or not (
+                        got[0].match_id == match_id
+                        and got[0].status in (pb.TICKET_STATUS_MATCHED, pb.TICKET_STATUS_ASSIGNED)
+                    ):
+                        all_reserved = False
+                        break
+                target = pb.MATCH_STATUS_COMMITTED if all_reserved else pb.MATCH_STATUS_ABANDONED
+                await self._set_match_status(record, revision, target)
+                continue  # read it back, whoever won
+            if record.status in (pb.MATCH_STATUS_COMMITTED, pb.MATCH_STATUS_DONE):
+                await self._finish(record, revision)
+                return True
+            await self._release(match_id, [t for t in record.ticket_ids if t])
+            return False
+        raise Aborted(f"match {match_id} keeps changing")
+
+    async def _release(self, match_id: str, ticket_ids: Sequence[str]) -> None:
+        """Put this abandoned match's reserved tickets back in the queue."""
+        ids = set(ticket_ids) | {
+            v.ticket.ticket_id for v in self.view.values() if v.ticket.match_id == match_id
+        }
+        for tid in ids:
+            for _ in range(CAS_ATTEMPTS):
+                got = await self.tickets.get(ticket_key(tid), pb.Ticket)
+                if got is None:
+                    break
+                t, revision = got
+                if t.status != pb.TICKET_STATUS_MATCHED or t.match_id != match_id:
+                    break
+                t.status = pb.TICKET_STATUS_WAITING
+                t.match_id = ""
+                t.updated_unix_ms = self.clock()
+                try:
+                    revision = await self.tickets.update(ticket_key(tid), t, revision)
+                except Conflict:
+                    continue
+                self._saw(t, revision)
+                break
+        log.info("match abandoned", match_id=match_id)
+
+    async def _finish(self, record: pb.MatchRecord, revision: int) -> None:
+        """Publish MatchFormed and assign every ticket; safe to repeat."""
+        formed = events_pb2.MatchFormed(
+            match_id=record.match_id,
+            game=record.game,
+            seats=record.seats,
+            time_unix_ms=record.created_unix_ms,
+        )
+        await self.js.publish(
+            self.config.match_formed_subject,
+            formed.SerializeToString(),
+            headers={MSG_ID: record.match_id},
+        )
+        await asyncio.gather(
+            *(
+                self._assign(tid, record.match_id, seat, record.seats[seat].player_id)
+                for seat, tid in enumerate(record.ticket_ids)
+                if tid
+            )
+        )
+        if record.status != pb.MATCH_STATUS_DONE:
+            await self._set_match_status(record, revision, pb.MATCH_STATUS_DONE)
+        self.matches_formed += 1
+        log.info(
+            "match formed",
+            match_id=record.match_id,
+            game=record.game,
+            players=[s.player_id for s in record.seats],
+        )
+
+    async def _assign(self, ticket_id: str, match_id: str, seat: int, player_id: str) -> None:
+        for _ in range(CAS_ATTEMPTS):
+            got = await self.tickets.get(ticket_key(ticket_id), pb.Ticket)
+            if got is None:
+                log.error("ticket of a committed match is gone", ticket_id=ticket_id)
+                return
+            t, revision = got
+            if t.status == pb.TICKET_STATUS_ASSIGNED and t.match_id == match_id:
+                return
+            if t.status != pb.TICKET_STATUS_MATCHED or t.match_id != match_id:
+                # Cannot happen: a reserved ticket changes only through its match.
+                log.error(
+                    "ticket of a committed match is not reserved for it",
+                    ticket_id=ticket_id,
+                    match_id=match_id,
+                    status=status_name(t.status),
+                )
+                return
+            t.status = pb.TICKET_STATUS_ASSIGNED
+            t.game_id = match_id
+            t.seat = seat
+            t.player_token = issue_token(
+                self.config.token_key, PlayerClaims(match_id, seat, player_id)
+            )
+            t.updated_unix_ms = self.clock()
+            try:
+                revision = await self.tickets.update(ticket_key(ticket_id), t, revision)
+            except Conflict:
+                continue
+            self._saw(t, revision)
+            return
+        raise Aborted(f"could not assign ticket {ticket_id}")
+
+    async def _recover(self, match_id: str) -> None:
+        if match_id in self._in_flight:
+            return
+        self._in_flight.add(match_id)
+        try:
+            log.info("recovering match", match_id=match_id)
+            await self._resolve(match_id)
+        finally:
+            self._in_flight.discard(match_id)
+
+
+PRUNE_AFTER_MS = 120_000
+SUPERSEDED = "superseded by a concurrent request for the same player and game"
+
+
+def new_match_id() -> str:
+    """Also the game id: a NATS subject token and an event-store stream id."""
+    return f"m{secrets.token_hex(12)}"
+
+
+def _candidate(t: pb.Ticket) -> Candidate:
+    return Candidate(
+        ticket_id=t.ticket_id,
+        player_id=t.player_id,
+        min_seats=t.min_seats,
+        max_seats=t.max_seats,
+        rating=t.rating,
+        waiting_since_ms=t.created_unix_ms,
+        bot_fill_after_ms=t.bot_fill_after_seconds * 1000,
+    )
+
+
+def _same_request(ticket: pb.Ticket, req: pb.CreateTicketRequest) -> pb.Ticket:
+    if ticket.game != req.game:
+        raise InvalidArgument(
+            f"request id {req.request_id!r} was already used for a ticket for {ticket.game}"
+        )
+    return ticket
+
+
+def check_player_id(player_id: str) -> None:
+    if not player_id:
+        raise InvalidArgument("player_id is required")
+    if len(player_id) > MAX_PLAYER_ID or not player_id.isprintable():
+        raise InvalidArgument(f"player_id must be 1-{MAX_PLAYER_ID} printable characters")
+
+
+def check_ticket_id(ticket_id: str) -> None:
+    if not ticket_id:
+        raise InvalidArgument("ticket_id is required")
+    if len(ticket_id) > 64 or not all(c.isascii() and (c.isalnum()) for c in ticket_id):
+        raise InvalidArgument(f"malformed ticket_id {ticket_id[:70]!r}")
+
+
+def validate_create(req: pb.CreateTicketRequest) -> tuple[int, int]:
+    """The seat range a valid request asks for; InvalidArgument names what is wrong."""
+    check_player_id(req.player_id)
+    if req.player_id.startswith(BOT_PREFIX):
+        raise InvalidArgument(f"player ids starting with {BOT_PREFIX!r} are reserved for bots")
+    if len(req.request_id) > MAX_REQUEST_ID:
+        raise InvalidArgument(f"request_id must be at most {MAX_REQUEST_ID} characters")
+    if len(req.client_seed) > MAX_CLIENT_SEED:
+        raise InvalidArgument(f"client_seed must be at most {MAX_CLIENT_SEED} characters")
+    if not req.game:
+        raise InvalidArgument(f"game is required; known: {', '.join(sorted(REGISTRY))}")
+    game = REGISTRY.get(req.game)
+    if game is None:
+        raise InvalidArgument(f"unknown game {req.game!r}; known: {', '.join(sorted(REGISTRY))}")
+    lo = req.min_seats or game.min_players
+    hi = req.max_seats or game.max_players
+    if lo > hi:
+        raise InvalidArgument(f"min_seats {lo} is more than max_seats {hi}")
+    if lo < game.min_players or hi > game.max_players:
+        raise InvalidArgument(
+            f"{game.title} seats {game.min_players}-{game.max_players} players; asked for {lo}-{hi}"
+        )
+    return lo, hi

@@ -1,0 +1,40 @@
+"""Matchmaking's own settings, beside the platform's (`BOULEVARD_MATCHMAKING_…`)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from boulevard.platform.settings import Settings
+from pydantic import Field
+
+_NAME = r"^[A-Za-z0-9_-]{1,64}$"
+
+
+class MatchmakingSettings(Settings):
+    # JetStream KV buckets: tickets (and their indexes), match records, ratings.
+    matchmaking_tickets_bucket: str = Field(default="tickets", pattern=_NAME)
+    matchmaking_matches_bucket: str = Field(default="matches", pattern=_NAME)
+    matchmaking_ratings_bucket: str = Field(default="ratings", pattern=_NAME)
+    # Finished tickets are kept this long (GetTicket and request-id retries work until then).
+    matchmaking_ticket_retention_seconds: float = Field(default=7 * 86400.0, gt=0)
+    # A waiting ticket expires after this long.
+    matchmaking_ticket_ttl_seconds: float = Field(default=600.0, gt=0)
+    # How often the matcher looks at the queues (and expires tickets).
+    matchmaking_tick_seconds: float = Field(default=0.1, gt=0)
+    # Rating window (openskill mu points): base, growth per second of waiting, cap.
+    matchmaking_window_base: float = Field(default=3.0, ge=0)
+    matchmaking_window_widen_per_second: float = Field(default=0.5, ge=0)
+    matchmaking_window_max: float = Field(default=100.0, ge=0)
+    # A ticket still MATCHED this long after its last change is recovered: its match is
+    # finished (published and assigned) or abandoned (a crash between form and assign).
+    matchmaking_recover_after_seconds: float = Field(default=5.0, gt=0)
+    # Matches being formed at once.
+    matchmaking_form_concurrency: int = Field(default=64, ge=1)
+    # The durable consumer on GAMES that feeds ratings.
+    matchmaking_ratings_consumer: str = Field(default="matchmaking-ratings", pattern=_NAME)
+    matchmaking_ratings_fetch_batch: int = Field(default=256, ge=1)
+
+
+@cache
+def get_matchmaking_settings() -> MatchmakingSettings:
+    return MatchmakingSettings()
