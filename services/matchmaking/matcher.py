@@ -137,14 +137,20 @@ def _table_for(
 ) -> Proposal | None:
     window = policy.width(now_ms - anchor.waiting_since_ms)
     picks: dict[int, list[Candidate]] = {n: [] for n in range(lo, hi + 1)}
+    players: dict[int, set[str]] = {n: {anchor.player_id} for n in range(lo, hi + 1)}
     seen: list[Candidate] = []
     for c in _by_distance(anchor, ranked, keys, window):
         if c.player_id == anchor.player_id:
             continue
         seen.append(c)
         for n in range(lo, hi + 1):
-            if c.min_seats <= n <= c.max_seats and len(picks[n]) < n - 1:
+            if (
+                c.min_seats <= n <= c.max_seats
+                and len(picks[n]) < n - 1
+                and c.player_id not in players[n]
+            ):
                 picks[n].append(c)
+                players[n].add(c.player_id)
         if len(picks[hi]) == hi - 1:
             break
     for n in range(hi, lo - 1, -1):
@@ -154,18 +160,18 @@ def _table_for(
         return None
     # Bot fill: humans who also accept bots now, as many as all their ranges allow.
     members = [anchor.ticket_id]
-    players = {anchor.player_id}
+    seated = {anchor.player_id}
     for c in seen:
         if len(members) >= hi:
             break
-        if not c.bot_fill_due(now_ms) or c.player_id in players:
+        if not c.bot_fill_due(now_ms) or c.player_id in seated:
             continue
         new_lo, new_hi = max(lo, c.min_seats), min(hi, c.max_seats)
         if new_lo > new_hi or len(members) + 1 > new_hi:
             continue
         lo, hi = new_lo, new_hi
         members.append(c.ticket_id)
-        players.add(c.player_id)
+        seated.add(c.player_id)
     size = max(lo, len(members))
     return Proposal(tuple(members), bots=size - len(members))
 
