@@ -3,12 +3,12 @@
 import asyncio
 
 from boulevard.platform.server import serve
-from boulevard.platform.settings import get_settings
+from services.engine.settings import get_engine_settings
 from services.engine.app import EngineApp
 
 
 def main() -> None:
-    settings = get_settings()
+    settings = get_engine_settings()
     asyncio.run(serve(EngineApp(settings), settings))
 
 

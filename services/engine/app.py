@@ -1,33 +1,107 @@
-"""Wiring of the engine: NATS streams, the event store, the gRPC servicer."""
+"""Wiring of the engine: the GAMES stream, the event store, the dice client, the KV
+buckets, the MatchFormed consumer and the gRPC servicer."""
 
 from __future__ import annotations
 
-import grpc
-from nats.aio.client import Client as NATS
+import asyncio
 
-from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+import grpc
+import structlog
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+from boulevard.client.dice import DiceClient
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.messaging.streams import ensure_stream, platform_streams
-from boulevard.platform.settings import Settings
-from services.engine.server import EngineServicer
+from boulevard.platform.errors import BoulevardError
+from services.engine.chance import DiceServiceChance
+from services.engine.engine import Engine, SeatRequest
+from services.engine.kv import JetStreamKeyValue
+from services.engine.server import EngineServicer, summary_json
+from services.engine.sessions import Session
+from services.engine.settings import EngineSettings
+
+log = structlog.get_logger(__name__)
 
 
 class EngineApp:
     name = "engine"
     service_names = (engine_pb2.DESCRIPTOR.services_by_name["EngineService"].full_name,)
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: EngineSettings) -> None:
         self.settings = settings
-        self.store: JetStreamEventStore | None = None
+        self.token_key = settings.token_key.get_secret_value().encode()
+        if not self.token_key:
+            raise SystemExit("the engine needs BOULEVARD_TOKEN_KEY to verify player tokens")
+        self.servicer: EngineServicer | None = None
+        self._match_sub: Subscription | None = None
 
     async def start(self, nc: NATS) -> None:
-        await ensure_stream(nc.jetstream(), platform_streams(self.settings)["games"])
-        self.store = JetStreamEventStore(
-            nc, self.settings.games_stream, self.settings.games_subject_prefix
+        s = self.settings
+        streams = platform_streams(s)
+        js = nc.jetstream()
+        await ensure_stream(js, streams["games"])
+        await ensure_stream(js, streams["matchmaking"])
+        store = JetStreamEventStore(nc, s.games_stream, s.games_subject_prefix)
+        snapshots = await JetStreamKeyValue.open(nc, s.engine_snapshots_bucket, s.stream_replicas)
+        self.index = await JetStreamKeyValue.open(nc, s.engine_games_bucket, s.stream_replicas)
+        dice = DiceClient(nc, prefix=s.dice_rpc_prefix, timeout=s.dice_timeout_seconds)
+        self.engine = Engine(
+            store,
+            DiceServiceChance(dice),
+            snapshots,
+            self.token_key,
+            snapshot_every=s.engine_snapshot_every,
+            cache_size=s.engine_cache_games,
+            on_finished=self._finished,
+        )
+        self.servicer = EngineServicer(
+            self.engine, store, self.index, s.operator_token.get_secret_value()
+        )
+        self._match_sub = await js.subscribe(
+            f"{s.matchmaking_subject_prefix}.match_formed",
+            stream=s.matchmaking_stream,
+            durable=s.engine_match_consumer,
+            cb=self._on_match_formed,
+            manual_ack=True,
+            config=ConsumerConfig(
+                ack_policy=AckPolicy.EXPLICIT, deliver_policy=DeliverPolicy.ALL, ack_wait=30
+            ),
         )
 
+    async def _finished(self, session: Session) -> None:
+        await self.index.put(session.game_id, summary_json(session))
+
+    async def _on_match_formed(self, msg: Msg) -> None:
+        """Create the match's game exactly once (CreateGame is idempotent per match id)."""
+        try:
+            match = events_pb2.MatchFormed.FromString(msg.data)
+            created = await self.engine.create_game(
+                match.match_id,
+                match.game,
+                [SeatRequest(s.seat, s.player_id, s.client_seed, s.bot) for s in match.seats],
+                match_id=match.match_id,
+            )
+            await self.index.put(created.game_id, summary_json(await self.engine.load(created.game_id)))
+            await msg.ack()
+            log.info("match created", match_id=match.match_id, game_id=created.game_id)
+        except BoulevardError as exc:
+            # A match the rules can't host will never succeed: record it and move on.
+            log.error("match refused", error=str(exc))
+            await msg.term()
+        except Exception:  # noqa: BLE001 - the dice service may be restarting: retry later
+            log.exception("match creation failed; will retry")
+            await msg.nak(delay=1.0)
+
     def register(self, server: grpc.aio.Server) -> None:
-        engine_pb2_grpc.add_EngineServiceServicer_to_server(EngineServicer(), server)
+        assert self.servicer is not None, "start() before register()"
+        engine_pb2_grpc.add_EngineServiceServicer_to_server(self.servicer, server)
 
     async def stop(self) -> None:
-        self.store = None
+        if self._match_sub is not None:
+            await self._match_sub.unsubscribe()
+            self._match_sub = None
+        await asyncio.sleep(0)

@@ -1,10 +1,200 @@
-"""The engine's gRPC servicer. Domain RPCs arrive with the engine issue; until then the
-generated base class answers UNIMPLEMENTED."""
+"""The engine's gRPC servicer: requests to engine calls, results to responses. Errors are
+mapped to status codes by the platform's interceptor, not here."""
 
 from __future__ import annotations
 
-from boulevard.api.v1 import engine_pb2_grpc
+import hmac
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+from boulevard.eventlog.jetstream import JetStreamEventStore, follow
+from boulevard.platform.auth import authorize, verify_token
+from boulevard.platform.errors import InvalidArgument, PermissionDenied, Unauthenticated
+from boulevard.client import mapping
+from services.engine.engine import Engine, SeatRequest
+from services.engine.kv import JetStreamKeyValue
+from services.engine.sessions import Session, redacted
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+def status_of(session: Session) -> engine_pb2.GameStatus.ValueType:
+    return engine_pb2.GAME_STATUS_FINISHED if session.finished else engine_pb2.GAME_STATUS_ACTIVE
+
+
+def summary_json(session: Session) -> bytes:
+    return json.dumps(
+        {
+            "game": session.game.name,
+            "status": "finished" if session.finished else "active",
+            "version": session.version,
+            "players": [s.player_id for s in session.created.seats],
+        },
+        sort_keys=True,
+    ).encode()
 
 
 class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
-    pass
+    def __init__(
+        self,
+        engine: Engine,
+        store: JetStreamEventStore,
+        games_index: JetStreamKeyValue,
+        operator_token: str,
+    ) -> None:
+        self.engine = engine
+        self.store = store
+        self.index = games_index
+        self.operator_token = operator_token
+
+    def _check_operator(self, context: Context) -> None:
+        if not self.operator_token:
+            return
+        metadata = dict(context.invocation_metadata() or ())
+        given = str(metadata.get("authorization", "")).removeprefix("Bearer ").strip()
+        if not given:
+            raise Unauthenticated("CreateGame is for operators: send 'authorization: Bearer …'")
+        if not hmac.compare_digest(given, self.operator_token):
+            raise PermissionDenied("not an operator token")
+
+    async def CreateGame(
+        self, request: engine_pb2.CreateGameRequest, context: Context
+    ) -> engine_pb2.CreateGameResponse:
+        self._check_operator(context)
+        created = await self.engine.create_game(
+            request.request_id,
+            request.game,
+            [SeatRequest(s.seat, s.player_id, s.client_seed) for s in request.seats],
+            tuple(sorted(request.options.items())),
+        )
+        session = await self.engine.load(created.game_id)
+        await self.index.put(created.game_id, summary_json(session))
+        return engine_pb2.CreateGameResponse(
+            game_id=created.game_id,
+            player_tokens=list(created.tokens),
+            seed_commitment=created.seed_commitment,
+        )
+
+    def _seat(self, token: str, game_id: str) -> int | None:
+        """The caller's seat, or None for a spectator (no token)."""
+        if not token:
+            return None
+        return authorize(self.engine.token_key, token, game_id).seat
+
+    async def GetGame(
+        self, request: engine_pb2.GetGameRequest, context: Context
+    ) -> engine_pb2.GetGameResponse:
+        seat = self._seat(request.player_token, request.game_id)
+        session = await self.engine.load(request.game_id)
+        return engine_pb2.GetGameResponse(
+            game_id=session.game_id,
+            game=session.game.name,
+            version=session.version,
+            status=status_of(session),
+            view=mapping.view_to_proto(session.game, session.game.view(session.state, seat)),
+        )
+
+    async def ListLegalActions(
+        self, request: engine_pb2.ListLegalActionsRequest, context: Context
+    ) -> engine_pb2.ListLegalActionsResponse:
+        seat = self._seat(request.player_token, request.game_id)
+        if seat is None:
+            raise Unauthenticated("a player token is required")
+        session = await self.engine.load(request.game_id)
+        legal = [] if session.finished else session.game.legal_commands(session.state, seat)
+        return engine_pb2.ListLegalActionsResponse(
+            version=session.version,
+            actions=[mapping.command_to_action(session.game, c) for c in legal],
+        )
+
+    async def SubmitAction(
+        self, request: engine_pb2.SubmitActionRequest, context: Context
+    ) -> engine_pb2.SubmitActionResponse:
+        claims = verify_token(self.engine.token_key, request.player_token)
+        if claims.game_id != request.game_id:
+            raise PermissionDenied("this token is for another game")
+        session = await self.engine.load(request.game_id)
+        if not request.HasField("action"):
+            raise InvalidArgument("action is required")
+        command = mapping.action_to_command(session.game, request.action)
+        result = await self.engine.submit(
+            request.game_id,
+            claims,
+            command,
+            request.expected_version,
+            request.idempotency_key,
+        )
+        session = await self.engine.load(request.game_id)
+        if session.finished is not None:
+            await self.index.put(session.game_id, summary_json(session))
+        finished = session.finished is not None
+        return engine_pb2.SubmitActionResponse(
+            version=result.version,
+            events=[redacted(session.game, e, finished) for e in result.envelopes],
+        )
+
+    async def WatchGame(
+        self, request: engine_pb2.WatchGameRequest, context: Context
+    ) -> AsyncIterator[engine_pb2.WatchGameResponse]:
+        seat = self._seat(request.player_token, request.game_id)
+        session = await self.engine.load(request.game_id)  # NOT_FOUND before streaming
+        watched: Session | None = None
+        async for recorded in follow(self.store, session.game_id):
+            envelope = events_pb2.EventEnvelope.FromString(recorded.data)
+            if watched is None:
+                watched = Session.new(session.game_id, session.created)
+            watched.apply_envelope(envelope)
+            if watched.version < request.from_version:
+                continue
+            finished = watched.finished is not None
+            yield engine_pb2.WatchGameResponse(
+                event=redacted(watched.game, envelope, finished),
+                view=mapping.view_to_proto(watched.game, watched.game.view(watched.state, seat)),
+            )
+            if finished:
+                return
+
+    async def ListGames(
+        self, request: engine_pb2.ListGamesRequest, context: Context
+    ) -> engine_pb2.ListGamesResponse:
+        size = request.page_size or 50
+        if size > 500:
+            raise InvalidArgument("page_size is at most 500")
+        wanted_status = {
+            engine_pb2.GAME_STATUS_ACTIVE: "active",
+            engine_pb2.GAME_STATUS_FINISHED: "finished",
+        }.get(request.status)
+        games = []
+        next_token = ""
+        for key in await self.index.keys():
+            if request.page_token and key <= request.page_token:
+                continue
+            raw = await self.index.get(key)
+            if raw is None:
+                continue
+            info = json.loads(raw)
+            if wanted_status and info["status"] != wanted_status:
+                continue
+            if request.game and info["game"] != request.game:
+                continue
+            if request.player_id and request.player_id not in info["players"]:
+                continue
+            if len(games) == size:
+                next_token = games[-1].game_id
+                break
+            games.append(
+                engine_pb2.GameSummary(
+                    game_id=key,
+                    game=info["game"],
+                    status=engine_pb2.GAME_STATUS_FINISHED
+                    if info["status"] == "finished"
+                    else engine_pb2.GAME_STATUS_ACTIVE,
+                    version=info["version"],
+                    player_ids=info["players"],
+                )
+            )
+        return engine_pb2.ListGamesResponse(games=games, next_page_token=next_token)

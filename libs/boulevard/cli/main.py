@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from boulevard.cli import up
+from boulevard.cli import audit_dice, audit_ledger, up
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,6 +16,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     up.add_parser(sub)
+    audit = sub.add_parser(
+        "audit", help="verify a game's dice or the money ledger without trusting the operator"
+    )
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="WHAT")
+    audit_ledger.add_parser(audit_sub)
+    audit_dice.add_parser(sub)  # finds `audit` and adds `dice` beside `ledger`
     return parser
 
 

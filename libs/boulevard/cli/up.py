@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -65,12 +66,36 @@ async def wait_serving(
             await asyncio.sleep(0.1)
 
 
+SECRETS = ("BOULEVARD_TOKEN_KEY", "BOULEVARD_OPERATOR_TOKEN")
+
+
+def local_secrets(data_dir: Path) -> dict[str, str]:
+    """Secrets for a one-machine platform: from the environment when set, else made once
+    and kept in <data_dir>/secrets.env (mode 0600), so a restart keeps tokens valid."""
+    path = data_dir / "secrets.env"
+    stored: dict[str, str] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition("=")
+            stored[name.strip()] = value.strip()
+    missing = [n for n in SECRETS if n not in stored]
+    if missing:
+        for name in missing:
+            stored[name] = secrets.token_hex(32)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.writelines(f"{n}={stored[n]}\n" for n in SECRETS)
+    return {n: os.environ.get(n) or stored[n] for n in SECRETS}
+
+
 class Platform:
     """The processes `up` started, stopped in reverse order."""
 
     def __init__(self) -> None:
         self.nats: NatsServer | None = None
         self.children: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.env: dict[str, str] = {}
 
     def stop(self) -> None:
         for name, child in reversed(self.children):
@@ -94,6 +119,7 @@ async def start_platform(
 ) -> tuple[Platform, dict[str, str]]:
     platform = Platform()
     env = dict(os.environ)
+    env.update(local_secrets(data_dir))
     try:
         if "NATS_URL" in os.environ:
             say(f"using NATS at {os.environ['NATS_URL']}")
@@ -112,6 +138,7 @@ async def start_platform(
         for name, child in platform.children:
             await wait_serving(addresses[name], timeout, child)
             say(f"  {name:<12} SERVING on {addresses[name]}")
+        platform.env = env
         return platform, addresses
     except BaseException:
         platform.stop()
@@ -144,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_demo:
             from boulevard.cli.demo import play_demo
 
-            play_demo(addresses)
+            play_demo(addresses, platform.env.get("BOULEVARD_OPERATOR_TOKEN", ""))
             if args.exit_after_demo:
                 return 0
         say("platform up; press Ctrl-C to stop")

@@ -15,6 +15,7 @@ import grpc
 from boulevard.accounting import SignedTreeHead, TreeHead
 from boulevard.api.v1 import events_pb2, ledger_pb2, ledger_pb2_grpc
 from boulevard.games import REGISTRY
+from boulevard.games.base import PLATFORM_EVENTS
 from boulevard.games.codec import Codec
 
 MAX_PAGE = 1000
@@ -53,7 +54,9 @@ def money_trail(envelopes: Iterable[events_pb2.EventEnvelope]) -> list[tuple[int
             codec = Codec(game.event_types)
             state = game.initial_state()
         assert codec is not None
-        state = game.evolve(state, codec.loads(env.payload))
+        event = codec.loads(env.payload)
+        if not isinstance(event, PLATFORM_EVENTS):  # the engine's own, not the game's
+            state = game.evolve(state, event)
         trail.append((env.version, dict(game.money(state))))
     return trail
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -178,3 +178,31 @@ class JetStreamEventStore:
             await sub.unsubscribe()
         self._remember(stream_id, last_version, last_seq)
         return out
+
+
+async def follow(
+    store: JetStreamEventStore, stream_id: str, queue_size: int = 10_000
+) -> AsyncIterator[RecordedEvent]:
+    """Every event of a stream from the start, then each new one as it is appended (an
+    ordered consumer that stays open). Stops when the caller stops iterating."""
+    check_stream_id(stream_id)
+    queue: asyncio.Queue[Msg] = asyncio.Queue(queue_size)
+
+    async def on_message(msg: Msg) -> None:
+        await queue.put(msg)
+
+    sub = await store._js.subscribe(
+        store.subject(stream_id),
+        stream=store.stream,
+        cb=on_message,
+        ordered_consumer=True,
+        deliver_policy=DeliverPolicy.ALL,
+        idle_heartbeat=5.0,
+    )
+    try:
+        while True:
+            msg = await queue.get()
+            for event in decode_commit(stream_id, msg.data, stream_sequence(msg)):
+                yield event
+    finally:
+        await sub.unsubscribe()

@@ -17,7 +17,7 @@ from boulevard.games.lords_of_vegas import GAME as LORDS_OF_VEGAS
 from boulevard.games.lords_of_vegas.types import AssignReorganizedDice as _ASSIGN
 from boulevard.games.lords_of_vegas.types import Colour
 
-from services.engine.mapping import (
+from boulevard.client.mapping import (
     ProtoMappingError,
     action_to_command,
     check_mapping,

@@ -16,7 +16,7 @@ from boulevard.games.lords_of_vegas.types import (
     TradeOffer,
 )
 
-from services.engine.mapping import action_to_command, command_to_action, proto_to_view
+from boulevard.client.mapping import action_to_command, command_to_action, proto_to_view
 
 
 def _malformed(action: engine_pb2.Action, match: str, game: object = LORDS_OF_VEGAS) -> None:

@@ -13,7 +13,7 @@ from boulevard.games import REGISTRY
 from boulevard.games.base import GameConfig, GameDefinition
 from boulevard.games.playout import playout
 
-from services.engine.mapping import (
+from boulevard.client.mapping import (
     action_to_command,
     command_to_action,
     game_view_type,

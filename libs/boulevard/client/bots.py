@@ -1,0 +1,125 @@
+"""Bots that play through the engine's public gRPC API, like any client app.
+
+A bot seat waits for something to happen in its game (WatchGame), asks for its legal
+actions, lets the game's bot choose from what its seat may see, and submits the choice with
+the version it decided on. A lost race (ABORTED) just means: look again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.client.mapping import action_to_command, command_to_action, proto_to_view
+from boulevard.games import get_game
+from boulevard.games.base import Bot
+
+OnEvent = Callable[[engine_pb2.WatchGameResponse], None]
+
+
+@dataclass
+class SeatPlayer:
+    stub: engine_pb2_grpc.EngineServiceStub
+    game_id: str
+    game_name: str
+    seat: int
+    token: str
+    bot: Bot
+    rng: random.Random
+    moves: int = 0
+
+    async def play(self, stop_when_finished: bool = True) -> None:
+        """Play until the game ends."""
+        game = get_game(self.game_name)
+        changed = asyncio.Event()
+        changed.set()
+        finished = asyncio.Event()
+
+        async def watch() -> None:
+            request = engine_pb2.WatchGameRequest(game_id=self.game_id, player_token=self.token)
+            async for update in self.stub.WatchGame(request):
+                changed.set()
+                if update.event.type == "GameFinished":
+                    finished.set()
+                    return
+
+        watcher = asyncio.create_task(watch())
+        try:
+            while not finished.is_set():
+                await _first(changed.wait(), finished.wait(), watcher)
+                if watcher.done() and watcher.exception() is not None:
+                    raise watcher.exception()  # type: ignore[misc]
+                changed.clear()
+                while await self._act(game):
+                    pass
+        finally:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
+
+    async def _act(self, game: Any) -> bool:
+        """Make one move if this seat has one; True if it moved."""
+        legal = await self.stub.ListLegalActions(
+            engine_pb2.ListLegalActionsRequest(game_id=self.game_id, player_token=self.token)
+        )
+        if not legal.actions:
+            return False
+        got = await self.stub.GetGame(
+            engine_pb2.GetGameRequest(game_id=self.game_id, player_token=self.token)
+        )
+        if got.version != legal.version:
+            return True  # the game moved between the two calls: look again
+        view = proto_to_view(game, got.view)
+        commands = [action_to_command(game, a) for a in legal.actions]
+        choice = self.bot(view, commands, self.seat, self.rng)
+        try:
+            await self.stub.SubmitAction(
+                engine_pb2.SubmitActionRequest(
+                    game_id=self.game_id,
+                    player_token=self.token,
+                    action=command_to_action(game, choice),
+                    expected_version=legal.version,
+                    idempotency_key=uuid.uuid4().hex,
+                )
+            )
+        except grpc.aio.AioRpcError as err:
+            if err.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION):
+                return True  # someone else moved first; decide again on the new state
+            raise
+        self.moves += 1
+        return True
+
+
+async def _first(*aws: Any) -> None:
+    tasks = [a if isinstance(a, asyncio.Task) else asyncio.ensure_future(a) for a in aws]
+    done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    for t in pending:
+        if t not in aws:
+            t.cancel()
+
+
+async def play_game(
+    channel: grpc.aio.Channel,
+    game_id: str,
+    game_name: str,
+    tokens: list[str],
+    bot_name: str = "heuristic",
+    seed: int | None = None,
+) -> list[SeatPlayer]:
+    """Play every seat of a game with bots until it ends."""
+    stub = engine_pb2_grpc.EngineServiceStub(channel)
+    game = get_game(game_name)
+    rng = random.Random(seed)
+    players = [
+        SeatPlayer(stub, game_id, game_name, seat, token, game.bots[bot_name],
+                   random.Random(rng.random()))
+        for seat, token in enumerate(tokens)
+    ]
+    await asyncio.gather(*(p.play() for p in players))
+    return players

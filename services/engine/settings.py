@@ -1,0 +1,24 @@
+"""The engine's settings, on top of the platform's (`BOULEVARD_…`)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from pydantic import Field
+
+from boulevard.platform.settings import Settings
+
+
+class EngineSettings(Settings):
+    engine_snapshot_every: int = Field(default=100, ge=1)  # events between snapshots
+    engine_cache_games: int = Field(default=10_000, ge=1)
+    engine_snapshots_bucket: str = "engine_snapshots"
+    engine_games_bucket: str = "engine_games"
+    engine_match_consumer: str = "engine-match-formed"
+    dice_rpc_prefix: str = "dice.rpc"  # the dice service's request/reply subjects
+    dice_timeout_seconds: float = Field(default=5.0, gt=0)
+
+
+@cache
+def get_engine_settings() -> EngineSettings:
+    return EngineSettings()
