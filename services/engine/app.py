@@ -65,6 +65,7 @@ class EngineApp:
             f"{s.matchmaking_subject_prefix}.match_formed",
             stream=s.matchmaking_stream,
             durable=s.engine_match_consumer,
+            queue=s.engine_match_consumer,  # replicas share the consumer: each match once
             cb=self._on_match_formed,
             manual_ack=True,
             config=ConsumerConfig(

@@ -29,16 +29,18 @@ class Platform:
     def address(self, name: str) -> str:
         return self.services[name].address
 
-    def start(self, name: str, extra_env: dict[str, str] | None = None) -> ServiceProcess:
-        env = {**self.env, **(extra_env or {})}
-        proc = ServiceProcess(name, env, self.log_dir).start()
+    def start(self, name: str) -> ServiceProcess:
+        return asyncio.run(self.astart(name))
+
+    async def astart(self, name: str) -> ServiceProcess:
+        proc = ServiceProcess(name, self.env, self.log_dir).start()
         self.services[name] = proc
-        asyncio.run(wait_serving(proc.address, 30, proc.process))
+        await wait_serving(proc.address, 30, proc.process)
         return proc
 
-    def restart(self, name: str) -> ServiceProcess:
+    async def arestart(self, name: str) -> ServiceProcess:
         self.services[name].stop()
-        return self.start(name)
+        return await self.astart(name)
 
     def logs(self) -> str:
         return "\n".join(f"--- {n}\n{p.log()[-3000:]}" for n, p in self.services.items())
@@ -55,8 +57,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 FAILED = pytest.StashKey[bool]()
 
 
-@pytest.fixture
-def platform(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Platform]:
+@pytest.fixture(scope="session")
+def shared_platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
+    """One platform for the whole e2e session: each test makes its own games, so they do
+    not see each other; tests that kill a service start it again before they end."""
+    tmp_path = tmp_path_factory.mktemp("platform")
     nats = start_test_nats(tmp_path / "nats")
     env = service_env(
         nats.url,
@@ -72,11 +77,19 @@ def platform(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Platfor
         print(p.logs())
         raise
     finally:
-        if request.node.stash.get(FAILED, False):
-            print(p.logs())  # shown by pytest for the failed test
         for proc in p.services.values():
             proc.stop()
         nats.stop()
+
+
+@pytest.fixture
+def platform(shared_platform: Platform, request: pytest.FixtureRequest) -> Iterator[Platform]:
+    yield shared_platform
+    if request.node.stash.get(FAILED, False):
+        print(shared_platform.logs())  # shown by pytest for the failed test
+    for name, proc in list(shared_platform.services.items()):
+        if proc.process is None or proc.process.poll() is not None:
+            shared_platform.start(name)  # a test that failed mid-crash leaves it running
 
 
 def deadline(seconds: float) -> float:

@@ -120,6 +120,7 @@ async def start_platform(
     platform = Platform()
     env = dict(os.environ)
     env.update(local_secrets(data_dir))
+    env["BOULEVARD_DATA_DIR"] = str(data_dir)  # the services keep their key files there
     try:
         if "NATS_URL" in os.environ:
             say(f"using NATS at {os.environ['NATS_URL']}")
