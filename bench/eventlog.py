@@ -17,11 +17,11 @@ import nats
 from nats.js.api import DeliverPolicy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Timer, nats_server, rate, row  # noqa: E402
+from common import Timer, nats_server, rate, row
 
-from boulevard.eventlog.jetstream import JetStreamEventStore, encode_commit  # noqa: E402
-from boulevard.eventlog.store import NewEvent  # noqa: E402
-from boulevard.messaging.streams import StreamSpec, ensure_stream  # noqa: E402
+from boulevard.eventlog.jetstream import JetStreamEventStore, encode_commit
+from boulevard.eventlog.store import NewEvent
+from boulevard.messaging.streams import StreamSpec, ensure_stream
 
 PAYLOAD = b"x" * 200  # about the size of a game event envelope
 
@@ -62,7 +62,10 @@ async def raw_replay(nc: nats.NATS, subject: str, n: int) -> float:
 
     with Timer() as t:
         sub = await js.subscribe(
-            subject, cb=cb, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL,
+            subject,
+            cb=cb,
+            ordered_consumer=True,
+            deliver_policy=DeliverPolicy.ALL,
             pending_msgs_limit=1_000_000,
         )
         await done
@@ -168,7 +171,9 @@ async def run(sync_always: bool, quick: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="smaller counts (seconds, not minutes)")
+    parser.add_argument(
+        "--quick", action="store_true", help="smaller counts (seconds, not minutes)"
+    )
     args = parser.parse_args()
     print("event store vs raw JetStream (nats-py), same server, same run")
     asyncio.run(run(True, args.quick))

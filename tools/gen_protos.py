@@ -8,8 +8,8 @@ generated `from boulevard.v1 import x_pb2` lines are rewritten to `boulevard.api
 from __future__ import annotations
 
 import argparse
-import os
 import filecmp
+import os
 import re
 import shutil
 import sys
@@ -27,7 +27,9 @@ IMPORT = re.compile(r"^from boulevard\.v1 import", re.MULTILINE)
 def generate(out: Path) -> None:
     # protoc finds the mypy plugins on PATH: they live beside this interpreter.
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    files = sorted(str(p.relative_to(PROTOS)) for p in (PROTOS / "boulevard" / "v1").glob("*.proto"))
+    files = sorted(
+        str(p.relative_to(PROTOS)) for p in (PROTOS / "boulevard" / "v1").glob("*.proto")
+    )
     with tempfile.TemporaryDirectory() as tmp:
         include = Path(protoc.__file__).parent / "_proto"
         code = protoc.main(
@@ -48,7 +50,9 @@ def generate(out: Path) -> None:
         if target.exists():
             shutil.rmtree(target)
         target.mkdir(parents=True)
-        (target / "__init__.py").write_text('"""Generated from protos/boulevard/v1. Do not edit."""\n')
+        (target / "__init__.py").write_text(
+            '"""Generated from protos/boulevard/v1. Do not edit."""\n'
+        )
         for path in sorted((Path(tmp) / "boulevard" / "v1").iterdir()):
             text = IMPORT.sub("from boulevard.api.v1 import", path.read_text())
             (target / path.name).write_text(text)

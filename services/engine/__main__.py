@@ -3,8 +3,8 @@
 import asyncio
 
 from boulevard.platform.server import serve
-from services.engine.settings import get_engine_settings
 from services.engine.app import EngineApp
+from services.engine.settings import get_engine_settings
 
 
 def main() -> None:

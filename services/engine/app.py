@@ -4,6 +4,7 @@ buckets, the MatchFormed consumer and the gRPC servicer."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import grpc
 import structlog
@@ -29,7 +30,9 @@ log = structlog.get_logger(__name__)
 
 class EngineApp:
     name = "engine"
-    service_names = (engine_pb2.DESCRIPTOR.services_by_name["EngineService"].full_name,)
+    service_names: Sequence[str] = (
+        engine_pb2.DESCRIPTOR.services_by_name["EngineService"].full_name,
+    )
 
     def __init__(self, settings: EngineSettings) -> None:
         self.settings = settings
@@ -86,14 +89,16 @@ class EngineApp:
                 [SeatRequest(s.seat, s.player_id, s.client_seed, s.bot) for s in match.seats],
                 match_id=match.match_id,
             )
-            await self.index.put(created.game_id, summary_json(await self.engine.load(created.game_id)))
+            await self.index.put(
+                created.game_id, summary_json(await self.engine.load(created.game_id))
+            )
             await msg.ack()
             log.info("match created", match_id=match.match_id, game_id=created.game_id)
         except BoulevardError as exc:
             # A match the rules can't host will never succeed: record it and move on.
             log.error("match refused", error=str(exc))
             await msg.term()
-        except Exception:  # noqa: BLE001 - the dice service may be restarting: retry later
+        except Exception:
             log.exception("match creation failed; will retry")
             await msg.nak(delay=1.0)
 

@@ -299,8 +299,14 @@ class Engine:
         for i, event in enumerate(events, start=session.version + 1):
             envelopes.append(
                 envelope_of(
-                    session.game, session.game_id, event, i, uuid.uuid4().hex, now,
-                    causation, correlation,
+                    session.game,
+                    session.game_id,
+                    event,
+                    i,
+                    uuid.uuid4().hex,
+                    now,
+                    causation,
+                    correlation,
                 )
             )
         new = [NewEvent(e.event_id, e.type, e.SerializeToString()) for e in envelopes]

@@ -6,20 +6,20 @@ from __future__ import annotations
 import hmac
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypeAlias
 
 import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+from boulevard.client import mapping
 from boulevard.eventlog.jetstream import JetStreamEventStore, follow
 from boulevard.platform.auth import authorize, verify_token
 from boulevard.platform.errors import InvalidArgument, PermissionDenied, Unauthenticated
-from boulevard.client import mapping
 from services.engine.engine import Engine, SeatRequest
 from services.engine.kv import JetStreamKeyValue
 from services.engine.sessions import Session, redacted
 
-Context = grpc.aio.ServicerContext[Any, Any]
+Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
 
 def status_of(session: Session) -> engine_pb2.GameStatus.ValueType:
@@ -168,7 +168,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             engine_pb2.GAME_STATUS_ACTIVE: "active",
             engine_pb2.GAME_STATUS_FINISHED: "finished",
         }.get(request.status)
-        games = []
+        games: list[engine_pb2.GameSummary] = []
         next_token = ""
         for key in await self.index.keys():
             if request.page_token and key <= request.page_token:

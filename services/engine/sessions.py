@@ -66,9 +66,7 @@ class Session:
             self.last_causation = causation_id
 
     def apply_envelope(self, envelope: events_pb2.EventEnvelope) -> None:
-        self.apply(
-            self.codec.loads(envelope.payload), int(envelope.version), envelope.causation_id
-        )
+        self.apply(self.codec.loads(envelope.payload), int(envelope.version), envelope.causation_id)
 
     # Snapshots: the session's fold as canonical JSON, with the version it stands at.
     def snapshot(self) -> bytes:

@@ -70,8 +70,15 @@ def test_engine_killed_five_times_mid_game(platform: Platform) -> None:
             async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
                 stub = engine_pb2_grpc.EngineServiceStub(channel)
                 players = [
-                    SeatPlayer(stub, created.game_id, game.name, seat, token,
-                               game.bots["heuristic"], random.Random(seat))
+                    SeatPlayer(
+                        stub,
+                        created.game_id,
+                        game.name,
+                        seat,
+                        token,
+                        game.bots["heuristic"],
+                        random.Random(seat),
+                    )
                     for seat, token in enumerate(created.player_tokens)
                 ]
                 play = asyncio.gather(*(p.play() for p in players))
@@ -113,20 +120,24 @@ def test_two_replicas_race_one_wins_no_fork(platform: Platform) -> None:
                 grpc.aio.insecure_channel(platform.address("engine")) as a,
                 grpc.aio.insecure_channel(second.address) as b,
             ):
-                one, two = engine_pb2_grpc.EngineServiceStub(a), engine_pb2_grpc.EngineServiceStub(b)
+                one, two = (
+                    engine_pb2_grpc.EngineServiceStub(a),
+                    engine_pb2_grpc.EngineServiceStub(b),
+                )
                 created = await create(one, "las_vegas", 2)
                 game = get_game("las_vegas")
                 for _ in range(10):
                     # Both replicas load the game, then both try different moves at once.
                     tokens = created.player_tokens
-                    legal = None
-                    for seat, token in enumerate(tokens):
+                    legal, actor = None, ""
+                    for token in tokens:
                         req = engine_pb2.ListLegalActionsRequest(
                             game_id=created.game_id, player_token=token
                         )
                         legal = await one.ListLegalActions(req)
                         await two.ListLegalActions(req)
                         if legal.actions:
+                            actor = token
                             break
                     assert legal is not None and len(legal.actions) >= 1
                     actions = list(legal.actions)
@@ -134,7 +145,7 @@ def test_two_replicas_race_one_wins_no_fork(platform: Platform) -> None:
                         stub.SubmitAction(
                             engine_pb2.SubmitActionRequest(
                                 game_id=created.game_id,
-                                player_token=tokens[seat],
+                                player_token=actor,
                                 action=actions[i % len(actions)],
                                 expected_version=legal.version,
                                 idempotency_key=uuid.uuid4().hex,
@@ -185,8 +196,10 @@ def test_bad_input_gets_precise_status_and_changes_nothing(platform: Platform) -
 
             illegal = command_to_action(game, PlaceDice(seat=seat, number=6))
             for number in range(1, 7):
-                if all(a != command_to_action(game, PlaceDice(seat=seat, number=number))
-                       for a in legal.actions):
+                if all(
+                    a != command_to_action(game, PlaceDice(seat=seat, number=number))
+                    for a in legal.actions
+                ):
                     illegal = command_to_action(game, PlaceDice(seat=seat, number=number))
                     break
 
@@ -198,30 +211,50 @@ def test_bad_input_gets_precise_status_and_changes_nothing(platform: Platform) -
 
             def req(**kw: object) -> engine_pb2.SubmitActionRequest:
                 base: dict[str, object] = dict(
-                    game_id=gid, player_token=tokens[seat], action=good,
-                    expected_version=legal.version, idempotency_key=uuid.uuid4().hex,
+                    game_id=gid,
+                    player_token=tokens[seat],
+                    action=good,
+                    expected_version=legal.version,
+                    idempotency_key=uuid.uuid4().hex,
                 )
                 base.update(kw)
                 return engine_pb2.SubmitActionRequest(**base)  # type: ignore[arg-type]
 
             assert await code_of(req(game_id="no-such-game")) in (
-                grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.NOT_FOUND)
+                grpc.StatusCode.PERMISSION_DENIED,
+                grpc.StatusCode.NOT_FOUND,
+            )
             assert await code_of(req(expected_version=legal.version + 7)) == grpc.StatusCode.ABORTED
-            assert await code_of(req(action=engine_pb2.Action())) == grpc.StatusCode.INVALID_ARGUMENT
+            assert (
+                await code_of(req(action=engine_pb2.Action())) == grpc.StatusCode.INVALID_ARGUMENT
+            )
             assert await code_of(req(action=illegal)) == grpc.StatusCode.FAILED_PRECONDITION
-            assert await code_of(req(player_token=tokens[1 - seat])) == grpc.StatusCode.PERMISSION_DENIED
-            assert await code_of(req(player_token=other.player_tokens[seat])) == grpc.StatusCode.PERMISSION_DENIED
+            assert (
+                await code_of(req(player_token=tokens[1 - seat]))
+                == grpc.StatusCode.PERMISSION_DENIED
+            )
+            assert (
+                await code_of(req(player_token=other.player_tokens[seat]))
+                == grpc.StatusCode.PERMISSION_DENIED
+            )
             assert await code_of(req(player_token="")) == grpc.StatusCode.UNAUTHENTICATED
-            assert await code_of(req(player_token="v1.x.0.eA.forged")) == grpc.StatusCode.UNAUTHENTICATED
+            assert (
+                await code_of(req(player_token="v1.x.0.eA.forged"))
+                == grpc.StatusCode.UNAUTHENTICATED
+            )
             with pytest.raises(grpc.aio.AioRpcError) as info:
                 await stub.GetGame(engine_pb2.GetGameRequest(game_id="no-such-game"))
             assert info.value.code() == grpc.StatusCode.NOT_FOUND
             with pytest.raises(grpc.aio.AioRpcError) as info:
-                await stub.CreateGame(engine_pb2.CreateGameRequest(request_id="x", game="chess"),
-                                      metadata=(("authorization", f"Bearer {OPERATOR}"),))
+                await stub.CreateGame(
+                    engine_pb2.CreateGameRequest(request_id="x", game="chess"),
+                    metadata=(("authorization", f"Bearer {OPERATOR}"),),
+                )
             assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
             with pytest.raises(grpc.aio.AioRpcError) as info:
-                await stub.CreateGame(engine_pb2.CreateGameRequest(request_id="y", game="las_vegas"))
+                await stub.CreateGame(
+                    engine_pb2.CreateGameRequest(request_id="y", game="las_vegas")
+                )
             assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
             after = await stub.GetGame(engine_pb2.GetGameRequest(game_id=gid))
             assert after.version == before.version

@@ -76,15 +76,38 @@ async def play_and_check(platform: Platform, game: str, players: int, **options:
     assert reconciled.reconciled, reconciled.message
     # The auditor's own tools, through the public APIs only.
     dice_audit = subprocess.run(
-        [sys.executable, "-m", "boulevard.cli.main", "audit", "dice", created.game_id,
-         "--dice", platform.address("dice")],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            sys.executable,
+            "-m",
+            "boulevard.cli.main",
+            "audit",
+            "dice",
+            created.game_id,
+            "--dice",
+            platform.address("dice"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert dice_audit.returncode == 0, dice_audit.stdout + dice_audit.stderr
     ledger_audit = subprocess.run(
-        [sys.executable, "-m", "boulevard.cli.main", "audit", "ledger", "--game",
-         created.game_id, "--address", platform.address("ledger")],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            sys.executable,
+            "-m",
+            "boulevard.cli.main",
+            "audit",
+            "ledger",
+            "--game",
+            created.game_id,
+            "--address",
+            platform.address("ledger"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert ledger_audit.returncode == 0, ledger_audit.stdout + ledger_audit.stderr
 

@@ -76,9 +76,7 @@ class EventStoreContract:
     async def test_ten_thousand_events(self, store: EventStore) -> None:
         version = 0
         for start in range(0, 10_000, 100):
-            version = await store.append(
-                "big", [ev(i) for i in range(start, start + 100)], version
-            )
+            version = await store.append("big", [ev(i) for i in range(start, start + 100)], version)
         got = await store.read("big")
         assert len(got) == 10_000
         assert [e.version for e in got] == list(range(1, 10_001))

@@ -14,7 +14,9 @@ from boulevard.messaging.server import free_port
 SERVICES = ("matchmaking", "engine", "dice", "ledger")
 
 
-def service_env(nats_url: str | None, data_dir: Path, extra: Mapping[str, str] = {}) -> dict[str, str]:
+def service_env(
+    nats_url: str | None, data_dir: Path, extra: Mapping[str, str] = {}
+) -> dict[str, str]:
     """An environment with a free port per service (and NATS_URL when given)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOULEVARD_")}
     env.pop("NATS_URL", None)

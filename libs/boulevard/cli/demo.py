@@ -25,7 +25,9 @@ def describe(envelope: engine_pb2.WatchGameResponse) -> str:
     return f"  v{event.version:<4} {event.type:<18} {text}" + (f"  [{money}]" if money else "")
 
 
-async def watch(stub: engine_pb2_grpc.EngineServiceStub, game_id: str) -> engine_pb2.WatchGameResponse | None:
+async def watch(
+    stub: engine_pb2_grpc.EngineServiceStub, game_id: str
+) -> engine_pb2.WatchGameResponse | None:
     last = None
     async for update in stub.WatchGame(engine_pb2.WatchGameRequest(game_id=game_id)):
         print(describe(update), flush=True)
@@ -42,13 +44,17 @@ async def demo(engine_address: str, operator_token: str, game: str, players: int
                 request_id=f"demo-{uuid.uuid4().hex[:12]}",
                 game=game,
                 seats=[
-                    engine_pb2.SeatAssignment(seat=i, player_id=f"bot-{i}", client_seed=uuid.uuid4().hex)
+                    engine_pb2.SeatAssignment(
+                        seat=i, player_id=f"bot-{i}", client_seed=uuid.uuid4().hex
+                    )
                     for i in range(players)
                 ],
             ),
             metadata=metadata,
         )
-        print(f"demo: {game} game {created.game_id}, dice commitment {created.seed_commitment[:16]}…")
+        print(
+            f"demo: {game} game {created.game_id}, dice commitment {created.seed_commitment[:16]}…"
+        )
         watcher = asyncio.create_task(watch(stub, created.game_id))
         seats = await play_game(channel, created.game_id, game, list(created.player_tokens))
         last = await watcher
@@ -59,11 +65,20 @@ async def demo(engine_address: str, operator_token: str, game: str, players: int
             places = " > ".join(
                 "=".join(finished.player_ids[s] for s in group) for group in finished.ranking
             )
-            print(f"demo: finished at version {final.version} after "
-                  f"{sum(s.moves for s in seats)} moves; ranking {places}; scores {finished.scores}")
-        print(f"demo: audit it with `boulevard audit dice {created.game_id}` and "
-              f"`boulevard audit ledger --game {created.game_id}`")
+            print(
+                f"demo: finished at version {final.version} after "
+                f"{sum(s.moves for s in seats)} moves; ranking {places}; scores {finished.scores}"
+            )
+        print(
+            f"demo: audit it with `boulevard audit dice {created.game_id}` and "
+            f"`boulevard audit ledger --game {created.game_id}`"
+        )
 
 
-def play_demo(addresses: dict[str, str], operator_token: str = "", game: str = "lords_of_vegas", players: int = 4) -> None:
+def play_demo(
+    addresses: dict[str, str],
+    operator_token: str = "",
+    game: str = "lords_of_vegas",
+    players: int = 4,
+) -> None:
     asyncio.run(demo(addresses["engine"], operator_token, game, players))

@@ -98,7 +98,7 @@ class Platform:
         self.env: dict[str, str] = {}
 
     def stop(self) -> None:
-        for name, child in reversed(self.children):
+        for _name, child in reversed(self.children):
             if child.poll() is None:
                 child.send_signal(signal.SIGTERM)
         for name, child in reversed(self.children):

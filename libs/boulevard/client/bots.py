@@ -98,7 +98,7 @@ class SeatPlayer:
 
 async def _first(*aws: Any) -> None:
     tasks = [a if isinstance(a, asyncio.Task) else asyncio.ensure_future(a) for a in aws]
-    done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    _done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     for t in pending:
         if t not in aws:
             t.cancel()
@@ -117,8 +117,9 @@ async def play_game(
     game = get_game(game_name)
     rng = random.Random(seed)
     players = [
-        SeatPlayer(stub, game_id, game_name, seat, token, game.bots[bot_name],
-                   random.Random(rng.random()))
+        SeatPlayer(
+            stub, game_id, game_name, seat, token, game.bots[bot_name], random.Random(rng.random())
+        )
         for seat, token in enumerate(tokens)
     ]
     await asyncio.gather(*(p.play() for p in players))

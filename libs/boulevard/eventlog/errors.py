@@ -14,9 +14,7 @@ class ConcurrencyConflict(EventStoreError):
 
     def __init__(self, stream_id: str, expected: int, actual: int | None) -> None:
         seen = "unknown" if actual is None else str(actual)
-        super().__init__(
-            f"stream {stream_id!r} is at version {seen}, not the expected {expected}"
-        )
+        super().__init__(f"stream {stream_id!r} is at version {seen}, not the expected {expected}")
         self.stream_id = stream_id
         self.expected = expected
         self.actual = actual

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 
@@ -24,7 +23,6 @@ from nats.js.api import DeliverPolicy
 from nats.js.errors import APIError, NotFoundError
 
 from boulevard.api.v1 import events_pb2
-
 from boulevard.eventlog.errors import ConcurrencyConflict, EventStoreError
 from boulevard.eventlog.store import NewEvent, RecordedEvent, already_appended, check_stream_id
 

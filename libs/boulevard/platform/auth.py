@@ -40,9 +40,7 @@ def _mac(key: bytes, body: str) -> str:
 def issue_token(key: bytes, claims: PlayerClaims) -> str:
     if not key:
         raise ValueError("no token key configured (BOULEVARD_TOKEN_KEY)")
-    body = ".".join(
-        [VERSION, claims.game_id, str(claims.seat), _b64(claims.player_id.encode())]
-    )
+    body = ".".join([VERSION, claims.game_id, str(claims.seat), _b64(claims.player_id.encode())])
     return f"{body}.{_mac(key, body)}"
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from boulevard.eventlog.store import InMemoryEventStore
 from boulevard.games import REGISTRY
+from boulevard.games.base import RulesError
 from boulevard.platform.auth import verify_token
 from boulevard.platform.errors import (
     Aborted,
@@ -18,7 +19,6 @@ from boulevard.platform.errors import (
     NotFound,
     PermissionDenied,
 )
-from boulevard.games.base import RulesError
 from services.engine.chance import LocalChance
 from services.engine.engine import Engine, MemoryKeyValue, SeatRequest
 from services.engine.sessions import Session
