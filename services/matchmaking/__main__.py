@@ -4,7 +4,6 @@ import asyncio
 import sys
 
 from boulevard.platform.server import serve
-
 from services.matchmaking.app import MatchmakingApp, MissingTokenKey
 from services.matchmaking.settings import get_matchmaking_settings
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import grpc
-from boulevard.api.v1 import matchmaking_pb2, matchmaking_pb2_grpc
-from boulevard.messaging.streams import ensure_stream, platform_streams
 from nats.aio.client import Client as NATS
 
+from boulevard.api.v1 import matchmaking_pb2, matchmaking_pb2_grpc
+from boulevard.messaging.streams import ensure_stream, platform_streams
 from services.matchmaking.matcher import WindowPolicy
 from services.matchmaking.matchmaker import Config, Matchmaker
 from services.matchmaking.rating_feed import RatingFeed

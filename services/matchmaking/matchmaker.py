@@ -31,14 +31,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
+from nats.aio.client import Client as NATS
+from nats.js.kv import KeyValue
+
 from boulevard.api.v1 import events_pb2
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.games import REGISTRY
 from boulevard.platform.auth import PlayerClaims, issue_token
 from boulevard.platform.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
-from nats.aio.client import Client as NATS
-from nats.js.kv import KeyValue
-
 from services.matchmaking.matcher import (
     BOT_PREFIX,
     Candidate,
@@ -67,6 +67,7 @@ MAX_PLAYER_ID = 128
 MAX_REQUEST_ID = 128
 MAX_CLIENT_SEED = 256
 CAS_ATTEMPTS = 16
+STOP_GRACE_SECONDS = 5.0
 
 
 def now_ms() -> int:
@@ -122,6 +123,7 @@ class Matchmaker:
         self._ready = asyncio.Event()
         self._stopping = False
         self.matches_formed = 0
+        self.matches_abandoned = 0
 
     # ---- lifecycle ----
 
@@ -133,14 +135,21 @@ class Matchmaker:
 
     async def stop(self) -> None:
         self._stopping = True
+        # Let the tick in progress finish its matches (a cancelled one would leave them to
+        # recovery), then stop the watch: its callback blocks while its queue is full, and a
+        # blocked subscription would hold up draining the connection.
+        loop = next((t for t in self._tasks if t.get_name() == "mm-loop"), None)
+        if loop is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(loop), STOP_GRACE_SECONDS)
+        with contextlib.suppress(Exception):
+            await self._watcher.stop()  # type: ignore[no-untyped-call]
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
         self._tasks = []
-        with contextlib.suppress(Exception):
-            await self._watcher.stop()  # type: ignore[no-untyped-call]
 
     async def _follow(self) -> None:
         async for entry in self._watcher:
@@ -569,6 +578,7 @@ class Matchmaker:
                     continue
                 self._saw(t, revision)
                 break
+        self.matches_abandoned += 1
         log.info("match abandoned", match_id=match_id)
 
     async def _finish(self, record: pb.MatchRecord, revision: int) -> None:

@@ -17,16 +17,16 @@ import asyncio
 import contextlib
 
 import structlog
-from boulevard.api.v1 import events_pb2
-from boulevard.api.v1 import matchmaking_pb2 as pb
-from boulevard.eventlog.jetstream import decode_commit
-from boulevard.games.base import GameFinished
-from boulevard.games.codec import Codec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import FetchTimeoutError
 
+from boulevard.api.v1 import events_pb2
+from boulevard.api.v1 import matchmaking_pb2 as pb
+from boulevard.eventlog.jetstream import decode_commit
+from boulevard.games.base import GameFinished
+from boulevard.games.codec import Codec
 from services.matchmaking.matcher import BOT_PREFIX
 from services.matchmaking.ratings import DEFAULT_MU, DEFAULT_SIGMA, Skill, rate
 from services.matchmaking.store import Conflict, Records, rating_key, result_key
@@ -78,6 +78,8 @@ class RatingFeed:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
             self._task = None
+        with contextlib.suppress(Exception):
+            await self._sub.unsubscribe()
 
     async def _consume(self) -> None:
         while True:

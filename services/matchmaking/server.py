@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 from typing import Any, TypeAlias
 
 import grpc
+
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.api.v1 import matchmaking_pb2_grpc
-
 from services.matchmaking.matchmaker import Matchmaker
 
 Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"

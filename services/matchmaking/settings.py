@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from functools import cache
 
-from boulevard.platform.settings import Settings
 from pydantic import Field
+
+from boulevard.platform.settings import Settings
 
 _NAME = r"^[A-Za-z0-9_-]{1,64}$"
 

@@ -17,12 +17,13 @@ from __future__ import annotations
 import base64
 from typing import TypeVar
 
-from boulevard.api.v1 import matchmaking_pb2 as pb
 from google.protobuf.message import Message
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType
 from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
+
+from boulevard.api.v1 import matchmaking_pb2 as pb
 
 M = TypeVar("M", bound=Message)
 

@@ -1,0 +1,187 @@
+"""The matchmaking API against a real nats-server: tickets, idempotent retries, one waiting
+ticket per player and game, watching, expiry, and precise status codes for bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import pytest
+
+from boulevard.api.v1 import matchmaking_pb2 as pb
+from boulevard.platform.auth import verify_token
+from tests.integration.matchmaking.support import (
+    GAME,
+    TOKEN_KEY,
+    eventually,
+    formed_matches,
+    mm_settings,
+    running_mm,
+    stub_for,
+)
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def req(player: str, **kw: object) -> pb.CreateTicketRequest:
+    return pb.CreateTicketRequest(player_id=player, game=kw.pop("game", GAME), **kw)  # type: ignore[arg-type]
+
+
+async def code_of(call: object) -> grpc.StatusCode:
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await call  # type: ignore[misc]
+    return err.value.code()
+
+
+async def test_bad_input_gets_precise_status_codes(nats_server) -> None:
+    settings = mm_settings(nats_server.url, matchmaking_ticket_ttl_seconds=60)
+    async with running_mm(settings) as svc, stub_for(svc.address) as stub:
+        invalid = grpc.StatusCode.INVALID_ARGUMENT
+        assert await code_of(stub.CreateTicket(req("a", game="chess"))) == invalid
+        assert await code_of(stub.CreateTicket(req("a", game=""))) == invalid
+        assert await code_of(stub.CreateTicket(req(""))) == invalid
+        assert await code_of(stub.CreateTicket(req("x" * 129))) == invalid
+        assert await code_of(stub.CreateTicket(req("bot-7"))) == invalid
+        assert await code_of(stub.CreateTicket(req("a", min_seats=4, max_seats=3))) == invalid
+        assert await code_of(stub.CreateTicket(req("a", min_seats=1))) == invalid
+        assert await code_of(stub.CreateTicket(req("a", max_seats=9))) == invalid
+        assert await code_of(stub.CreateTicket(req("a", client_seed="s" * 257))) == invalid
+        assert await code_of(stub.CreateTicket(req("a", bot_fill_after_seconds=60))) == invalid
+        assert await code_of(stub.GetTicket(pb.GetTicketRequest(ticket_id=""))) == invalid
+        assert await code_of(stub.GetTicket(pb.GetTicketRequest(ticket_id="../x"))) == invalid
+        assert await code_of(stub.ListQueues(pb.ListQueuesRequest(game="chess"))) == invalid
+        assert await code_of(stub.GetRating(pb.GetRatingRequest(player_id="a"))) == invalid
+        not_found = grpc.StatusCode.NOT_FOUND
+        assert await code_of(stub.GetTicket(pb.GetTicketRequest(ticket_id="f" * 32))) == not_found
+        assert await code_of(stub.CancelTicket(pb.CancelTicketRequest(ticket_id="f" * 32))) == (
+            not_found
+        )
+
+        # One waiting ticket per player and game; another game is fine.
+        first = (await stub.CreateTicket(req("ann", max_seats=4, min_seats=4))).ticket
+        assert await code_of(stub.CreateTicket(req("ann"))) == grpc.StatusCode.FAILED_PRECONDITION
+        other = await stub.CreateTicket(req("ann", game="lords_of_vegas", min_seats=4))
+        assert other.ticket.status == pb.TICKET_STATUS_WAITING
+        # Once cancelled, the player may queue again.
+        cancelled = await stub.CancelTicket(pb.CancelTicketRequest(ticket_id=first.ticket_id))
+        assert cancelled.ticket.status == pb.TICKET_STATUS_CANCELLED
+        again = await stub.CancelTicket(pb.CancelTicketRequest(ticket_id=first.ticket_id))
+        assert again.ticket.status == pb.TICKET_STATUS_CANCELLED
+        second = (await stub.CreateTicket(req("ann", max_seats=2))).ticket
+        assert second.ticket_id != first.ticket_id
+
+        # An assigned ticket cannot be cancelled.
+        await stub.CreateTicket(req("ben", max_seats=2))
+        assigned = await eventually(
+            lambda: _status(stub, second.ticket_id, pb.TICKET_STATUS_ASSIGNED)
+        )
+        code = await code_of(
+            stub.CancelTicket(pb.CancelTicketRequest(ticket_id=assigned.ticket_id))
+        )
+        assert code == grpc.StatusCode.FAILED_PRECONDITION
+
+
+async def _status(stub, ticket_id: str, status: int) -> pb.Ticket | None:
+    t = (await stub.GetTicket(pb.GetTicketRequest(ticket_id=ticket_id))).ticket
+    return t if t.status == status else None
+
+
+async def test_a_retried_create_returns_the_same_ticket(nats_server) -> None:
+    async with running_mm(mm_settings(nats_server.url)) as svc, stub_for(svc.address) as stub:
+        r = req("cat", request_id="req-1", min_seats=5, client_seed="c4t")
+        replies = await asyncio.gather(*(stub.CreateTicket(r) for _ in range(8)))
+        assert len({x.ticket.ticket_id for x in replies}) == 1
+        assert replies[0].ticket.client_seed == "c4t"
+        # The same request id from another player is another ticket (and no look at cat's).
+        dog = (await stub.CreateTicket(req("dog", request_id="req-1", min_seats=5))).ticket
+        assert dog.ticket_id != replies[0].ticket.ticket_id
+        # Reused for another game: refused.
+        code = await code_of(
+            stub.CreateTicket(req("cat", request_id="req-1", game="lords_of_vegas"))
+        )
+        assert code == grpc.StatusCode.INVALID_ARGUMENT
+    # After a restart too (the key is durable).
+    async with running_mm(mm_settings(nats_server.url)) as svc, stub_for(svc.address) as stub:
+        again = await stub.CreateTicket(r)
+        assert again.ticket.ticket_id == replies[0].ticket.ticket_id
+
+
+async def test_watch_sees_matching_and_assignment_then_ends(nats_server, nc) -> None:
+    async with running_mm(mm_settings(nats_server.url)) as svc, stub_for(svc.address) as stub:
+        mine = (
+            await stub.CreateTicket(req("eve", max_seats=3, min_seats=3, client_seed="e"))
+        ).ticket
+        seen: list[pb.Ticket] = []
+
+        async def watch() -> None:
+            async for update in stub.WatchTicket(pb.WatchTicketRequest(ticket_id=mine.ticket_id)):
+                seen.append(update.ticket)
+
+        watcher = asyncio.create_task(watch())
+        await eventually(lambda: seen)
+        await stub.CreateTicket(req("fay", min_seats=2, max_seats=3))
+        await stub.CreateTicket(req("gus", min_seats=3, max_seats=5))
+        await asyncio.wait_for(watcher, 10)  # the stream ends by itself
+        statuses = [t.status for t in seen]
+        assert statuses[0] == pb.TICKET_STATUS_WAITING
+        assert statuses[-1] == pb.TICKET_STATUS_ASSIGNED
+        final = seen[-1]
+        claims = verify_token(TOKEN_KEY.encode(), final.player_token)
+        assert (claims.game_id, claims.seat, claims.player_id) == (final.game_id, final.seat, "eve")
+        (match,) = await formed_matches(nc)
+        assert match.match_id == final.game_id and match.game == GAME
+        assert [s.seat for s in match.seats] == [0, 1, 2]
+        assert {s.player_id for s in match.seats} == {"eve", "fay", "gus"}
+        assert match.seats[final.seat].player_id == "eve"
+        assert match.seats[final.seat].client_seed == "e"
+        queues = (await stub.ListQueues(pb.ListQueuesRequest(game=GAME))).queues
+        assert queues[0].matches_last_minute == 1 and queues[0].waiting == 0
+
+
+async def test_watch_sees_expiry(nats_server) -> None:
+    settings = mm_settings(nats_server.url, matchmaking_ticket_ttl_seconds=1.0)
+    async with running_mm(settings) as svc, stub_for(svc.address) as stub:
+        lonely = (await stub.CreateTicket(req("hal", min_seats=5))).ticket
+        queues = (await stub.ListQueues(pb.ListQueuesRequest())).queues
+        assert {q.game: q.waiting for q in queues}[GAME] == 1
+        updates = [
+            u.ticket
+            async for u in stub.WatchTicket(pb.WatchTicketRequest(ticket_id=lonely.ticket_id))
+        ]
+        assert [t.status for t in updates] == [pb.TICKET_STATUS_WAITING, pb.TICKET_STATUS_EXPIRED]
+        assert "1 s" in updates[-1].status_reason
+        # An expired ticket frees the player to queue again.
+        await stub.CreateTicket(req("hal", min_seats=5))
+
+
+async def test_bot_fill_gives_bot_seats_and_a_token_for_the_human(nats_server, nc) -> None:
+    async with running_mm(mm_settings(nats_server.url)) as svc, stub_for(svc.address) as stub:
+        t = (
+            await stub.CreateTicket(req("ivy", min_seats=3, max_seats=4, bot_fill_after_seconds=1))
+        ).ticket
+        done = await eventually(lambda: _status(stub, t.ticket_id, pb.TICKET_STATUS_ASSIGNED), 10)
+        (match,) = await formed_matches(nc)
+        assert len(match.seats) == 3
+        bots = [s for s in match.seats if s.bot]
+        assert sorted(s.player_id for s in bots) == ["bot-1", "bot-2"]
+        assert match.seats[done.seat].player_id == "ivy" and not match.seats[done.seat].bot
+        claims = verify_token(TOKEN_KEY.encode(), done.player_token)
+        assert (claims.game_id, claims.seat) == (match.match_id, done.seat)
+
+
+def test_refuses_to_start_without_a_token_key(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BOULEVARD_")}
+    env["NATS_URL"] = "nats://127.0.0.1:1"
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "libs")])
+    proc = subprocess.run(
+        [sys.executable, "-m", "services.matchmaking"],
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "BOULEVARD_TOKEN_KEY" in proc.stderr
