@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -15,6 +16,8 @@ from nats.js.api import DeliverPolicy
 
 from boulevard.api.v1 import events_pb2, matchmaking_pb2_grpc
 from boulevard.api.v1 import matchmaking_pb2 as pb
+from boulevard.games import REGISTRY
+from boulevard.platform.auth import verify_token
 from boulevard.platform.logging import configure_logging
 from boulevard.platform.server import RunningService, start_service
 from services.matchmaking.app import MatchmakingApp
@@ -120,3 +123,59 @@ async def read_tickets(nc: NATS, ids: list[str]) -> dict[str, pb.Ticket]:
         assert found is not None, f"ticket {tid} lost"
         out[tid] = found[0]
     return out
+
+
+def check_matches(
+    matches: list[events_pb2.MatchFormed], tickets: dict[str, pb.Ticket]
+) -> dict[str, str]:
+    """Every match valid; returns player -> match id, failing if a player is in two."""
+    game = REGISTRY[GAME]
+    ids = Counter(m.match_id for m in matches)
+    assert not [i for i, n in ids.items() if n > 1], "a match published twice"
+    by_player = {t.player_id: t for t in tickets.values()}
+    placed: dict[str, str] = {}
+    for m in matches:
+        n = len(m.seats)
+        assert game.min_players <= n <= game.max_players
+        assert [s.seat for s in m.seats] == list(range(n))
+        for s in m.seats:
+            if s.bot:
+                continue
+            t = by_player[s.player_id]
+            assert t.min_seats <= n <= t.max_seats, (t, n)
+            assert s.player_id not in placed, f"{s.player_id} in two matches"
+            placed[s.player_id] = m.match_id
+            assert t.status == pb.TICKET_STATUS_ASSIGNED
+            assert (t.game_id, t.seat, t.match_id) == (m.match_id, s.seat, m.match_id)
+            claims = verify_token(TOKEN_KEY.encode(), t.player_token)
+            assert (claims.game_id, claims.seat, claims.player_id) == (
+                m.match_id,
+                s.seat,
+                s.player_id,
+            )
+    for t in tickets.values():
+        assert t.status != pb.TICKET_STATUS_MATCHED, "a ticket stuck in a half-made match"
+        if t.status == pb.TICKET_STATUS_ASSIGNED:
+            assert placed.get(t.player_id) == t.game_id
+    return placed
+
+
+async def fetch_all(stub, ids: list[str]) -> dict[str, pb.Ticket]:
+    replies = await asyncio.gather(*(stub.GetTicket(pb.GetTicketRequest(ticket_id=i)) for i in ids))
+    return {r.ticket.ticket_id: r.ticket for r in replies}
+
+
+async def settled(stubs, ids: list[str]) -> dict[str, pb.Ticket]:
+    """Wait until nothing is being matched and the queue no longer changes."""
+    last: list[int] = []
+
+    async def quiet() -> dict[str, pb.Ticket] | None:
+        tickets = await fetch_all(stubs[0], ids)
+        statuses = sorted(t.status for t in tickets.values())
+        if pb.TICKET_STATUS_MATCHED in statuses or statuses != last:
+            last[:] = statuses
+            return None
+        return tickets
+
+    await asyncio.sleep(0.5)
+    return await eventually(quiet, within=30, every=0.5)

@@ -11,20 +11,17 @@ import grpc
 import pytest
 from nats.aio.client import Client as NATS
 
-from boulevard.api.v1 import events_pb2
 from boulevard.api.v1 import matchmaking_pb2 as pb
-from boulevard.games import REGISTRY
-from boulevard.platform.auth import verify_token
 from services.matchmaking.store import Records, open_bucket, rating_key
 from tests.integration.matchmaking.support import (
     GAME,
-    TOKEN_KEY,
     app_of,
-    eventually,
+    check_matches,
     formed_matches,
     mm_settings,
     read_tickets,
     running_mm,
+    settled,
     stub_for,
 )
 
@@ -37,62 +34,6 @@ async def seed_ratings(nc: NATS, ratings: dict[str, float]) -> None:
         await records.create(
             rating_key(GAME, player), pb.PlayerRating(player_id=player, game=GAME, mu=mu, sigma=4)
         )
-
-
-def check_matches(
-    matches: list[events_pb2.MatchFormed], tickets: dict[str, pb.Ticket]
-) -> dict[str, str]:
-    """Every match valid; returns player -> match id, failing if a player is in two."""
-    game = REGISTRY[GAME]
-    ids = Counter(m.match_id for m in matches)
-    assert not [i for i, n in ids.items() if n > 1], "a match published twice"
-    by_player = {t.player_id: t for t in tickets.values()}
-    placed: dict[str, str] = {}
-    for m in matches:
-        n = len(m.seats)
-        assert game.min_players <= n <= game.max_players
-        assert [s.seat for s in m.seats] == list(range(n))
-        for s in m.seats:
-            if s.bot:
-                continue
-            t = by_player[s.player_id]
-            assert t.min_seats <= n <= t.max_seats, (t, n)
-            assert s.player_id not in placed, f"{s.player_id} in two matches"
-            placed[s.player_id] = m.match_id
-            assert t.status == pb.TICKET_STATUS_ASSIGNED
-            assert (t.game_id, t.seat, t.match_id) == (m.match_id, s.seat, m.match_id)
-            claims = verify_token(TOKEN_KEY.encode(), t.player_token)
-            assert (claims.game_id, claims.seat, claims.player_id) == (
-                m.match_id,
-                s.seat,
-                s.player_id,
-            )
-    for t in tickets.values():
-        assert t.status != pb.TICKET_STATUS_MATCHED, "a ticket stuck in a half-made match"
-        if t.status == pb.TICKET_STATUS_ASSIGNED:
-            assert placed.get(t.player_id) == t.game_id
-    return placed
-
-
-async def fetch_all(stub, ids: list[str]) -> dict[str, pb.Ticket]:
-    replies = await asyncio.gather(*(stub.GetTicket(pb.GetTicketRequest(ticket_id=i)) for i in ids))
-    return {r.ticket.ticket_id: r.ticket for r in replies}
-
-
-async def settled(stubs, ids: list[str]) -> dict[str, pb.Ticket]:
-    """Wait until nothing is being matched and the queue no longer changes."""
-    last: list[int] = []
-
-    async def quiet() -> dict[str, pb.Ticket] | None:
-        tickets = await fetch_all(stubs[0], ids)
-        statuses = sorted(t.status for t in tickets.values())
-        if pb.TICKET_STATUS_MATCHED in statuses or statuses != last:
-            last[:] = statuses
-            return None
-        return tickets
-
-    await asyncio.sleep(0.5)
-    return await eventually(quiet, within=30, every=0.5)
 
 
 async def test_two_hundred_tickets_form_only_valid_matches(nats_server, nc) -> None:
