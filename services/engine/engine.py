@@ -94,6 +94,7 @@ class Created:
 class Submitted:
     version: int
     envelopes: tuple[events_pb2.EventEnvelope, ...]
+    finished: bool
 
 
 def game_id_for(request_id: str) -> str:
@@ -285,11 +286,15 @@ class Engine:
         raise Aborted("too many concurrent writers on this game; try again")
 
     async def _result(self, session: Session, first: int, last: int) -> Submitted:
-        recorded = await self.store.read(session.game_id, first)
-        envelopes = tuple(
-            events_pb2.EventEnvelope.FromString(r.data) for r in recorded if r.version <= last
-        )
-        return Submitted(session.version, envelopes)
+        wanted = range(first, last + 1)
+        if all(v in session.recent for v in wanted):
+            envelopes = tuple(session.recent[v] for v in wanted)
+        else:
+            recorded = await self.store.read(session.game_id, first)
+            envelopes = tuple(
+                events_pb2.EventEnvelope.FromString(r.data) for r in recorded if r.version <= last
+            )
+        return Submitted(session.version, envelopes, session.finished is not None)
 
     async def _append(self, session: Session, events: Sequence[Any], causation: str) -> None:
         """Append events after the session's version, then fold them in."""
@@ -317,6 +322,7 @@ class Engine:
             raise
         before = session.version
         for envelope, event in zip(envelopes, events, strict=True):
+            session.remember(envelope)
             session.apply(event, int(envelope.version), causation)
         self._cache(session)
         if session.version // self.snapshot_every > before // self.snapshot_every:

@@ -26,6 +26,14 @@ def status_of(session: Session) -> engine_pb2.GameStatus.ValueType:
     return engine_pb2.GAME_STATUS_FINISHED if session.finished else engine_pb2.GAME_STATUS_ACTIVE
 
 
+def to_act(session: Session) -> list[int]:
+    """The seats that may act now (what a table of clients needs to know whom to wake)."""
+    if session.finished is not None:
+        return []
+    game, state = session.game, session.state
+    return [s.seat for s in session.created.seats if game.legal_commands(state, s.seat)]
+
+
 def summary_json(session: Session) -> bytes:
     return json.dumps(
         {
@@ -96,6 +104,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             version=session.version,
             status=status_of(session),
             view=mapping.view_to_proto(session.game, session.game.view(session.state, seat)),
+            to_act=to_act(session),
         )
 
     async def ListLegalActions(
@@ -128,13 +137,11 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             request.expected_version,
             request.idempotency_key,
         )
-        session = await self.engine.load(request.game_id)
-        if session.finished is not None:
-            await self.index.put(session.game_id, summary_json(session))
-        finished = session.finished is not None
+        if result.finished:
+            await self.index.put(session.game_id, summary_json(await self.engine.load(session.game_id)))
         return engine_pb2.SubmitActionResponse(
             version=result.version,
-            events=[redacted(session.game, e, finished) for e in result.envelopes],
+            events=[redacted(session.game, e, result.finished) for e in result.envelopes],
         )
 
     async def WatchGame(
@@ -142,21 +149,26 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
     ) -> AsyncIterator[engine_pb2.WatchGameResponse]:
         seat = self._seat(request.player_token, request.game_id)
         session = await self.engine.load(request.game_id)  # NOT_FOUND before streaming
-        watched: Session | None = None
-        async for recorded in follow(self.store, session.game_id):
-            envelope = events_pb2.EventEnvelope.FromString(recorded.data)
-            if watched is None:
-                watched = Session.new(session.game_id, session.created)
-            watched.apply_envelope(envelope)
-            if watched.version < request.from_version:
-                continue
-            finished = watched.finished is not None
-            yield engine_pb2.WatchGameResponse(
-                event=redacted(watched.game, envelope, finished),
-                view=mapping.view_to_proto(watched.game, watched.game.view(watched.state, seat)),
-            )
-            if finished:
-                return
+        watched = Session.new(session.game_id, session.created)
+        async for batch in follow(self.store, session.game_id):
+            for i, recorded in enumerate(batch):
+                envelope = events_pb2.EventEnvelope.FromString(recorded.data)
+                watched.apply_envelope(envelope)
+                if watched.version < request.from_version:
+                    continue
+                finished = watched.finished is not None
+                update = engine_pb2.WatchGameResponse(
+                    event=redacted(watched.game, envelope, finished)
+                )
+                if i == len(batch) - 1:
+                    # One view per burst of events (the state after the last of them):
+                    # views are what watching costs, and a client draws only the latest.
+                    view = watched.game.view(watched.state, seat)
+                    update.view.CopyFrom(mapping.view_to_proto(watched.game, view))
+                    update.to_act.extend(to_act(watched))
+                yield update
+                if finished:
+                    return
 
     async def ListGames(
         self, request: engine_pb2.ListGamesRequest, context: Context

@@ -44,6 +44,15 @@ class Session:
     commands: dict[str, CommandResult] = field(default_factory=dict)
     last_causation: str = ""
     revealed: bool = False  # this process has seen the dice seed revealed
+    # The latest envelopes this process appended or read, by version: a command's result
+    # comes from here instead of re-reading the log (bounded; older results are read).
+    recent: dict[int, events_pb2.EventEnvelope] = field(default_factory=dict)
+
+    def remember(self, envelope: events_pb2.EventEnvelope, keep: int = 512) -> None:
+        self.recent[int(envelope.version)] = envelope
+        if len(self.recent) > keep:
+            for version in sorted(self.recent)[: len(self.recent) - keep]:
+                del self.recent[version]
 
     @property
     def codec(self) -> Codec:
@@ -66,6 +75,7 @@ class Session:
             self.last_causation = causation_id
 
     def apply_envelope(self, envelope: events_pb2.EventEnvelope) -> None:
+        self.remember(envelope)
         self.apply(self.codec.loads(envelope.payload), int(envelope.version), envelope.causation_id)
 
     # Snapshots: the session's fold as canonical JSON, with the version it stands at.

@@ -194,14 +194,9 @@ def test_bad_input_gets_precise_status_and_changes_nothing(platform: Platform) -
             game = get_game("las_vegas")
             from boulevard.games.las_vegas.types import PlaceDice
 
-            illegal = command_to_action(game, PlaceDice(seat=seat, number=6))
-            for number in range(1, 7):
-                if all(
-                    a != command_to_action(game, PlaceDice(seat=seat, number=number))
-                    for a in legal.actions
-                ):
-                    illegal = command_to_action(game, PlaceDice(seat=seat, number=number))
-                    break
+            # Out of turn: the other player, with their own token, places dice now.
+            idle = 1 - seat
+            illegal = command_to_action(game, PlaceDice(seat=idle, number=1))
 
             async def code_of(request: engine_pb2.SubmitActionRequest) -> grpc.StatusCode:
                 with pytest.raises(grpc.aio.AioRpcError) as info:
@@ -228,7 +223,8 @@ def test_bad_input_gets_precise_status_and_changes_nothing(platform: Platform) -
             assert (
                 await code_of(req(action=engine_pb2.Action())) == grpc.StatusCode.INVALID_ARGUMENT
             )
-            assert await code_of(req(action=illegal)) == grpc.StatusCode.FAILED_PRECONDITION
+            out_of_turn = req(action=illegal, player_token=tokens[idle])
+            assert await code_of(out_of_turn) == grpc.StatusCode.FAILED_PRECONDITION
             assert (
                 await code_of(req(player_token=tokens[1 - seat]))
                 == grpc.StatusCode.PERMISSION_DENIED

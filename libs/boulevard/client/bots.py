@@ -42,8 +42,15 @@ class SeatPlayer:
         changed.set()
         finished = asyncio.Event()
 
+        start = await self.stub.GetGame(
+            engine_pb2.GetGameRequest(game_id=self.game_id, player_token=self.token)
+        )
+
         async def watch() -> None:
-            request = engine_pb2.WatchGameRequest(game_id=self.game_id, player_token=self.token)
+            # From the current version on: views of the past are of no use to a bot.
+            request = engine_pb2.WatchGameRequest(
+                game_id=self.game_id, player_token=self.token, from_version=start.version
+            )
             async for update in self.stub.WatchGame(request):
                 changed.set()
                 if update.event.type == "GameFinished":

@@ -228,6 +228,12 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+@cache
+def _dataclass_fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
+    return dataclasses.fields(cls)
+
+
+@cache  # types and descriptors are hashable and few: this is the hot path
 def _optional_of(tp: Any) -> Any | None:
     """`X` when `tp` is `X | None`, else None."""
     if typing.get_origin(tp) in (Union, types.UnionType):
@@ -238,6 +244,7 @@ def _optional_of(tp: Any) -> Any | None:
     return None
 
 
+@cache  # types and descriptors are hashable and few: this is the hot path
 def _element_of(tp: Any) -> Any | None:
     """The element type of a variable-length collection type, else None. A mapping's
     elements are its (key, value) pairs."""
@@ -252,6 +259,7 @@ def _element_of(tp: Any) -> Any | None:
     return None
 
 
+@cache  # types and descriptors are hashable and few: this is the hot path
 def _fixed_tuple(tp: Any) -> tuple[Any, ...] | None:
     if typing.get_origin(tp) is tuple:
         args = typing.get_args(tp)
@@ -260,16 +268,19 @@ def _fixed_tuple(tp: Any) -> tuple[Any, ...] | None:
     return None
 
 
+@cache  # types and descriptors are hashable and few: this is the hot path
 def _is_enum(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, Enum)
 
 
+@cache  # types and descriptors are hashable and few: this is the hot path
 def _is_dataclass_type(tp: Any) -> bool:
     return isinstance(tp, type) and dataclasses.is_dataclass(tp)
 
 
-def _fields_in_order(desc: Descriptor) -> list[FieldDescriptor]:
-    return sorted(desc.fields, key=lambda f: f.number)
+@cache  # types and descriptors are hashable and few: this is the hot path
+def _fields_in_order(desc: Descriptor) -> tuple[FieldDescriptor, ...]:
+    return tuple(sorted(desc.fields, key=lambda f: f.number))
 
 
 def _descriptor(message: Message) -> Descriptor:
@@ -328,7 +339,7 @@ def _write_dataclass(message: Message, obj: Any) -> None:
     cls: type = type(obj)
     hints = _hints(cls)
     fields = _descriptor(message).fields_by_name
-    for f in dataclasses.fields(obj):
+    for f in _dataclass_fields(cls):
         if f.name not in fields:
             raise ProtoMappingError(
                 f"{message.DESCRIPTOR.name} has no field for {cls.__name__}.{f.name}"

@@ -180,9 +180,10 @@ class JetStreamEventStore:
 
 async def follow(
     store: JetStreamEventStore, stream_id: str, queue_size: int = 10_000
-) -> AsyncIterator[RecordedEvent]:
-    """Every event of a stream from the start, then each new one as it is appended (an
-    ordered consumer that stays open). Stops when the caller stops iterating."""
+) -> AsyncIterator[list[RecordedEvent]]:
+    """Every event of a stream from the start, then new ones as they are appended (an
+    ordered consumer that stays open), in batches of what has arrived so far, so a
+    watcher can do its per-update work once per burst. Stops when the caller stops."""
     check_stream_id(stream_id)
     queue: asyncio.Queue[Msg] = asyncio.Queue(queue_size)
 
@@ -199,8 +200,13 @@ async def follow(
     )
     try:
         while True:
-            msg = await queue.get()
-            for event in decode_commit(stream_id, msg.data, stream_sequence(msg)):
-                yield event
+            msgs = [await queue.get()]
+            while not queue.empty():
+                msgs.append(queue.get_nowait())
+            yield [
+                event
+                for msg in msgs
+                for event in decode_commit(stream_id, msg.data, stream_sequence(msg))
+            ]
     finally:
         await sub.unsubscribe()

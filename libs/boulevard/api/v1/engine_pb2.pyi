@@ -177,12 +177,17 @@ class GetGameResponse(_message.Message):
     VERSION_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
     VIEW_FIELD_NUMBER: _builtins.int
+    TO_ACT_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     game: _builtins.str
     version: _builtins.int
     status: Global___GameStatus.ValueType
     @_builtins.property
     def view(self) -> Global___GameView: ...
+    @_builtins.property
+    def to_act(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """the seats that have legal actions now"""
+
     def __init__(
         self,
         *,
@@ -191,10 +196,11 @@ class GetGameResponse(_message.Message):
         version: _builtins.int = ...,
         status: Global___GameStatus.ValueType = ...,
         view: Global___GameView | None = ...,
+        to_act: _abc.Iterable[_builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "game_id", b"game_id", "status", b"status", "version", b"version", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "game_id", b"game_id", "status", b"status", "to_act", b"to_act", "version", b"version", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -480,19 +486,31 @@ class WatchGameResponse(_message.Message):
 
     EVENT_FIELD_NUMBER: _builtins.int
     VIEW_FIELD_NUMBER: _builtins.int
+    TO_ACT_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def event(self) -> _events_pb2.EventEnvelope: ...
+    def event(self) -> _events_pb2.EventEnvelope:
+        """a shuffle's values stay empty until the game is over"""
+
     @_builtins.property
-    def view(self) -> Global___GameView: ...
+    def view(self) -> Global___GameView:
+        """the caller's view after this event; set on the last event of"""
+
+    @_builtins.property
+    def to_act(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """each burst (what arrived together), absent on the others
+        with `view`: the seats that have legal actions now
+        """
+
     def __init__(
         self,
         *,
         event: _events_pb2.EventEnvelope | None = ...,
         view: Global___GameView | None = ...,
+        to_act: _abc.Iterable[_builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "to_act", b"to_act", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
