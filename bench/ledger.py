@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import os
 import random
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import grpc
@@ -34,17 +36,23 @@ import nats
 from nats.js import JetStreamContext
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Timer, nats_server, rate  # noqa: E402
+from common import Timer, nats_server, rate
 
-from boulevard.accounting import (  # noqa: E402
+from boulevard.accounting import (
     MerkleTree,
+    TreeHeadSigner,
     verify_consistency,
     verify_inclusion,
 )
-from boulevard.api.v1 import events_pb2  # noqa: E402
-from boulevard.client.ledger import LedgerClient  # noqa: E402
-from boulevard.messaging.server import NatsServer, free_port  # noqa: E402
-from boulevard.messaging.streams import StreamSpec, ensure_stream  # noqa: E402
+from boulevard.api.v1 import events_pb2
+from boulevard.client.ledger import LedgerClient
+from boulevard.eventlog.jetstream import encode_commit
+from boulevard.eventlog.store import NewEvent
+from boulevard.messaging.server import NatsServer, free_port
+from boulevard.messaging.streams import StreamSpec, ensure_stream
+from services.ledger.book import LedgerBook
+from services.ledger.journal_log import LedgerLog
+from services.ledger.poster import Poster
 
 ROOT = Path(__file__).resolve().parent.parent
 WINDOW = 256
@@ -70,9 +78,12 @@ def envelopes(n: int, games: int = 200) -> list[bytes]:
     return out
 
 
-def subject_of(raw: bytes) -> tuple[str, str]:
+def as_appended(raw: bytes) -> tuple[str, str, bytes]:
+    """(subject, msg id, data) of one event appended as the event store appends it: an
+    EventCommit of one envelope on `game.<id>`."""
     env = events_pb2.EventEnvelope.FromString(raw)
-    return f"game.{env.game_id}", env.event_id
+    commit = encode_commit([NewEvent(env.event_id, env.type, raw)], env.version)
+    return f"game.{env.game_id}", env.event_id, commit
 
 
 async def publish_all(js: JetStreamContext, items: list[tuple[str, str, bytes]]) -> None:
@@ -83,6 +94,29 @@ async def publish_all(js: JetStreamContext, items: list[tuple[str, str, bytes]])
             await asyncio.gather(*pending[: WINDOW // 2])
             pending = pending[WINDOW // 2 :]
     await asyncio.gather(*pending)
+
+
+async def raw_atomic(url: str, payloads: list[bytes], size: int = WINDOW) -> float:
+    """Raw JetStream atomic batches (ADR-50) of `size`: how the ledger writes LEDGER."""
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    name = f"RAWB{random.randrange(10**9)}"
+    await ensure_stream(js, StreamSpec(name, (f"{name.lower()}.>",)))
+    subject = f"{name.lower()}.x"
+    with Timer() as t:
+        for start in range(0, len(payloads), size):
+            chunk = payloads[start : start + size]
+            batch_id = uuid.uuid4().hex
+            for i, p in enumerate(chunk, start=1):
+                headers = {"Nats-Batch-Id": batch_id, "Nats-Batch-Sequence": str(i),
+                           "Nats-Msg-Id": f"{name}-{start + i}"}  # fmt: skip
+                if i < len(chunk):
+                    await nc.publish(subject, p, headers=headers)
+                else:
+                    headers["Nats-Batch-Commit"] = "1"
+                    await js.publish(subject, p, headers=headers)
+    await nc.close()
+    return rate(len(payloads), t.seconds)
 
 
 async def raw_publish(url: str, payloads: list[bytes]) -> float:
@@ -132,8 +166,8 @@ async def durable_size(client: LedgerClient) -> int:
         return 0
 
 
-async def wait_serving(client: LedgerClient, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
+async def wait_serving(client: LedgerClient, within: float = 60.0) -> None:
+    deadline = time.monotonic() + within
     while True:
         try:
             await client.tree_head()
@@ -147,39 +181,34 @@ async def wait_serving(client: LedgerClient, timeout: float = 60.0) -> None:
 
 
 async def wait_size(client: LedgerClient, n: int) -> float:
-    while await durable_size(client) < n:
+    while await durable_size(client) < n:  # noqa: ASYNC110 - polling the service
         await asyncio.sleep(0.01)
     return time.perf_counter()
 
 
-async def end_to_end(server: NatsServer, payloads: list[bytes], live: bool) -> tuple[float, float]:
-    """(entries/s end to end, rebuild entries/s) on a fresh set of streams."""
+async def fresh_streams(js: JetStreamContext) -> None:
+    for name in ("GAMES", "LEDGER"):
+        with contextlib.suppress(Exception):  # absent on the first run
+            await js.delete_stream(name)
+    await ensure_stream(js, StreamSpec("GAMES", ("game.>",)))
+
+
+async def live(server: NatsServer, payloads: list[bytes]) -> tuple[float, float]:
+    """The service as its own process while envelopes are published: (entries/s from the
+    first publish to the last entry durable, rebuild entries/s of a restarted process)."""
     nc = await nats.connect(server.url)
     js = nc.jetstream()
-    for name in ("GAMES", "LEDGER"):
-        try:
-            await js.delete_stream(name)
-        except Exception:  # noqa: BLE001 - absent on the first run
-            pass
-    await ensure_stream(js, StreamSpec("GAMES", ("game.>",)))
-    items = [(*subject_of(p), p) for p in payloads]
+    await fresh_streams(js)
+    items = [as_appended(p) for p in payloads]
     n = len(payloads)
     with tempfile.TemporaryDirectory() as tmp:
-        if not live:
-            await publish_all(js, items)
         ledger = LedgerProcess(server.url, Path(tmp))
         try:
             async with grpc.aio.insecure_channel(ledger.address) as channel:
                 client = LedgerClient(channel)
-                if live:
-                    await wait_serving(client)
-                    start, n0 = time.perf_counter(), 0
-                    await publish_all(js, items)
-                else:
-                    # Posting starts before the service serves gRPC: time from the first
-                    # size it reports (the rate over the rest of the backlog).
-                    await wait_serving(client)
-                    start, n0 = time.perf_counter(), await durable_size(client)
+                await wait_serving(client)
+                start = time.perf_counter()
+                await publish_all(js, items)
                 end = await wait_size(client, n)
         finally:
             ledger.stop()
@@ -189,13 +218,37 @@ async def end_to_end(server: NatsServer, payloads: list[bytes], live: bool) -> t
             async with grpc.aio.insecure_channel(ledger.address) as channel:
                 client = LedgerClient(channel)
                 t0 = time.perf_counter()
-                await wait_serving(client, timeout=600)
+                await wait_serving(client, within=600)
                 rebuilt = time.perf_counter() - t0
                 assert await durable_size(client) == n
         finally:
             ledger.stop()
     await nc.close()
-    return rate(n - n0, end - start), rate(n, rebuilt)
+    return rate(n, end - start), rate(n, rebuilt)
+
+
+async def backlog(server: NatsServer, payloads: list[bytes], batch: int) -> float:
+    """GAMES filled first, then the poster (in this process, nothing else running) drains
+    it: entries/s until the last entry is durable in LEDGER."""
+    nc = await nats.connect(server.url)
+    js = nc.jetstream()
+    await fresh_streams(js)
+    await publish_all(js, [as_appended(p) for p in payloads])
+    await ensure_stream(js, StreamSpec("LEDGER", ("ledger.>",)))
+    book = LedgerBook()
+    poster = Poster(
+        nc, book, LedgerLog(nc, "LEDGER", "ledger"), TreeHeadSigner(bytes(32)),
+        games_stream="GAMES", games_prefix="game", durable="bench", fetch_batch=batch,
+    )  # fmt: skip
+    n = len(payloads)
+    start = time.perf_counter()
+    await poster.start()
+    while len(book.stream_seqs) < n:  # noqa: ASYNC110 - polling the book
+        await asyncio.sleep(0.005)
+    seconds = time.perf_counter() - start
+    await poster.stop()
+    await nc.close()
+    return rate(n, seconds)
 
 
 def tree_figures(size: int, samples: int) -> list[str]:
@@ -224,41 +277,47 @@ def tree_figures(size: int, samples: int) -> list[str]:
     with Timer() as roots_t:
         for m in firsts:
             tree.root(m)
+
+    def line(label: str, count: int, seconds: float, unit: str = "/s") -> str:
+        return f"  {label:<44} {rate(count, seconds):>12,.0f} {unit}"
+
     return [
-        f"  tree of {size:,} entries built (append)       {rate(size, build.seconds):>12,.0f} entries/s"
-        f"  ({build.seconds:.1f} s)",
-        f"  inclusion proof generation                   {rate(samples, gen.seconds):>12,.0f} /s",
-        f"  inclusion proof verification                 {rate(samples, ver.seconds):>12,.0f} /s",
-        f"  consistency proof generation                 {rate(samples, cgen.seconds):>12,.0f} /s",
-        f"  consistency proof verification               {rate(samples, cver.seconds):>12,.0f} /s",
-        f"  root of an earlier tree size                 {rate(samples, roots_t.seconds):>12,.0f} /s",
+        line(f"tree of {size:,} entries built (append)", size, build.seconds, "entries/s")
+        + f"  ({build.seconds:.1f} s)",
+        line("inclusion proof generation", samples, gen.seconds),
+        line("inclusion proof verification", samples, ver.seconds),
+        line("consistency proof generation", samples, cgen.seconds),
+        line("consistency proof verification", samples, cver.seconds),
+        line("root of an earlier tree size", samples, roots_t.seconds),
         f"  proof length at {size:,}: {len(proofs[0])} hashes (inclusion), "
         f"{max(len(p) for p in cproofs)} max (consistency)",
     ]  # fmt: skip
 
 
-async def throughput(n: int, runs: int, sync_always: bool) -> list[str]:
+async def throughput(n: int, runs: int, sync_always: bool, batch: int) -> list[str]:
     payloads = envelopes(n)
-    raws, lives, backlogs, rebuilds = [], [], [], []
+    raws, atomics, lives, backlogs, rebuilds = [], [], [], [], []
     with nats_server(sync_always=sync_always) as server:
         for _ in range(runs):
             raws.append(await raw_publish(server.url, payloads))
-            live, rebuild = await end_to_end(server, payloads, live=True)
-            lives.append(live)
+            atomics.append(await raw_atomic(server.url, payloads))
+            live_rate, rebuild = await live(server, payloads)
+            lives.append(live_rate)
             rebuilds.append(rebuild)
-            backlog, _ = await end_to_end(server, payloads, live=False)
-            backlogs.append(backlog)
+            backlogs.append(await backlog(server, payloads, batch))
     raw = statistics.median(raws)
-    live = statistics.median(lives)
-    backlog = statistics.median(backlogs)
+    atomic = statistics.median(atomics)
+    live_rate = statistics.median(lives)
+    drain = statistics.median(backlogs)
     label = "sync_interval: always" if sync_always else "server default sync"
     return [
         f"  [{label}] {n:,} money events, median of {runs} runs",
-        f"  raw JetStream publish_async ({WINDOW} in flight)   {raw:>10,.0f} msg/s",
-        f"  end to end, live (publish → entry durable)   {live:>10,.0f} entries/s"
-        f"   ratio {live / raw:5.2f}",
-        f"  end to end, backlog drain                    {backlog:>10,.0f} entries/s"
-        f"   ratio {backlog / raw:5.2f}",
+        f"  raw publish_async, {WINDOW} in flight (A)           {raw:>10,.0f} msg/s",
+        f"  raw atomic batches of {WINDOW} (B)                  {atomic:>10,.0f} msg/s",
+        f"  end to end, live (publish → entry durable)   {live_rate:>10,.0f} entries/s"
+        f"   ratio A {live_rate / raw:5.2f}   B {live_rate / atomic:5.2f}",
+        f"  backlog drain (batches of {batch})               {drain:>10,.0f} entries/s"
+        f"   ratio A {drain / raw:5.2f}   B {drain / atomic:5.2f}",
         f"  rebuild from LEDGER on start                 {statistics.median(rebuilds):>10,.0f}"
         " entries/s",
     ]
@@ -271,15 +330,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=0)
     parser.add_argument("--tree", type=int, default=1_000_000)
     parser.add_argument("--no-default-sync", action="store_true")
+    parser.add_argument("--batch", type=int, default=256, help="the poster's fetch batch")
     args = parser.parse_args()
     n = args.entries or (3_000 if args.quick else 20_000)
     runs = args.runs or (1 if args.quick else 3)
     tree = 100_000 if args.quick and args.tree == 1_000_000 else args.tree
     print("ledger: end to end (GAMES envelope published → entry durable in LEDGER)")
-    for line in asyncio.run(throughput(n, runs, sync_always=True)):
+    for line in asyncio.run(throughput(n, runs, sync_always=True, batch=args.batch)):
         print(line, flush=True)
     if not args.no_default_sync:
-        for line in asyncio.run(throughput(n, runs, sync_always=False)):
+        for line in asyncio.run(throughput(n, runs, sync_always=False, batch=args.batch)):
             print(line, flush=True)
     print(f"ledger: Merkle tree of {tree:,} entries")
     for line in tree_figures(tree, samples=2_000 if args.quick else 20_000):
