@@ -50,6 +50,7 @@ from boulevard.eventlog.jetstream import encode_commit
 from boulevard.eventlog.store import NewEvent
 from boulevard.messaging.server import NatsServer, free_port
 from boulevard.messaging.streams import StreamSpec, ensure_stream
+from boulevard.platform.logging import configure_logging
 from services.ledger.book import LedgerBook
 from services.ledger.journal_log import LedgerLog
 from services.ledger.poster import Poster
@@ -332,6 +333,7 @@ def main() -> None:
     parser.add_argument("--no-default-sync", action="store_true")
     parser.add_argument("--batch", type=int, default=256, help="the poster's fetch batch")
     args = parser.parse_args()
+    configure_logging("warning", "console")  # the in-process poster's info lines
     n = args.entries or (3_000 if args.quick else 20_000)
     runs = args.runs or (1 if args.quick else 3)
     tree = 100_000 if args.quick and args.tree == 1_000_000 else args.tree

@@ -3,7 +3,6 @@
 import asyncio
 
 from boulevard.platform.server import serve
-
 from services.ledger.app import LedgerApp
 from services.ledger.settings import get_ledger_settings
 

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 import grpc
 import structlog
-from boulevard.api.v1 import ledger_pb2, ledger_pb2_grpc
-from boulevard.messaging.streams import ensure_stream, platform_streams
 from nats.aio.client import Client as NATS
 
+from boulevard.api.v1 import ledger_pb2, ledger_pb2_grpc
+from boulevard.messaging.streams import ensure_stream, platform_streams
 from services.ledger.book import LedgerBook
 from services.ledger.journal_log import LedgerLog
 from services.ledger.poster import Poster

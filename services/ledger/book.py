@@ -25,7 +25,6 @@ from boulevard.accounting import (
     postings_from_transfers,
 )
 from boulevard.api.v1 import events_pb2, ledger_pb2
-
 from services.ledger.mapping import head_from_pb
 
 # Game ids become NATS subject tokens (`game.<id>`, `ledger.entry.<id>`).

@@ -29,6 +29,7 @@ MSG_ID = "Nats-Msg-Id"
 BATCH_ID = "Nats-Batch-Id"
 BATCH_SEQ = "Nats-Batch-Sequence"
 BATCH_COMMIT = "Nats-Batch-Commit"
+MAX_ATOMIC = 500  # messages per atomic batch (the server allows 1,000)
 
 
 class LogError(Exception):
@@ -77,8 +78,16 @@ class LedgerLog:
         `sync_interval: always` one disk sync per batch instead of one per entry, and a
         crash can never leave half a batch. Where the stream does not allow atomic
         batches, they are pipelined one by one, each expecting the one before."""
-        if not batch:
-            return []
+        seqs: list[int] = []
+        # A GAMES message may hold several events, so a batch can outgrow what one atomic
+        # batch may carry: split it. A failure between chunks leaves a prefix stored,
+        # which the rebuild picks up and the redelivered GAMES messages then skip.
+        for start in range(0, len(batch), MAX_ATOMIC):
+            chunk = batch[start : start + MAX_ATOMIC]
+            seqs += await self._publish_chunk(chunk, after_seq + len(seqs))
+        return seqs
+
+    async def _publish_chunk(self, batch: Sequence[Outgoing], after_seq: int) -> list[int]:
         if len(batch) > 1 and self.atomic:
             try:
                 return await self._publish_atomic(batch, after_seq)

@@ -19,15 +19,15 @@ import time
 from collections.abc import Callable
 
 import structlog
-from boulevard.accounting import JournalEntry, TreeHeadSigner
-from boulevard.eventlog.jetstream import decode_commit
-from boulevard.api.v1 import events_pb2
 from google.protobuf.message import DecodeError
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import FetchTimeoutError, NotFoundError
 
+from boulevard.accounting import JournalEntry, TreeHeadSigner
+from boulevard.api.v1 import events_pb2
+from boulevard.eventlog.jetstream import decode_commit
 from services.ledger.book import LedgerBook, Rejection
 from services.ledger.journal_log import LedgerLog, Outgoing
 from services.ledger.mapping import head_to_pb

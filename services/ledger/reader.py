@@ -12,6 +12,9 @@ from bisect import bisect_left
 from collections.abc import Sequence
 
 import grpc
+from google.protobuf.message import DecodeError
+from nats.js import JetStreamContext
+
 from boulevard.accounting import (
     AccountId,
     JournalEntry,
@@ -19,9 +22,9 @@ from boulevard.accounting import (
     decode_entry,
     reconcile,
 )
-from boulevard.eventlog.jetstream import decode_commit
 from boulevard.api.v1 import events_pb2, ledger_pb2
 from boulevard.client.ledger import money_trail
+from boulevard.eventlog.jetstream import decode_commit
 from boulevard.games.base import RulesError
 from boulevard.platform.errors import (
     BoulevardError,
@@ -29,9 +32,6 @@ from boulevard.platform.errors import (
     InvalidArgument,
     NotFound,
 )
-from google.protobuf.message import DecodeError
-from nats.js import JetStreamContext
-
 from services.ledger.book import LedgerBook
 from services.ledger.journal_log import LedgerLog, replay_stream
 from services.ledger.mapping import balance_to_pb, divergence_to_pb, entry_to_pb, head_to_pb

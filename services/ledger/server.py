@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, TypeAlias
 
 import grpc
-from boulevard.api.v1 import ledger_pb2, ledger_pb2_grpc
 
+from boulevard.api.v1 import ledger_pb2, ledger_pb2_grpc
 from services.ledger.reader import LedgerReader
 
 Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"

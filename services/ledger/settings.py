@@ -6,9 +6,10 @@ import os
 from functools import cache
 from pathlib import Path
 
+from pydantic import Field, SecretStr, field_validator
+
 from boulevard.accounting import TreeHeadSigner
 from boulevard.platform.settings import Settings
-from pydantic import Field, SecretStr, field_validator
 
 
 class LedgerSettings(Settings):

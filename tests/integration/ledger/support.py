@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from boulevard.eventlog.jetstream import encode_commit
-from boulevard.eventlog.store import NewEvent
-
 import asyncio
 import os
 import random
@@ -17,13 +14,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import grpc
+from nats.aio.client import Client as NATS
+
 from boulevard.api.v1 import events_pb2
 from boulevard.client.ledger import LedgerClient
+from boulevard.eventlog.jetstream import encode_commit
+from boulevard.eventlog.store import NewEvent
 from boulevard.messaging.server import free_port
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from boulevard.platform.server import RunningService, start_service
-from nats.aio.client import Client as NATS
-
 from services.ledger.app import LedgerApp
 from services.ledger.settings import LedgerSettings
 
@@ -214,3 +213,16 @@ class LedgerProcess:
                 self.process.wait(15)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+async def publish_commit(nc: NATS, envelopes: list[events_pb2.EventEnvelope]) -> None:
+    """Several events of one game appended at once: one EventCommit, one message."""
+    js = nc.jetstream()
+    await ensure_stream(js, platform_streams(LedgerSettings())["games"])
+    commit = encode_commit(
+        [NewEvent(e.event_id, e.type, e.SerializeToString()) for e in envelopes],
+        envelopes[0].version,
+    )
+    await js.publish(
+        f"game.{envelopes[0].game_id}", commit, headers={"Nats-Msg-Id": envelopes[0].event_id}
+    )

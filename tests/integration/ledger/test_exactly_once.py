@@ -6,12 +6,12 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from boulevard.api.v1 import events_pb2
-from boulevard.cli.audit_ledger import audit
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.errors import NotFoundError
 
+from boulevard.api.v1 import events_pb2
+from boulevard.cli.audit_ledger import audit
 from tests.integration.ledger.support import (
     LedgerProcess,
     ledger_client,

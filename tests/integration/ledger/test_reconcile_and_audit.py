@@ -10,6 +10,8 @@ from typing import Any
 
 import grpc
 import pytest
+from nats.aio.client import Client as NATS
+
 from boulevard.accounting import canonical_json
 from boulevard.api.v1 import events_pb2, ledger_pb2, ledger_pb2_grpc
 from boulevard.cli import audit_ledger
@@ -19,8 +21,6 @@ from boulevard.games import REGISTRY
 from boulevard.games.base import GameConfig, transfers_of
 from boulevard.games.codec import Codec
 from boulevard.games.playout import playout
-from nats.aio.client import Client as NATS
-
 from tests.integration.ledger.support import (
     ledger_client,
     ledger_settings,

@@ -3,6 +3,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from boulevard.accounting import (
     EntrySource,
     ErrorCode,
@@ -21,8 +24,6 @@ from boulevard.accounting import (
     verify_tree_head,
 )
 from boulevard.games.base import Transfer
-from hypothesis import given
-from hypothesis import strategies as st
 
 SIGNER = TreeHeadSigner(bytes(range(32)))
 OTHER = TreeHeadSigner(bytes(32))

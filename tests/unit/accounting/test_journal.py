@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from boulevard.accounting import (
     ZERO_HASH,
     AccountId,
@@ -17,8 +20,6 @@ from boulevard.accounting import (
     postings_from_transfers,
 )
 from boulevard.games.base import Transfer
-from hypothesis import given
-from hypothesis import strategies as st
 
 
 def src(game: str = "g1", version: int = 1) -> EntrySource:

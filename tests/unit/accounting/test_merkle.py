@@ -3,6 +3,9 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from boulevard.accounting import (
     ErrorCode,
     MerkleTree,
@@ -12,8 +15,6 @@ from boulevard.accounting import (
     verify_consistency,
     verify_inclusion,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from . import rfc6962
 
