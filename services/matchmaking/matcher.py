@@ -136,6 +136,14 @@ def _table_for(
     policy: WindowPolicy,
 ) -> Proposal | None:
     window = policy.width(now_ms - anchor.waiting_since_ms)
+    if not anchor.bot_fill_due(now_ms):
+        # Fast path for a deep queue: no neighbour inside the window, no table.
+        i = bisect.bisect_left(keys, _rating_key(anchor))
+        near = [
+            abs(ranked[j].rating - anchor.rating) for j in (i - 1, i + 1) if 0 <= j < len(ranked)
+        ]
+        if not near or min(near) > window:
+            return None
     picks: dict[int, list[Candidate]] = {n: [] for n in range(lo, hi + 1)}
     players: dict[int, set[str]] = {n: {anchor.player_id} for n in range(lo, hi + 1)}
     seen: list[Candidate] = []

@@ -68,6 +68,7 @@ MAX_REQUEST_ID = 128
 MAX_CLIENT_SEED = 256
 CAS_ATTEMPTS = 16
 STOP_GRACE_SECONDS = 5.0
+MIN_TICK_SECONDS = 0.005
 
 
 def now_ms() -> int:
@@ -121,6 +122,7 @@ class Matchmaker:
         self._in_flight: set[str] = set()  # match ids this process is forming
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = asyncio.Event()
+        self._wake = asyncio.Event()  # set when a ticket starts waiting
         self._stopping = False
         self.matches_formed = 0
         self.matches_abandoned = 0
@@ -176,6 +178,8 @@ class Matchmaker:
             return
         viewed = Viewed(ticket, revision)
         self.view[ticket.ticket_id] = viewed
+        if ticket.status == pb.TICKET_STATUS_WAITING:
+            self._wake.set()
         if ticket.status == pb.TICKET_STATUS_ASSIGNED and ticket.match_id not in self._seen_matches:
             self._seen_matches.add(ticket.match_id)
             self._formed[ticket.game].append((ticket.updated_unix_ms, ticket.match_id))
@@ -199,11 +203,15 @@ class Matchmaker:
                 f"ticket lifetime ({self.config.ticket_ttl_ms / 1000:g} s)"
             )
         tid = self.ticket_id_for(req.player_id, req.request_id)
+        rating_lookup = self.ratings.get(rating_key(req.game, req.player_id), pb.PlayerRating)
         if req.request_id:
-            found = await self.tickets.get(ticket_key(tid), pb.Ticket)
+            found, rating = await asyncio.gather(
+                self.tickets.get(ticket_key(tid), pb.Ticket), rating_lookup
+            )
             if found is not None:
                 return _same_request(found[0], req)
-        rating = await self.ratings.get(rating_key(req.game, req.player_id), pb.PlayerRating)
+        else:
+            rating = await rating_lookup
         now = self.clock()
         ticket = pb.Ticket(
             ticket_id=tid,
@@ -375,16 +383,23 @@ class Matchmaker:
     # ---- the matcher loop ----
 
     async def _loop(self) -> None:
+        """A pass as soon as a ticket starts waiting (at most one per MIN_TICK_SECONDS, so a
+        stream of arrivals is batched), and every `tick_seconds` anyway (windows widen,
+        tickets expire, stuck matches are recovered)."""
         while not self._stopping:
             started = time.monotonic()
+            self._wake.clear()
             try:
                 await self.tick()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # NATS reconnecting, …: the next tick tries again
                 log.warning("matchmaking tick failed", error=str(exc))
-            elapsed = time.monotonic() - started
-            await asyncio.sleep(max(0.0, self.config.tick_seconds - elapsed))
+            await asyncio.sleep(max(0.0, MIN_TICK_SECONDS - (time.monotonic() - started)))
+            left = self.config.tick_seconds - (time.monotonic() - started)
+            if left > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), left)
 
     async def tick(self) -> int:
         """One pass: expire, recover, match. Returns the number of matches formed."""
@@ -488,17 +503,18 @@ class Matchmaker:
                 *(self._reserve(v, match_id) for v in members), return_exceptions=True
             )
             committed = None
-            if all(r is True for r in reserved):
+            if all(isinstance(r, Viewed) for r in reserved):
                 committed = await self._set_match_status(record, rec_rev, pb.MATCH_STATUS_COMMITTED)
             if committed is None:
                 return await self._resolve(match_id)
             record, rec_rev = committed
-            await self._finish(record, rec_rev)
+            known = {r.ticket.ticket_id: r for r in reserved if isinstance(r, Viewed)}
+            await self._finish(record, rec_rev, known)
             return True
         finally:
             self._in_flight.discard(match_id)
 
-    async def _reserve(self, v: Viewed, match_id: str) -> bool:
+    async def _reserve(self, v: Viewed, match_id: str) -> Viewed | None:
         t = pb.Ticket()
         t.CopyFrom(v.ticket)
         t.status = pb.TICKET_STATUS_MATCHED
@@ -507,9 +523,9 @@ class Matchmaker:
         try:
             revision = await self.tickets.update(ticket_key(t.ticket_id), t, v.revision)
         except Conflict:
-            return False
+            return None
         self._saw(t, revision)
-        return True
+        return Viewed(t, revision)
 
     async def _set_match_status(
         self, record: pb.MatchRecord, revision: int, status: pb.MatchStatus.ValueType
@@ -581,26 +597,31 @@ class Matchmaker:
         self.matches_abandoned += 1
         log.info("match abandoned", match_id=match_id)
 
-    async def _finish(self, record: pb.MatchRecord, revision: int) -> None:
-        """Publish MatchFormed and assign every ticket; safe to repeat."""
+    async def _finish(
+        self, record: pb.MatchRecord, revision: int, known: dict[str, Viewed] | None = None
+    ) -> None:
+        """Publish MatchFormed and assign every ticket; safe to repeat. `known`: tickets as
+        this process reserved them (saves reading them back)."""
+        mine = known or {}
         formed = events_pb2.MatchFormed(
             match_id=record.match_id,
             game=record.game,
             seats=record.seats,
             time_unix_ms=record.created_unix_ms,
         )
-        await self.js.publish(
+        # Publishing and assigning go out together: the record is COMMITTED, so whatever a
+        # crash interrupts here is finished by recovery.
+        publish = self.js.publish(
             self.config.match_formed_subject,
             formed.SerializeToString(),
             headers={MSG_ID: record.match_id},
         )
-        await asyncio.gather(
-            *(
-                self._assign(tid, record.match_id, seat, record.seats[seat].player_id)
-                for seat, tid in enumerate(record.ticket_ids)
-                if tid
-            )
-        )
+        assigns = [
+            self._assign(tid, record.match_id, seat, record.seats[seat].player_id, mine.get(tid))
+            for seat, tid in enumerate(record.ticket_ids)
+            if tid
+        ]
+        await asyncio.gather(publish, *assigns)
         if record.status != pb.MATCH_STATUS_DONE:
             await self._set_match_status(record, revision, pb.MATCH_STATUS_DONE)
         self.matches_formed += 1
@@ -611,13 +632,21 @@ class Matchmaker:
             players=[s.player_id for s in record.seats],
         )
 
-    async def _assign(self, ticket_id: str, match_id: str, seat: int, player_id: str) -> None:
+    async def _assign(
+        self, ticket_id: str, match_id: str, seat: int, player_id: str, known: Viewed | None
+    ) -> None:
         for _ in range(CAS_ATTEMPTS):
-            got = await self.tickets.get(ticket_key(ticket_id), pb.Ticket)
+            got: tuple[pb.Ticket, int] | None
+            if known is not None:
+                got, known = (known.ticket, known.revision), None
+            else:
+                got = await self.tickets.get(ticket_key(ticket_id), pb.Ticket)
             if got is None:
                 log.error("ticket of a committed match is gone", ticket_id=ticket_id)
                 return
-            t, revision = got
+            t = pb.Ticket()
+            t.CopyFrom(got[0])
+            revision = got[1]
             if t.status == pb.TICKET_STATUS_ASSIGNED and t.match_id == match_id:
                 return
             if t.status != pb.TICKET_STATUS_MATCHED or t.match_id != match_id:
