@@ -138,7 +138,9 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             request.idempotency_key,
         )
         if result.finished:
-            await self.index.put(session.game_id, summary_json(await self.engine.load(session.game_id)))
+            await self.index.put(
+                session.game_id, summary_json(await self.engine.load(session.game_id))
+            )
         return engine_pb2.SubmitActionResponse(
             version=result.version,
             events=[redacted(session.game, e, result.finished) for e in result.envelopes],

@@ -120,3 +120,35 @@ def test_lords_of_vegas_by_bots(platform: Platform, players: int) -> None:
 @pytest.mark.parametrize(("players", "white"), [(2, "true"), (5, "false")])
 def test_las_vegas_by_bots(platform: Platform, players: int, white: str) -> None:
     asyncio.run(play_and_check(platform, "las_vegas", players, white_dice=white))
+
+
+def test_list_games_filters_by_status_game_and_player(platform: Platform) -> None:
+    async def run() -> None:
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            stub = engine_pb2_grpc.EngineServiceStub(channel)
+            vegas = await create(stub, "las_vegas", 2)
+            lords = await create(stub, "lords_of_vegas", 2)
+            await play_game(channel, vegas.game_id, "las_vegas", list(vegas.player_tokens))
+
+            async def ids(**kw: object) -> set[str]:
+                found: set[str] = set()
+                token = ""
+                while True:
+                    reply = await stub.ListGames(
+                        engine_pb2.ListGamesRequest(page_size=2, page_token=token, **kw)  # type: ignore[arg-type]
+                    )
+                    found |= {g.game_id for g in reply.games}
+                    if not reply.next_page_token:
+                        return found
+                    token = reply.next_page_token
+
+            finished = await ids(status=engine_pb2.GAME_STATUS_FINISHED)
+            active = await ids(status=engine_pb2.GAME_STATUS_ACTIVE)
+            assert vegas.game_id in finished and vegas.game_id not in active
+            assert lords.game_id in active and lords.game_id not in finished
+            assert lords.game_id in await ids(game="lords_of_vegas")
+            assert vegas.game_id not in await ids(game="lords_of_vegas")
+            assert {vegas.game_id, lords.game_id} <= await ids(player_id="p1")
+            assert not await ids(player_id="nobody")
+
+    asyncio.run(run())
