@@ -1,0 +1,92 @@
+"""A player finds a game through matchmaking with bot fill, watches the ticket, gets a
+seat and a token, and plays to the end through the engine against bots."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+
+import grpc
+import pytest
+
+from boulevard.api.v1 import (
+    engine_pb2,
+    engine_pb2_grpc,
+    matchmaking_pb2,
+    matchmaking_pb2_grpc,
+)
+from boulevard.client.bots import SeatPlayer
+from boulevard.games import get_game
+from tests.e2e.conftest import Platform
+from tests.e2e.test_games import create
+
+pytestmark = pytest.mark.e2e
+
+
+def test_ticket_with_bot_fill_to_a_finished_game(platform: Platform) -> None:
+    async def run() -> None:
+        async with grpc.aio.insecure_channel(platform.address("matchmaking")) as mm_channel:
+            mm = matchmaking_pb2_grpc.MatchmakingServiceStub(mm_channel)
+            created = await mm.CreateTicket(
+                matchmaking_pb2.CreateTicketRequest(
+                    request_id=uuid.uuid4().hex,
+                    player_id="alice",
+                    game="las_vegas",
+                    min_seats=3,
+                    max_seats=3,
+                    client_seed="alice's seed",
+                    bot_fill_after_seconds=1,
+                )
+            )
+            seen = []
+            async for update in mm.WatchTicket(
+                matchmaking_pb2.WatchTicketRequest(ticket_id=created.ticket.ticket_id),
+                timeout=60,
+            ):
+                seen.append(update.ticket.status)
+                if update.ticket.status == matchmaking_pb2.TICKET_STATUS_ASSIGNED:
+                    ticket = update.ticket
+                    break
+            else:
+                raise AssertionError(f"ticket never assigned: {seen}")
+        assert seen[0] == matchmaking_pb2.TICKET_STATUS_WAITING
+        assert ticket.game_id and ticket.player_token
+
+        game = get_game("las_vegas")
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            engine = engine_pb2_grpc.EngineServiceStub(channel)
+            alice = SeatPlayer(
+                engine, ticket.game_id, game.name, ticket.seat, ticket.player_token,
+                game.bots["heuristic"], random.Random(1),
+            )  # fmt: skip
+            await asyncio.wait_for(alice.play(), 120)
+            final = await engine.GetGame(engine_pb2.GetGameRequest(game_id=ticket.game_id))
+            assert final.status == engine_pb2.GAME_STATUS_FINISHED
+            assert alice.moves > 0
+
+            # The token is for this game and seat only.
+            elsewhere = (await create(engine, "las_vegas", 3)).game_id
+            for game_id in (elsewhere,):
+                with pytest.raises(grpc.aio.AioRpcError) as info:
+                    await engine.ListLegalActions(
+                        engine_pb2.ListLegalActionsRequest(
+                            game_id=game_id, player_token=ticket.player_token
+                        )
+                    )
+                assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            from boulevard.client.mapping import command_to_action
+            from boulevard.games.las_vegas.types import PlaceDice
+
+            another_seat = (ticket.seat + 1) % 3
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await engine.SubmitAction(
+                    engine_pb2.SubmitActionRequest(
+                        game_id=ticket.game_id,
+                        player_token=ticket.player_token,
+                        action=command_to_action(game, PlaceDice(seat=another_seat, number=1)),
+                    )
+                )
+            assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+    asyncio.run(run())
