@@ -9,6 +9,7 @@ import grpc
 from nats.aio.client import Client as NATS
 
 from boulevard.api.v1 import matchmaking_pb2, matchmaking_pb2_grpc
+from boulevard.client.botrunner import BotRunner
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from services.matchmaking.matcher import WindowPolicy
 from services.matchmaking.matchmaker import Config, Matchmaker
@@ -39,6 +40,7 @@ class MatchmakingApp:
             )
         self.matchmaker: Matchmaker | None = None
         self.ratings: RatingFeed | None = None
+        self.bots: BotRunner | None = None
 
     async def start(self, nc: NATS) -> None:
         s = self.settings
@@ -76,6 +78,15 @@ class MatchmakingApp:
             fetch_batch=s.matchmaking_ratings_fetch_batch,
         )
         await self.ratings.start()
+        # Bot fill: the bots of formed matches play through the engine's public API.
+        self.bots = BotRunner(
+            nc,
+            f"{s.engine_host}:{s.engine_port}",
+            self.token_key,
+            subject=config.match_formed_subject,
+            stream=s.matchmaking_stream,
+        )
+        await self.bots.start()
 
     def register(self, server: grpc.aio.Server) -> None:
         assert self.matchmaker is not None, "start() first"
@@ -84,6 +95,8 @@ class MatchmakingApp:
         )
 
     async def stop(self) -> None:
+        if self.bots is not None:
+            await self.bots.stop()
         if self.ratings is not None:
             await self.ratings.stop()
         if self.matchmaker is not None:

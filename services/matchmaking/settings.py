@@ -34,6 +34,8 @@ class MatchmakingSettings(Settings):
     # The durable consumer on GAMES that feeds ratings.
     matchmaking_ratings_consumer: str = Field(default="matchmaking-ratings", pattern=_NAME)
     matchmaking_ratings_fetch_batch: int = Field(default=256, ge=1)
+    # Where the bot runner finds the engine (bots play through its public API).
+    engine_host: str = "127.0.0.1"
 
 
 @cache
