@@ -13,6 +13,7 @@ import grpc
 import pytest
 
 from boulevard.api.v1 import matchmaking_pb2 as pb
+from boulevard.client.matchmaking import MatchmakingClient, TicketNotAssigned
 from boulevard.platform.auth import verify_token
 from tests.integration.matchmaking.support import (
     GAME,
@@ -185,3 +186,19 @@ def test_refuses_to_start_without_a_token_key(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode != 0
     assert "BOULEVARD_TOKEN_KEY" in proc.stderr
+
+
+async def test_the_typed_client_waits_for_assignment(nats_server) -> None:
+    settings = mm_settings(nats_server.url, matchmaking_ticket_ttl_seconds=2)
+    async with running_mm(settings) as svc, MatchmakingClient(svc.address) as mm:
+        a = await mm.create_ticket("jo", GAME, 2, 2, client_seed="j")
+        b = await mm.create_ticket("kim", GAME, 2, 3)
+        got = await asyncio.gather(
+            mm.wait_for_assignment(a.ticket_id), mm.wait_for_assignment(b.ticket_id)
+        )
+        assert got[0].game_id == got[1].game_id and {g.seat for g in got} == {0, 1}
+        lone = await mm.create_ticket("lee", GAME, 5, 5)
+        with pytest.raises(TicketNotAssigned):
+            await mm.wait_for_assignment(lone.ticket_id)
+        assert (await mm.get_rating("lee", GAME)).games == 0
+        assert [q.game for q in await mm.list_queues(GAME)] == [GAME]

@@ -1,0 +1,127 @@
+"""A typed async client of the matchmaking service (what client apps and bots import).
+
+    async with MatchmakingClient("127.0.0.1:50051") as mm:
+        ticket = await mm.create_ticket("alice", "lords_of_vegas", 2, 4, request_id="r1")
+        assigned = await mm.wait_for_assignment(ticket.ticket_id)
+        # assigned.game_id, assigned.seat, assigned.player_token -> the engine
+
+gRPC errors come back as `grpc.aio.AioRpcError` with the precise status the service chose
+(see docs/matchmaking.md).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from types import TracebackType
+
+import grpc
+
+from boulevard.api.v1 import matchmaking_pb2 as pb
+from boulevard.api.v1 import matchmaking_pb2_grpc
+
+FINAL = (pb.TICKET_STATUS_ASSIGNED, pb.TICKET_STATUS_CANCELLED, pb.TICKET_STATUS_EXPIRED)
+
+
+class TicketNotAssigned(Exception):
+    """The ticket ended cancelled or expired instead of assigned."""
+
+    def __init__(self, ticket: pb.Ticket) -> None:
+        super().__init__(
+            f"ticket {ticket.ticket_id} ended {pb.TicketStatus.Name(ticket.status)}"
+            + (f": {ticket.status_reason}" if ticket.status_reason else "")
+        )
+        self.ticket = ticket
+
+
+class MatchmakingClient:
+    def __init__(self, address: str, timeout: float = 10.0) -> None:
+        self.address = address
+        self.timeout = timeout
+        self._channel = grpc.aio.insecure_channel(address)
+        self._stub = matchmaking_pb2_grpc.MatchmakingServiceStub(self._channel)
+
+    async def __aenter__(self) -> MatchmakingClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def create_ticket(
+        self,
+        player_id: str,
+        game: str,
+        min_seats: int = 0,
+        max_seats: int = 0,
+        *,
+        client_seed: str = "",
+        bot_fill_after_seconds: int = 0,
+        request_id: str | None = None,
+    ) -> pb.Ticket:
+        """Queue for a game. Without a request id one is made, so retrying this call (not
+        the whole function) is safe; pass your own to retry across restarts."""
+        request = pb.CreateTicketRequest(
+            request_id=request_id if request_id is not None else uuid.uuid4().hex,
+            player_id=player_id,
+            game=game,
+            min_seats=min_seats,
+            max_seats=max_seats,
+            client_seed=client_seed,
+            bot_fill_after_seconds=bot_fill_after_seconds,
+        )
+        reply: pb.CreateTicketResponse = await self._stub.CreateTicket(
+            request, timeout=self.timeout
+        )
+        return reply.ticket
+
+    async def get_ticket(self, ticket_id: str) -> pb.Ticket:
+        reply: pb.GetTicketResponse = await self._stub.GetTicket(
+            pb.GetTicketRequest(ticket_id=ticket_id), timeout=self.timeout
+        )
+        return reply.ticket
+
+    async def cancel_ticket(self, ticket_id: str) -> pb.Ticket:
+        reply: pb.CancelTicketResponse = await self._stub.CancelTicket(
+            pb.CancelTicketRequest(ticket_id=ticket_id), timeout=self.timeout
+        )
+        return reply.ticket
+
+    async def watch_ticket(self, ticket_id: str) -> AsyncIterator[pb.Ticket]:
+        """The ticket now, then each status change, until it is final."""
+        call = self._stub.WatchTicket(pb.WatchTicketRequest(ticket_id=ticket_id))
+        async for update in call:
+            yield update.ticket
+
+    async def wait_for_assignment(self, ticket_id: str) -> pb.Ticket:
+        """The assigned ticket (game id, seat, player token); TicketNotAssigned if it ends
+        cancelled or expired."""
+        last: pb.Ticket | None = None
+        async for ticket in self.watch_ticket(ticket_id):
+            last = ticket
+            if ticket.status in FINAL:
+                break
+        if last is None or last.status not in FINAL:
+            last = await self.get_ticket(ticket_id)
+        if last.status != pb.TICKET_STATUS_ASSIGNED:
+            raise TicketNotAssigned(last)
+        return last
+
+    async def list_queues(self, game: str = "") -> list[pb.QueueStats]:
+        reply: pb.ListQueuesResponse = await self._stub.ListQueues(
+            pb.ListQueuesRequest(game=game), timeout=self.timeout
+        )
+        return list(reply.queues)
+
+    async def get_rating(self, player_id: str, game: str) -> pb.PlayerRating:
+        reply: pb.GetRatingResponse = await self._stub.GetRating(
+            pb.GetRatingRequest(player_id=player_id, game=game), timeout=self.timeout
+        )
+        return reply.rating
