@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import itertools
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -44,6 +45,7 @@ from boulevard.accounting.accounts import AccountId
 from boulevard.client.ledger import LedgerClient, money_trail
 
 DEFAULT_ADDRESS = "127.0.0.1:50054"
+HEAD_WAIT = 10.0  # seconds to wait for a head over entries just posted
 
 
 class AuditFailed(Exception):
@@ -157,12 +159,10 @@ async def _audit(
         say(f"note: trusting the key the ledger publishes: {served_key.hex()}")
     elif public_key != served_key:
         say(f"note: the ledger publishes another key ({served_key.hex()})")
-    heads = [h async for h in client.tree_heads()]
-    if not heads:
-        raise AuditFailed("the ledger has no signed tree head")
-
     if game:
-        entries = await _game_entries(client, game, heads[-1].head.tree_size)
+        entries = await _game_entries(client, game, None)
+        needed = max((e.seq for e in entries), default=0)
+        heads = await _heads_covering(client, needed, say)
         _check_heads_alone(heads, public_key)
         for prev, sth in itertools.pairwise(heads):
             await _check_consistency(client, prev, sth)
@@ -172,16 +172,10 @@ async def _audit(
         games = [game] if entries else []
     else:
         auditor = JournalAuditor(public_key)
-        async for e in client.entries():
-            try:
-                entry = auditor.feed(bytes(e.canonical))
-            except LedgerError as exc:
-                seq = exc.seq if exc.seq is not None else e.seq
-                raise AuditFailed(f"entry {seq}: {exc.code.value}: {exc.message}") from None
-            if entry.seq != e.seq:
-                raise AuditFailed(
-                    f"entry {e.seq}: served as seq {e.seq}, its bytes say {entry.seq}"
-                )
+        await _feed(client, auditor)
+        heads = await _heads_covering(client, auditor.ledger.size, say)
+        if heads[-1].head.tree_size > auditor.ledger.size:  # posted while we were reading
+            await _feed(client, auditor)
         entries = []
         say(f"ok   {auditor.ledger.size} entries: canonical, balanced, chained, account rules")
         prev = None
@@ -228,6 +222,43 @@ async def _audit(
             await _reconcile(client, g, game_entries)
             report.games += 1
         say(f"ok   {len(games)} games reconciled with their replayed state")
+
+
+async def _feed(client: LedgerClient, auditor: JournalAuditor) -> None:
+    """Feed the auditor every entry after the ones it has, checking each as it comes."""
+    async for e in client.entries(from_seq=auditor.ledger.size + 1):
+        try:
+            entry = auditor.feed(bytes(e.canonical))
+        except LedgerError as exc:
+            seq = exc.seq if exc.seq is not None else e.seq
+            raise AuditFailed(f"entry {seq}: {exc.code.value}: {exc.message}") from None
+        if entry.seq != e.seq:
+            raise AuditFailed(f"entry {e.seq}: its bytes say it is entry {entry.seq}")
+
+
+async def _heads_covering(
+    client: LedgerClient, size: int, say: Callable[[str], None]
+) -> list[SignedTreeHead]:
+    """Every signed head, once one covers the first `size` entries. The ledger signs
+    within seconds of posting; entries no head covers after HEAD_WAIT fail the audit."""
+    deadline = time.monotonic() + HEAD_WAIT
+    waited = False
+    while True:
+        heads = [h async for h in client.tree_heads()]
+        covered = heads[-1].head.tree_size if heads else 0
+        if covered >= size and heads:
+            return heads
+        if time.monotonic() > deadline:
+            if not heads:
+                raise AuditFailed("the ledger has no signed tree head")
+            raise AuditFailed(
+                f"entries {covered + 1}..{size} are not covered by any signed tree head "
+                f"after {HEAD_WAIT:.0f}s"
+            )
+        if not waited:
+            say(f"note: waiting for a signed head covering entry {size}")
+            waited = True
+        await asyncio.sleep(0.2)
 
 
 async def _game_entries(client: LedgerClient, game: str, max_seq: int | None) -> list[JournalEntry]:
