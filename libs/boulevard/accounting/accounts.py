@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 from boulevard.accounting.errors import EntryRejected, ErrorCode
 
@@ -60,6 +61,13 @@ class AccountId:
 
     def __str__(self) -> str:
         return f"{self.book}/{self.name}"
+
+
+@lru_cache(maxsize=65_536)
+def account_id(book: str, name: str) -> AccountId:
+    """`AccountId(book, name)`, validated once per distinct account (a hot path: every
+    posting names two accounts, and a game's few accounts recur in every entry)."""
+    return AccountId(book, name)
 
 
 def account_kind(book: str, name: str) -> AccountKind:

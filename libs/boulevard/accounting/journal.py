@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
 
-from boulevard.accounting.accounts import AccountId, may_go_negative
+from boulevard.accounting.accounts import AccountId, account_id, check_name, may_go_negative
 from boulevard.accounting.encoding import (
     HASH_SIZE,
     MAX_SAFE_INTEGER,
@@ -91,8 +91,8 @@ def postings_from_transfers(book: str, transfers: Iterable[TransferLike]) -> tup
         amount = _check_amount(t.amount, allow_negative=False)
         if t.source == t.target:
             raise EntryRejected(ErrorCode.INVALID_ACCOUNT, f"transfer from {t.source!r} to itself")
-        postings.append(Posting(AccountId(book, t.source), -amount, t.reason))
-        postings.append(Posting(AccountId(book, t.target), amount, t.reason))
+        postings.append(Posting(account_id(book, t.source), -amount, t.reason))
+        postings.append(Posting(account_id(book, t.target), amount, t.reason))
     return tuple(postings)
 
 
@@ -107,7 +107,7 @@ class EntrySource:
     time_unix_ms: int = 0
 
     def __post_init__(self) -> None:
-        AccountId(self.game_id, "bank")  # same naming rule as a book
+        check_name("book", self.game_id)  # a game id names the game's book
         if isinstance(self.version, bool) or not isinstance(self.version, int):
             raise EntryRejected(ErrorCode.INVALID_FIELD, "version must be an integer")
         if not 1 <= self.version <= MAX_SAFE_INTEGER:
