@@ -3,7 +3,6 @@
 import asyncio
 
 from boulevard.platform.server import serve
-
 from services.dice.app import DiceApp
 from services.dice.settings import get_dice_settings
 

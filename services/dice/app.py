@@ -7,10 +7,10 @@ import dataclasses
 from collections.abc import Sequence
 
 import grpc
-from boulevard.api.v1 import dice_pb2, dice_pb2_grpc
-from boulevard.messaging.streams import StreamSpec, ensure_stream, platform_streams
 from nats.aio.client import Client as NATS
 
+from boulevard.api.v1 import dice_pb2, dice_pb2_grpc
+from boulevard.messaging.streams import StreamSpec, ensure_stream, platform_streams
 from services.dice.dealer import Dealer
 from services.dice.queries import DiceQueries
 from services.dice.rpc import DiceRpc

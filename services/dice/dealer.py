@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import structlog
+
 from boulevard.api.v1 import dice_pb2
 from boulevard.fairness import (
     ROLL,
@@ -40,7 +41,6 @@ from boulevard.fairness import (
     parse_server_seed,
 )
 from boulevard.platform.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
-
 from services.dice.mapping import KIND_TO_PROTO, kind_name
 from services.dice.store import AppendConflict, DiceLog, SeedVault
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from boulevard.api.v1 import dice_pb2
 from boulevard.fairness import verify_game
 from boulevard.platform.errors import FailedPrecondition, InvalidArgument, NotFound
-
 from services.dice.dealer import check_game_id
 from services.dice.mapping import to_recorded, verification_response
 from services.dice.store import DiceLog
@@ -93,5 +92,6 @@ class DiceQueries:
             game_id=game_id,
             outcomes=[to_recorded(o) for o in game.outcomes],
             expected_count=game.revealed.outcome_count,
+            scheme=game.opened.scheme,
         )
         return verification_response(report)

@@ -9,13 +9,13 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 import structlog
-from boulevard.api.v1 import dice_pb2
-from boulevard.platform.errors import BoulevardError
 from google.protobuf.message import DecodeError
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
+from boulevard.api.v1 import dice_pb2
+from boulevard.platform.errors import BoulevardError
 from services.dice.dealer import Dealer
 
 log = structlog.get_logger(__name__)

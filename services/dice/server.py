@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, TypeAlias
 
 import grpc
-from boulevard.api.v1 import dice_pb2, dice_pb2_grpc
 
+from boulevard.api.v1 import dice_pb2, dice_pb2_grpc
 from services.dice.queries import DiceQueries
 
 Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"

@@ -16,8 +16,9 @@ from functools import cache
 from pathlib import Path
 
 import structlog
-from boulevard.platform.settings import Settings
 from pydantic import Field, SecretStr, field_validator
+
+from boulevard.platform.settings import Settings
 
 log = structlog.get_logger(__name__)
 

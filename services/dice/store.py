@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from boulevard.api.v1 import dice_pb2
-from boulevard.platform.errors import FailedPrecondition, Unavailable
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
@@ -23,6 +21,8 @@ from nats.js.errors import (
 )
 from nats.js.kv import KeyValue
 
+from boulevard.api.v1 import dice_pb2
+from boulevard.platform.errors import FailedPrecondition, Unavailable
 from services.dice.sealing import SealError, SeedSealer
 
 MSG_ID = "Nats-Msg-Id"

@@ -217,4 +217,5 @@ class DiceReader:
             game_id=game_id,
             outcomes=outcomes,
             expected_count=reveal.outcome_count,
+            scheme=commitment.scheme,
         )

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from boulevard.fairness.scheme import (
+    SCHEME_VERSION,
     FairnessError,
     GameSeeds,
     check_request,
@@ -31,8 +32,8 @@ class RecordedOutcome:
 @dataclass(frozen=True, slots=True)
 class Mismatch:
     """Why verification failed. `nonce` names the outcome at fault (None for the reveal
-    itself). Codes: reveal_mismatch, nonce_skipped, nonce_duplicated, nonce_missing_at_end,
-    invalid_outcome, values_mismatch, not_recorded."""
+    itself). Codes: unknown_scheme, reveal_mismatch, nonce_skipped, nonce_duplicated,
+    nonce_missing_at_end, invalid_outcome, values_mismatch, not_recorded."""
 
     code: str
     nonce: int | None
@@ -72,6 +73,7 @@ def verify_game(
     game_id: str,
     outcomes: Iterable[RecordedOutcome],
     expected_count: int | None = None,
+    scheme: str = SCHEME_VERSION,
 ) -> VerificationReport:
     """Check a finished game's outcomes, in the order they were recorded:
 
@@ -80,8 +82,19 @@ def verify_game(
        outcomes were issued, `expected_count`, none is missing at the end);
     3. each outcome's values equal the ones re-derived from the seeds and its nonce.
 
-    Stops at the first failure and names its nonce.
+    Stops at the first failure and names its nonce. A game recorded under another scheme
+    (`scheme`, as its commitment record names it) is refused rather than mis-verified.
     """
+    if scheme != SCHEME_VERSION:
+        return VerificationReport(
+            0,
+            Mismatch(
+                "unknown_scheme",
+                None,
+                f"the game was recorded under scheme {scheme!r}; this verifier knows "
+                f"{SCHEME_VERSION!r}",
+            ),
+        )
     if not seed_matches_commitment(revealed_seed_hex, commitment):
         return VerificationReport(
             0,

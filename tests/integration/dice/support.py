@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from nats.aio.client import Client as NATS
+
 from boulevard.api.v1 import dice_pb2
 from boulevard.fairness import GameSeeds
 from boulevard.platform.server import RunningService, start_service
-from nats.aio.client import Client as NATS
-
 from services.dice.app import DiceApp
 from services.dice.sealing import SeedSealer
 from services.dice.settings import DiceSettings

@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from nats.aio.client import Client as NATS
+
 from boulevard.api.v1 import dice_pb2
 from boulevard.cli import audit_dice
 from boulevard.cli.up import wait_serving
 from boulevard.client.dice import DiceClient
-from nats.aio.client import Client as NATS
-
 from tests.integration.dice.support import TEST_KEY, forge_outcome, new_game_id, wrong_roll
 from tests.support.nats import NatsHandle
 from tests.support.processes import ServiceProcess, service_env

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+
 from boulevard.fairness import MAX_SIDES, InvalidInput, uniform_from_raw
 
 

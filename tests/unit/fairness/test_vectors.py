@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from boulevard import fairness
 from boulevard.fairness import GameSeeds, OutcomeStream
 from boulevard.games.base import ChanceKind

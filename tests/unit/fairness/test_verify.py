@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+
 from boulevard.fairness import (
     GameSeeds,
     InvalidInput,
@@ -173,3 +174,15 @@ def test_bad_seeds_and_nonces_are_refused() -> None:
         GameSeeds.of(SEED[:31], CLIENT_SEEDS, GAME)
     with pytest.raises(InvalidInput):
         GameSeeds.of(SEED, CLIENT_SEEDS, GAME).roll(-1, 1, 6)
+
+
+def test_a_game_under_another_scheme_is_refused_not_misverified() -> None:
+    report = verify_game(
+        commitment=commitment(SEED),
+        revealed_seed_hex=SEED.hex(),
+        client_seeds=CLIENT_SEEDS,
+        game_id=GAME,
+        outcomes=honest(),
+        scheme="boulevard-fairness-v2",
+    )
+    assert report.mismatch is not None and report.mismatch.code == "unknown_scheme"
