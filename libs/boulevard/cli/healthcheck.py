@@ -1,0 +1,121 @@
+"""A gRPC health probe for containers: `python -m boulevard.cli.healthcheck HOST:PORT [SERVICE]`.
+
+Exits 0 when the server at HOST:PORT answers the standard gRPC health check
+(`grpc.health.v1.Health/Check`) with SERVING for SERVICE ("" — the whole server — when
+omitted), 1 for any other answer, no answer or a timeout, and 2 for bad arguments. It prints
+one line saying which, so `docker inspect` and `kubectl describe pod` show why a probe failed.
+
+It exists so the image needs no `grpc_health_probe` binary and no shell: compose and
+Kubernetes run it as an exec probe with the interpreter the services already use. Passing the
+service's full proto name (`boulevard.v1.EngineService`) also catches a port wired to the
+wrong service, which answers SERVICE_UNKNOWN (NOT_FOUND) for a name it does not serve.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+SERVING = 0
+NOT_SERVING = 1
+USAGE = 2
+
+
+class Target(NamedTuple):
+    host: str
+    port: int
+
+    @property
+    def address(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+def parse_target(text: str) -> Target:
+    """HOST:PORT (an IPv6 host in brackets, `[::1]:50052`); ValueError with a reason else."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not host:
+        raise ValueError(f"expected HOST:PORT, got {text!r}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"put an IPv6 host in brackets, as in [::1]:50052, got {text!r}")
+    if not host:
+        raise ValueError(f"expected HOST:PORT, got {text!r}")
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ValueError(f"the port must be a number from 1 to 65535, got {port_text!r}")
+    return Target(host, int(port_text))
+
+
+def _target_arg(text: str) -> Target:
+    try:
+        return parse_target(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m boulevard.cli.healthcheck",
+        description="Exit 0 if a gRPC server says SERVING for SERVICE, 1 otherwise.",
+    )
+    parser.add_argument("target", type=_target_arg, metavar="HOST:PORT")
+    parser.add_argument(
+        "service",
+        nargs="?",
+        default="",
+        metavar="SERVICE",
+        help='full proto service name, e.g. boulevard.v1.EngineService (default "": the server)',
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=3.0,
+        metavar="SECONDS",
+        help="give up after this long (default 3)",
+    )
+    return parser
+
+
+def check(target: Target, service: str = "", timeout: float = 3.0) -> tuple[int, str]:
+    """(exit code, message) for one health check of `service` at `target`."""
+    what = f"{target.address} {service or '(server)'}"
+    with grpc.insecure_channel(target.address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        try:
+            reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout)
+        except grpc.RpcError as exc:
+            code = exc.code() if isinstance(exc, grpc.Call) else None
+            details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
+            if code == grpc.StatusCode.NOT_FOUND:
+                return NOT_SERVING, f"unhealthy: {what}: SERVICE_UNKNOWN (not served on this port)"
+            name = code.name if code is not None else "error"
+            return NOT_SERVING, f"unhealthy: {what}: no answer ({name}: {details})"
+    status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+    if reply.status == health_pb2.HealthCheckResponse.SERVING:
+        return SERVING, f"healthy: {what}: {status}"
+    return NOT_SERVING, f"unhealthy: {what}: {status}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse printed the reason; keep its exit code (2)
+        return exc.code if isinstance(exc.code, int) else USAGE
+    if not args.timeout > 0:
+        parser.print_usage(sys.stderr)
+        print("error: --timeout must be more than 0", file=sys.stderr)
+        return USAGE
+    code, message = check(args.target, args.service, args.timeout)
+    print(message, file=sys.stdout if code == SERVING else sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,237 @@
+"""deploy/k8s, read as files (no cluster here): a three-node JetStream StatefulSet, a
+Deployment and Service per Boulevard service on its port, streams with three replicas,
+non-root read-only containers probed by the gRPC health check on the right port, and only
+real setting names and real Secret keys in the environment."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit.deploy.support import (
+    HEALTHCHECK,
+    K8S,
+    SERVICES,
+    Service,
+    env_names,
+    load_yaml_documents,
+    manifests,
+)
+
+SECRET_NAME = "boulevard-secrets"
+REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+def objects(kind: str) -> dict[str, dict[str, Any]]:
+    return {doc["metadata"]["name"]: doc for _, doc in manifests() if doc["kind"] == kind}
+
+
+def deployment(service: Service) -> dict[str, Any]:
+    return objects("Deployment")[service.name]
+
+
+def only_container(workload: dict[str, Any]) -> dict[str, Any]:
+    containers: list[dict[str, Any]] = workload["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    return containers[0]
+
+
+def pod_specs() -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (doc["metadata"]["name"], doc["spec"]["template"]["spec"])
+        for _, doc in manifests()
+        if doc["kind"] in ("Deployment", "StatefulSet", "DaemonSet", "Job")
+    ]
+
+
+def env_of(container: dict[str, Any]) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = container.get("env", [])
+    return env
+
+
+def values(container: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in env_of(container) if "value" in e}
+
+
+def secret_keys_used(container: dict[str, Any]) -> dict[str, str]:
+    used = {}
+    for e in env_of(container):
+        ref = e.get("valueFrom", {}).get("secretKeyRef")
+        if ref is not None:
+            assert ref["name"] == SECRET_NAME, e
+            used[e["name"]] = ref["key"]
+    return used
+
+
+def test_every_manifest_is_in_the_kustomization_except_the_secret_template() -> None:
+    (kustomization,) = load_yaml_documents(K8S / "kustomization.yaml")
+    files = {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml", "secret.example.yaml"}
+    assert set(kustomization["resources"]) == files
+    assert kustomization["namespace"] == "boulevard"
+    for _, doc in manifests():
+        namespace = doc.get("metadata", {}).get("namespace")
+        assert namespace in (None, "boulevard"), doc["metadata"]
+
+
+# NATS
+
+
+def test_jetstream_runs_three_clustered_servers_with_a_volume_each() -> None:
+    nats = objects("StatefulSet")["nats"]
+    spec = nats["spec"]
+    assert spec["replicas"] == 3
+    assert spec["podManagementPolicy"] == "Parallel"
+    (claim,) = spec["volumeClaimTemplates"]
+    container = only_container(nats)
+    assert {m["name"]: m["mountPath"] for m in container["volumeMounts"]}[
+        claim["metadata"]["name"]
+    ] == "/data"
+    headless = objects("Service")[spec["serviceName"]]
+    assert headless["spec"]["clusterIP"] == "None"
+    assert headless["spec"]["publishNotReadyAddresses"] is True
+    assert {p["port"] for p in headless["spec"]["ports"]} >= {4222, 6222}
+    assert objects("Service")["nats"]["spec"]["ports"][0]["port"] == 4222
+
+
+def test_the_nats_servers_run_the_shipped_cluster_config() -> None:
+    nats = objects("StatefulSet")["nats"]
+    container = only_container(nats)
+    args = container["args"]
+    config_path = Path(args[args.index("--config") + 1])
+    mount = next(m for m in container["volumeMounts"] if m["mountPath"] == str(config_path.parent))
+    volume = next(
+        v for v in nats["spec"]["template"]["spec"]["volumes"] if v["name"] == mount["name"]
+    )
+    config_map = objects("ConfigMap")[volume["configMap"]["name"]]
+    assert config_path.name in config_map["data"]
+    # Which file that is, and that it says `sync_interval: always`: test_nats_configs.py.
+    assert (
+        config_map["data"][config_path.name] == (K8S.parent / "nats/nats-cluster.conf").read_text()
+    )
+    routes = re.findall(r"nats://([\w.-]+):6222", config_map["data"][config_path.name])
+    headless = nats["spec"]["serviceName"]
+    assert routes == [f"nats-{i}.{headless}" for i in range(3)]
+    env = {e["name"]: e for e in env_of(container)}
+    assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+
+
+def test_nats_gets_every_service_password_from_the_secret() -> None:
+    container = only_container(objects("StatefulSet")["nats"])
+    assert secret_keys_used(container) == {
+        f"NATS_{name.upper()}_PASSWORD": f"nats-{name}-password" for name in SERVICES
+    }
+
+
+# Boulevard services
+
+
+def test_every_service_has_a_deployment_and_a_service() -> None:
+    assert set(objects("Deployment")) == set(SERVICES)
+    assert set(objects("Service")) == {*SERVICES, "nats", "nats-headless"}
+
+
+@pytest.mark.parametrize("service", SERVICES.values(), ids=lambda s: s.name)
+def test_each_service_runs_its_module_on_its_port(service: Service) -> None:
+    container = only_container(deployment(service))
+    assert container["image"] == "boulevard"
+    assert container["args"] == [f"services.{service.name}"]
+    assert container["ports"] == [{"name": "grpc", "containerPort": service.port}]
+    env = values(container)
+    assert env[service.port_setting] == str(service.port)
+    assert env["BOULEVARD_GRPC_HOST"] == "0.0.0.0"
+    (port,) = objects("Service")[service.name]["spec"]["ports"]
+    assert (port["port"], port["targetPort"]) == (service.port, "grpc")
+    selector = objects("Service")[service.name]["spec"]["selector"]
+    labels = deployment(service)["spec"]["template"]["metadata"]["labels"]
+    assert selector.items() <= labels.items()
+
+
+@pytest.mark.parametrize("service", SERVICES.values(), ids=lambda s: s.name)
+def test_each_service_makes_its_streams_with_three_replicas(service: Service) -> None:
+    assert values(only_container(deployment(service)))["BOULEVARD_STREAM_REPLICAS"] == "3"
+
+
+@pytest.mark.parametrize("service", SERVICES.values(), ids=lambda s: s.name)
+def test_each_service_connects_to_nats_as_its_own_user(service: Service) -> None:
+    container = only_container(deployment(service))
+    assert values(container)["NATS_URL"] == f"nats://{service.name}:$(NATS_PASSWORD)@nats:4222"
+    assert secret_keys_used(container)["NATS_PASSWORD"] == f"nats-{service.name}-password"
+
+
+def test_replicas() -> None:
+    replicas = {name: d["spec"]["replicas"] for name, d in objects("Deployment").items()}
+    assert replicas == {"engine": 2, "dice": 2, "matchmaking": 1, "ledger": 1}
+    # The ledger is one writer: never two during a rollout either.
+    assert objects("Deployment")["ledger"]["spec"]["strategy"]["type"] == "Recreate"
+
+
+@pytest.mark.parametrize("service", SERVICES.values(), ids=lambda s: s.name)
+def test_each_service_is_probed_by_the_healthcheck_module_on_its_port(service: Service) -> None:
+    container = only_container(deployment(service))
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert container[probe]["exec"]["command"] == service.probe, probe
+        assert container[probe]["timeoutSeconds"] >= 2, probe
+
+
+@pytest.mark.parametrize("service", SERVICES.values(), ids=lambda s: s.name)
+def test_every_variable_set_is_a_setting_of_that_service(service: Service) -> None:
+    """A typo would be ignored by the service (its settings ignore unknown names), so the
+    only names allowed besides its settings are helpers that another value refers to."""
+    container = only_container(deployment(service))
+    names = [e["name"] for e in env_of(container)]
+    assert len(names) == len(set(names)), "a variable set twice"
+    referenced: set[str] = set()
+    for i, e in enumerate(env_of(container)):
+        for ref in REFERENCE.findall(e.get("value", "")):
+            assert ref in names[:i], f"$({ref}) must be defined before {e['name']}"
+            referenced.add(ref)
+    unknown = set(names) - env_names(service.settings) - referenced
+    assert not unknown, f"{service.name}: not settings of {service.settings.__name__}: {unknown}"
+
+
+# Every container
+
+
+def test_every_secret_key_used_is_in_the_secret_template_and_every_key_is_used() -> None:
+    (secret,) = load_yaml_documents(K8S / "secret.example.yaml")
+    assert secret["metadata"]["name"] == SECRET_NAME
+    used = {
+        key
+        for _, spec in pod_specs()
+        for container in spec["containers"]
+        for key in secret_keys_used(container).values()
+    }
+    assert used == set(secret["stringData"])
+
+
+@pytest.mark.parametrize("name_and_spec", pod_specs(), ids=lambda ns: ns[0])
+def test_every_container_runs_non_root_read_only_with_health_probes(
+    name_and_spec: tuple[str, dict[str, Any]],
+) -> None:
+    name, spec = name_and_spec
+    pod = spec.get("securityContext", {})
+    assert spec.get("automountServiceAccountToken") is False
+    for container in spec.get("initContainers", []) + spec["containers"]:
+        own = container.get("securityContext", {})
+        assert own.get("runAsNonRoot", pod.get("runAsNonRoot")) is True, name
+        assert own.get("runAsUser", pod.get("runAsUser", 0)) > 0, name
+        assert own["readOnlyRootFilesystem"] is True, name
+        assert own["allowPrivilegeEscalation"] is False, name
+        assert own["capabilities"]["drop"] == ["ALL"], name
+        assert "requests" in container["resources"], name
+        assert "memory" in container["resources"]["limits"], name
+        for probe in ("readinessProbe", "livenessProbe"):
+            assert probe in container, f"{name}: no {probe}"
+        command = container["readinessProbe"].get("exec", {}).get("command", [])
+        if container.get("image") == "boulevard":
+            assert command[:3] == HEALTHCHECK, name
+
+
+def test_matchmaking_bots_reach_the_engine_through_its_service() -> None:
+    env = values(only_container(objects("Deployment")["matchmaking"]))
+    assert env["BOULEVARD_ENGINE_HOST"] in objects("Service")
+    (port,) = objects("Service")[env["BOULEVARD_ENGINE_HOST"]]["spec"]["ports"]
+    assert env["BOULEVARD_ENGINE_PORT"] == str(port["port"]) == str(SERVICES["engine"].port)
