@@ -4,6 +4,7 @@ nats-server: bots play every seat; afterwards the dice verify and the ledger rec
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import uuid
@@ -150,5 +151,39 @@ def test_list_games_filters_by_status_game_and_player(platform: Platform) -> Non
             assert vegas.game_id not in await ids(game="lords_of_vegas")
             assert {vegas.game_id, lords.game_id} <= await ids(player_id="p1")
             assert not await ids(player_id="nobody")
+
+    asyncio.run(run())
+
+
+def test_hidden_information_stays_hidden_until_the_end(platform: Platform) -> None:
+    """The deck order (the shuffle's values) never reaches a player or a spectator while the
+    game runs: not in WatchGame events, not in SubmitAction results, not in views."""
+
+    async def run() -> None:
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            stub = engine_pb2_grpc.EngineServiceStub(channel)
+            created = await create(stub, "lords_of_vegas", 2)
+            for token in ("", created.player_tokens[0]):
+                request = engine_pb2.WatchGameRequest(game_id=created.game_id, player_token=token)
+                shuffles = 0
+                async for update in stub.WatchGame(request):
+                    if update.event.type == "ChanceResolved":
+                        payload = json.loads(update.event.payload)
+                        if payload["kind"] == "shuffle":
+                            shuffles += 1
+                            assert payload["values"] == []
+                    if update.HasField("view"):
+                        assert not update.view.lords_of_vegas.deck
+                        if shuffles:
+                            break
+                assert shuffles == 1
+            got = await stub.GetGame(
+                engine_pb2.GetGameRequest(
+                    game_id=created.game_id, player_token=created.player_tokens[1]
+                )
+            )
+            assert got.status == engine_pb2.GAME_STATUS_ACTIVE
+            assert not got.view.lords_of_vegas.deck
+            assert got.view.lords_of_vegas.cards_left > 0
 
     asyncio.run(run())
