@@ -6,10 +6,13 @@ real setting names and real Secret keys in the environment."""
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.unit.deploy.support import (
     HEALTHCHECK,
@@ -22,6 +25,7 @@ from tests.unit.deploy.support import (
 )
 
 SECRET_NAME = "boulevard-secrets"
+NOT_APPLIED = {"kustomization.yaml", "secret.example.yaml"}
 REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 
@@ -68,12 +72,32 @@ def secret_keys_used(container: dict[str, Any]) -> dict[str, str]:
 
 def test_every_manifest_is_in_the_kustomization_except_the_secret_template() -> None:
     (kustomization,) = load_yaml_documents(K8S / "kustomization.yaml")
-    files = {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml", "secret.example.yaml"}
+    files = {p.name for p in K8S.glob("*.yaml")} - NOT_APPLIED
     assert set(kustomization["resources"]) == files
     assert kustomization["namespace"] == "boulevard"
     for _, doc in manifests():
         namespace = doc.get("metadata", {}).get("namespace")
         assert namespace in (None, "boulevard"), doc["metadata"]
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kustomize_builds_every_object_into_the_namespace() -> None:
+    built = subprocess.run(
+        ["kubectl", "kustomize", str(K8S)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    docs = [doc for doc in yaml.safe_load_all(built) if doc]
+    expected = [doc for path, doc in manifests() if path.name not in NOT_APPLIED]
+    assert len(docs) == len(expected)
+    for doc in docs:
+        if doc["kind"] != "Namespace":
+            assert doc["metadata"]["namespace"] == "boulevard", doc["metadata"]
+    images = {
+        c["image"]
+        for doc in docs
+        if doc["kind"] in ("Deployment", "StatefulSet")
+        for c in doc["spec"]["template"]["spec"]["containers"]
+    }
+    assert images == {"boulevard:0.1.0", "nats:2.12"}
 
 
 # NATS
