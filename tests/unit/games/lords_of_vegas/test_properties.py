@@ -183,3 +183,24 @@ def test_views_round_trip_through_the_codec_and_hide_the_deck(seed: int) -> None
             assert seen.deck == ()
             assert views.loads(views.dumps(seen)) == seen
             assert GAME.render(seen)
+
+
+def test_a_thousand_random_games_keep_money_limits_and_replay() -> None:
+    """Breadth over depth: 1,000 random legal games (2, 3 and 4 players) with the cheap
+    invariants checked after every event — money as the transfers say, component limits —
+    and every log replaying to the same state. The tests above check more per game."""
+    from boulevard.games.playout import playout
+
+    for seed in range(1000):
+        players = 2 + seed % 3
+        result = playout(GAME, GameConfig(players), random.Random(seed), GAME.bots["random"])
+        assert GAME.outcome(result.state).finished
+        state = GAME.initial_state()
+        ledger: Counter[str] = Counter()
+        for ev in result.events:
+            state = GAME.evolve(state, ev)
+            for t in transfers_of(ev):
+                ledger[t.source] -= t.amount
+                ledger[t.target] += t.amount
+            check_invariants(state, ledger)
+        assert state == result.state
