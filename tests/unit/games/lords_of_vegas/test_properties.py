@@ -9,6 +9,9 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from boulevard.games.base import GameConfig, RulesError, transfers_of
 from boulevard.games.codec import Codec
 from boulevard.games.lords_of_vegas import GAME
@@ -39,8 +42,6 @@ from boulevard.games.lords_of_vegas.types import (
     TradeOffer,
 )
 from boulevard.games.playout import resolve_locally
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 EVENTS = Codec(GAME.event_types)
 COMMANDS = Codec(GAME.command_types)
