@@ -323,6 +323,8 @@ async def _reconcile(client: LedgerClient, game: str, entries: list[JournalEntry
         raise AuditFailed(f"game {game}: cannot replay its events: {exc}") from None
     local = reconcile(game, entries, trail)
     if local is not None:
-        raise AuditFailed(f"reconcile: {local}")
+        seq = next((e.seq for e in entries if e.source.version == local.version), None)
+        where = f"entry {seq}" if seq is not None else "no ledger entry for that event"
+        raise AuditFailed(f"reconcile: {local} ({where})")
     if not reply.reconciled:
         raise AuditFailed(f"reconcile: the ledger service reports: {reply.message}")
