@@ -8,7 +8,9 @@ denominator, a gRPC server whose one method does nothing (also its own process).
 after another:
 
 - raw: unary no-op calls/s through gRPC, 1 client and N clients (N tasks, one call at a
-  time each) — the ceiling of any client-facing RPC on this machine;
+  time each) — the ceiling of any client-facing RPC on this machine; and JetStream KV
+  updates by revision (compare-and-set), 1 and 64 at once — what a ticket's life is made
+  of (about 6-7 such writes and reads per ticket, see docs/performance-matchmaking.md);
 - drain: 1,000 tickets that can all be matched (2-4 seats) are created at once (64 in
   flight); tickets matched per second = 1,000 / (last assignment - first CreateTicket),
   and each ticket's CreateTicket -> assignment time (client clock at the call, the
@@ -85,6 +87,25 @@ async def noop_rate(address: str, clients: int, seconds: float) -> float:
         return sum(counts) / (time.perf_counter() - start)
 
 
+async def kv_cas_rate(nc: nats.NATS, workers: int, seconds: float) -> float:
+    """Raw JetStream KV compare-and-set updates/s (the operation matchmaking is made of),
+    `workers` keys each updated one at a time by revision."""
+    kv = await open_bucket(nc.jetstream(), "rawbench", 1)
+    value = b"x" * 200  # about a Ticket's size
+    revs = [await kv.put(f"k{i}", value) for i in range(workers)]
+    stop = time.perf_counter() + seconds
+    counts = [0] * workers
+
+    async def loop(i: int) -> None:
+        while time.perf_counter() < stop:
+            revs[i] = await kv.update(f"k{i}", value, last=revs[i])
+            counts[i] += 1
+
+    start = time.perf_counter()
+    await asyncio.gather(*(loop(i) for i in range(workers)))
+    return sum(counts) / (time.perf_counter() - start)
+
+
 # ---- matchmaking ----
 
 
@@ -121,7 +142,10 @@ async def drain(
         async with gate:
             t0 = time.time()
             r = await stub.CreateTicket(
-                pb.CreateTicketRequest(player_id=f"d{tag}-{i}", game=GAME, min_seats=2, max_seats=4)
+                pb.CreateTicketRequest(
+                    player_id=f"d{tag}-{i}", game=GAME, min_seats=2, max_seats=4
+                ),
+                timeout=30,
             )
             started[r.ticket.ticket_id] = t0
 
@@ -161,10 +185,10 @@ async def steady(
                 pb.CreateTicketRequest(
                     player_id=f"s{tag}-{i}", game=GAME, min_seats=2, max_seats=2,
                     request_id=f"{n}",
-                )
+                ), timeout=30,
             )  # fmt: skip
             async for update in stub.WatchTicket(
-                pb.WatchTicketRequest(ticket_id=r.ticket.ticket_id)
+                pb.WatchTicketRequest(ticket_id=r.ticket.ticket_id), timeout=30
             ):
                 if update.ticket.status == pb.TICKET_STATUS_ASSIGNED:
                     latencies.append(time.perf_counter() - t0)
@@ -197,7 +221,8 @@ async def fill_unmatchable(
                 pb.PlayerRating(player_id=player, game=GAME, mu=1000.0 + 500 * i, sigma=1),
             )
             await stub.CreateTicket(
-                pb.CreateTicketRequest(player_id=player, game=GAME, min_seats=5, max_seats=5)
+                pb.CreateTicketRequest(player_id=player, game=GAME, min_seats=5, max_seats=5),
+                timeout=30,
             )
 
     await asyncio.gather(*(one(i) for i in range(n)))
@@ -215,10 +240,11 @@ async def wait_serving(stub: matchmaking_pb2_grpc.MatchmakingServiceStub) -> Non
             await asyncio.sleep(0.1)
 
 
-def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+def start(args: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
+    log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
     return subprocess.Popen(
         [sys.executable, *args], env=env, cwd=ROOT,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
 
 
@@ -244,8 +270,8 @@ async def measure(seconds: float, clients: int, runs: int, waiting: int) -> None
             BOULEVARD_LOG_LEVEL="warning",
             PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "libs")]),
         )
-        mm = start(["-m", "services.matchmaking"], env)
-        noop = start([__file__, "--noop-server", str(noop_port)], env)
+        mm = start(["-m", "services.matchmaking"], env, Path(tmp) / "matchmaking.log")
+        noop = start([__file__, "--noop-server", str(noop_port)], env, Path(tmp) / "noop.log")
         nc = await nats.connect(server.url)
         try:
             async with grpc.aio.insecure_channel(f"127.0.0.1:{mm_port}") as channel:
@@ -261,6 +287,8 @@ async def measure(seconds: float, clients: int, runs: int, waiting: int) -> None
                 for run in range(runs):
                     note("raw", {"1": await noop_rate(noop_address, 1, seconds)})
                     note("raw", {"N": await noop_rate(noop_address, clients, seconds)})
+                    note("raw", {"kv 1": await kv_cas_rate(nc, 1, seconds)})
+                    note("raw", {"kv 64": await kv_cas_rate(nc, 64, seconds)})
                     note("drain", await drain(nc, stub, 1000))
                     if run == 0:
                         await fill_unmatchable(nc, stub, waiting)
@@ -268,15 +296,24 @@ async def measure(seconds: float, clients: int, runs: int, waiting: int) -> None
                     note("steady", {"waiting": float(queues[0].waiting)})
                     note("steady", await steady(stub, clients, seconds))
                 med = {k: statistics.median(v) for k, v in results.items()}
+        except BaseException:
+            print((Path(tmp) / "matchmaking.log").read_text()[-3000:], file=sys.stderr)
+            raise
         finally:
             await nc.close()
             end(mm)
             end(noop)
             server.stop()
     raw1, rawn = med["raw 1"], med["raw N"]
-    print(f"matchmaking bench: {runs} runs, medians; N = {clients} clients; sync_interval always")
+    load = os.getloadavg()[0]
+    print(
+        f"matchmaking bench: {runs} runs, medians; N = {clients} clients; sync_interval always;"
+        f" load average {load:.1f} on {os.cpu_count()} CPUs"
+    )
     print(f"  raw gRPC unary no-op, 1 client            {raw1:>9,.0f} calls/s")
     print(f"  raw gRPC unary no-op, {clients} clients          {rawn:>9,.0f} calls/s")
+    print(f"  raw JetStream KV update by revision, 1      {med['raw kv 1']:>9,.0f} updates/s")
+    print(f"  raw JetStream KV update by revision, 64     {med['raw kv 64']:>9,.0f} updates/s")
     print(
         f"  drain 1,000 matchable tickets (2-4 seats)  {med['drain tickets/s']:>9,.0f} tickets/s"
         f"   ratio to raw N {med['drain tickets/s'] / rawn:5.2f}"
@@ -287,7 +324,8 @@ async def measure(seconds: float, clients: int, runs: int, waiting: int) -> None
         f"  steady, {med['steady waiting']:.0f} waiting, {clients} clients (2 seats)"
         f"  {med['steady tickets/s']:>9,.0f} tickets/s"
         f"   ratio to raw N {med['steady tickets/s'] / rawn:5.2f}"
-        f"   create->assigned p50 {med['steady p50 ms']:,.1f} ms  p99 {med['steady p99 ms']:,.1f} ms"
+        f"   create->assigned p50 {med['steady p50 ms']:,.1f} ms"
+        f"  p99 {med['steady p99 ms']:,.1f} ms"
     )
 
 

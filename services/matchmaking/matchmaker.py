@@ -180,11 +180,21 @@ class Matchmaker:
         self.view[ticket.ticket_id] = viewed
         if ticket.status == pb.TICKET_STATUS_WAITING:
             self._wake.set()
-        if ticket.status == pb.TICKET_STATUS_ASSIGNED and ticket.match_id not in self._seen_matches:
-            self._seen_matches.add(ticket.match_id)
-            self._formed[ticket.game].append((ticket.updated_unix_ms, ticket.match_id))
+        if ticket.status == pb.TICKET_STATUS_ASSIGNED:
+            self._count_match(ticket)
         for q in self._watchers.get(ticket.ticket_id, ()):
             q.put_nowait(viewed)
+
+    def _count_match(self, ticket: pb.Ticket) -> None:
+        """Remember matches assigned in the last minute (for ListQueues), once each."""
+        since = self.clock() - 60_000
+        if ticket.match_id in self._seen_matches or ticket.updated_unix_ms < since:
+            return
+        formed = self._formed[ticket.game]
+        formed.append((ticket.updated_unix_ms, ticket.match_id))
+        self._seen_matches.add(ticket.match_id)
+        while formed and formed[0][0] < since:
+            self._seen_matches.discard(formed.popleft()[1])
 
     # ---- tickets ----
 
@@ -363,7 +373,7 @@ class Matchmaker:
         for g, s in stats.items():
             formed = self._formed[g]
             while formed and formed[0][0] < now - 60_000:
-                formed.popleft()
+                self._seen_matches.discard(formed.popleft()[1])
             s.matches_last_minute = sum(1 for t, _ in formed if t <= now)
         return [stats[g] for g in games]
 
