@@ -203,6 +203,10 @@ class Engine:
             evicted, _ = self._sessions.popitem(last=False)
             self._locks.pop(evicted, None)
 
+    def cached(self, game_id: str) -> Session | None:
+        """The game as this replica last saw it, if it holds it (no I/O, no lock)."""
+        return self._sessions.get(game_id)
+
     async def _load_or_none(self, game_id: str) -> Session | None:
         cached = self._sessions.get(game_id)
         if cached is not None:

@@ -26,14 +26,6 @@ def status_of(session: Session) -> engine_pb2.GameStatus.ValueType:
     return engine_pb2.GAME_STATUS_FINISHED if session.finished else engine_pb2.GAME_STATUS_ACTIVE
 
 
-def to_act(session: Session) -> list[int]:
-    """The seats that may act now (what a table of clients needs to know whom to wake)."""
-    if session.finished is not None:
-        return []
-    game, state = session.game, session.state
-    return [s.seat for s in session.created.seats if game.legal_commands(state, s.seat)]
-
-
 def summary_json(session: Session) -> bytes:
     return json.dumps(
         {
@@ -87,6 +79,14 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             seed_commitment=created.seed_commitment,
         )
 
+    @staticmethod
+    def _view(session: Session, seat: int | None) -> engine_pb2.GameView:
+        def compute() -> engine_pb2.GameView:
+            return mapping.view_to_proto(session.game, session.game.view(session.state, seat))
+
+        view: engine_pb2.GameView = session.memo("view", seat, compute)
+        return view
+
     def _seat(self, token: str, game_id: str) -> int | None:
         """The caller's seat, or None for a spectator (no token)."""
         if not token:
@@ -103,8 +103,8 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             game=session.game.name,
             version=session.version,
             status=status_of(session),
-            view=mapping.view_to_proto(session.game, session.game.view(session.state, seat)),
-            to_act=to_act(session),
+            view=self._view(session, seat),
+            to_act=session.to_act(),
         )
 
     async def ListLegalActions(
@@ -114,7 +114,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         if seat is None:
             raise Unauthenticated("a player token is required")
         session = await self.engine.load(request.game_id)
-        legal = [] if session.finished else session.game.legal_commands(session.state, seat)
+        legal = session.legal(seat)
         return engine_pb2.ListLegalActionsResponse(
             version=session.version,
             actions=[mapping.command_to_action(session.game, c) for c in legal],
@@ -165,9 +165,11 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                 if i == len(batch) - 1:
                     # One view per burst of events (the state after the last of them):
                     # views are what watching costs, and a client draws only the latest.
-                    view = watched.game.view(watched.state, seat)
-                    update.view.CopyFrom(mapping.view_to_proto(watched.game, view))
-                    update.to_act.extend(to_act(watched))
+                    # The live game at the same version has them computed already.
+                    live = self.engine.cached(watched.game_id)
+                    source = live if live and live.version == watched.version else watched
+                    update.view.CopyFrom(self._view(source, seat))
+                    update.to_act.extend(source.to_act())
                 yield update
                 if finished:
                     return

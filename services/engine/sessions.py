@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,30 @@ class Session:
     # The latest envelopes this process appended or read, by version: a command's result
     # comes from here instead of re-reading the log (bounded; older results are read).
     recent: dict[int, events_pb2.EventEnvelope] = field(default_factory=dict)
+    # What readers ask of one version again and again (every watcher, every poll): the
+    # legal commands per seat and the typed view per seat, dropped when the version moves.
+    _memo: dict[tuple[str, int | None], Any] = field(default_factory=dict)
+    _memo_version: int = -1
+
+    def memo(self, kind: str, seat: int | None, compute: Callable[[], Any]) -> Any:
+        if self._memo_version != self.version:
+            self._memo.clear()
+            self._memo_version = self.version
+        key = (kind, seat)
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    def legal(self, seat: int) -> Sequence[Any]:
+        if self.finished is not None:
+            return ()
+        return self.memo(  # type: ignore[no-any-return]
+            "legal", seat, lambda: self.game.legal_commands(self.state, seat)
+        )
+
+    def to_act(self) -> list[int]:
+        """The seats that may act now (what a table of clients needs to know whom to wake)."""
+        return [s.seat for s in self.created.seats if self.legal(s.seat)]
 
     def remember(self, envelope: events_pb2.EventEnvelope, keep: int = 512) -> None:
         self.recent[int(envelope.version)] = envelope
