@@ -89,9 +89,18 @@ class RunningService:
         for name in ("", *self.app.service_names):
             await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         await self.server.stop(self.settings.shutdown_grace_seconds)
-        await self.app.stop()
+        try:
+            await asyncio.wait_for(self.app.stop(), self.settings.shutdown_grace_seconds)
+        except TimeoutError:
+            log.warning("the app did not stop in time", service=self.app.name)
         if not self.nc.is_closed:
-            await self.nc.drain()
+            try:
+                # Drain flushes what we published; bounded, so a stuck subscription
+                # cannot keep a stopping process alive.
+                await asyncio.wait_for(self.nc.drain(), self.settings.shutdown_grace_seconds)
+            except TimeoutError:
+                log.warning("nats drain timed out; closing", service=self.app.name)
+                await self.nc.close()
         log.info("stopped", service=self.app.name)
 
 
