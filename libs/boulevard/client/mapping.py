@@ -37,10 +37,11 @@ from enum import Enum
 from functools import cache
 from typing import Any, Union
 
-from boulevard.api.v1 import engine_pb2
-from boulevard.games.base import GameDefinition, RulesError
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message
+
+from boulevard.api.v1 import engine_pb2
+from boulevard.games.base import GameDefinition, RulesError
 
 AnyGame = GameDefinition[Any, Any, Any, Any]
 

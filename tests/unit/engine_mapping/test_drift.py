@@ -9,14 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from boulevard.api.v1 import engine_pb2
-from boulevard.games import REGISTRY
-from boulevard.games.base import GameDefinition, RulesError
-from boulevard.games.las_vegas import GAME as LAS_VEGAS
-from boulevard.games.lords_of_vegas import GAME as LORDS_OF_VEGAS
-from boulevard.games.lords_of_vegas.types import AssignReorganizedDice as _ASSIGN
-from boulevard.games.lords_of_vegas.types import Colour
 
+from boulevard.api.v1 import engine_pb2
 from boulevard.client.mapping import (
     ProtoMappingError,
     action_to_command,
@@ -27,6 +21,12 @@ from boulevard.client.mapping import (
     snake_case,
     view_to_proto,
 )
+from boulevard.games import REGISTRY
+from boulevard.games.base import GameDefinition, RulesError
+from boulevard.games.las_vegas import GAME as LAS_VEGAS
+from boulevard.games.lords_of_vegas import GAME as LORDS_OF_VEGAS
+from boulevard.games.lords_of_vegas.types import AssignReorganizedDice as _ASSIGN
+from boulevard.games.lords_of_vegas.types import Colour
 
 AnyGame = GameDefinition[Any, Any, Any, Any]
 GAMES = [pytest.param(game, id=name) for name, game in sorted(REGISTRY.items())]

@@ -4,7 +4,9 @@ developer can act on, never a crash."""
 from __future__ import annotations
 
 import pytest
+
 from boulevard.api.v1 import engine_pb2
+from boulevard.client.mapping import action_to_command, command_to_action, proto_to_view
 from boulevard.games.base import RulesError
 from boulevard.games.las_vegas import GAME as LAS_VEGAS
 from boulevard.games.lords_of_vegas import GAME as LORDS_OF_VEGAS
@@ -15,8 +17,6 @@ from boulevard.games.lords_of_vegas.types import (
     ProposeTrade,
     TradeOffer,
 )
-
-from boulevard.client.mapping import action_to_command, command_to_action, proto_to_view
 
 
 def _malformed(action: engine_pb2.Action, match: str, game: object = LORDS_OF_VEGAS) -> None:

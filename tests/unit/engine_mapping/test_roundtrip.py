@@ -8,11 +8,8 @@ import random
 from typing import Any
 
 import pytest
-from boulevard.api.v1 import engine_pb2
-from boulevard.games import REGISTRY
-from boulevard.games.base import GameConfig, GameDefinition
-from boulevard.games.playout import playout
 
+from boulevard.api.v1 import engine_pb2
 from boulevard.client.mapping import (
     action_to_command,
     command_to_action,
@@ -20,6 +17,9 @@ from boulevard.client.mapping import (
     proto_to_view,
     view_to_proto,
 )
+from boulevard.games import REGISTRY
+from boulevard.games.base import GameConfig, GameDefinition
+from boulevard.games.playout import playout
 
 AnyGame = GameDefinition[Any, Any, Any, Any]
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import random
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from boulevard.games.base import GameConfig
 from boulevard.games.las_vegas import GAME
 from boulevard.games.las_vegas.bots import heuristic_bot, random_bot
 from boulevard.games.las_vegas.types import PlaceDice, Roll
 from boulevard.games.playout import playout
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from tests.unit.games.las_vegas.builders import At, K, table
 
 

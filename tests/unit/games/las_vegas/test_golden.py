@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+
 from boulevard.games.base import ChanceResolved, GameConfig
 from boulevard.games.las_vegas import GAME
 from boulevard.games.las_vegas.types import DicePlaced, PlaceDice
-
 from tests.unit.games.las_vegas.golden import GOLDEN, Golden, read
 
 

@@ -8,6 +8,9 @@ from dataclasses import fields, replace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from boulevard.games.base import (
     BANK,
     ChanceResolved,
@@ -31,8 +34,6 @@ from boulevard.games.las_vegas.types import (
     RoundStarted,
 )
 from boulevard.games.playout import Playout, playout
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 CODEC = Codec(GAME.event_types)
 COMMANDS = Codec(GAME.command_types)

@@ -12,7 +12,6 @@ from boulevard.games.las_vegas import GAME
 from boulevard.games.las_vegas.data import NOTE_VALUES
 from boulevard.games.las_vegas.types import DicePlaced, PlaceDice, Roll
 from boulevard.games.testing import spec
-
 from tests.unit.games.las_vegas.builders import At, K, payout, rolled, table
 
 ANNA, BENNO, CARLA, DENNY = 0, 1, 2, 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+
 from boulevard.games.base import ChanceKind, ChanceRequest, ChanceResolved, GameConfig, RulesError
 from boulevard.games.las_vegas import GAME
 from boulevard.games.las_vegas.data import NOTE_VALUES
@@ -21,7 +22,6 @@ from boulevard.games.las_vegas.types import (
     RoundStarted,
 )
 from boulevard.games.testing import spec
-
 from tests.unit.games.las_vegas.builders import (
     At,
     K,

@@ -7,6 +7,7 @@ import random
 from fractions import Fraction
 
 import pytest
+
 from boulevard.games.base import GameConfig
 from boulevard.games.lords_of_vegas import GAME
 from boulevard.games.lords_of_vegas.rules import gamble_settlement

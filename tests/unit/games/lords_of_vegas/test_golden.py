@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from boulevard.games.base import ChanceResolved, GameConfig
 from boulevard.games.codec import Codec
 from boulevard.games.lords_of_vegas import GAME

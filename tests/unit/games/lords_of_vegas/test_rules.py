@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+
 from boulevard.games.base import (
     ChanceKind,
     ChanceRequest,
