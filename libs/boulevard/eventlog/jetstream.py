@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 from nats.js.api import DeliverPolicy
 from nats.js.errors import APIError, NotFoundError
@@ -146,6 +147,20 @@ class JetStreamEventStore:
             raise APIError(code=400, err_code=DUPLICATE, description="duplicate")
         return ack.seq
 
+    async def subscribe_all(
+        self, stream_id: str, on_message: Callable[[Msg], Awaitable[None]]
+    ) -> Subscription:
+        """An ordered push consumer over the stream id's subject from its first message."""
+        return await self._js.subscribe(
+            self.subject(stream_id),
+            stream=self.stream,
+            cb=on_message,
+            ordered_consumer=True,
+            deliver_policy=DeliverPolicy.ALL,
+            idle_heartbeat=5.0,
+            pending_msgs_limit=1_000_000,
+        )
+
     async def read(self, stream_id: str, from_version: int = 1) -> list[RecordedEvent]:
         check_stream_id(stream_id)
         last_version, last_seq = await self._head(stream_id)
@@ -162,14 +177,7 @@ class JetStreamEventStore:
             if seq >= last_seq and not done.done():
                 done.set_result(None)
 
-        sub = await self._js.subscribe(
-            self.subject(stream_id),
-            stream=self.stream,
-            cb=on_message,
-            ordered_consumer=True,
-            deliver_policy=DeliverPolicy.ALL,
-            pending_msgs_limit=1_000_000,
-        )
+        sub = await self.subscribe_all(stream_id, on_message)
         try:
             await asyncio.wait_for(done, self._read_timeout)
         finally:
@@ -190,14 +198,7 @@ async def follow(
     async def on_message(msg: Msg) -> None:
         await queue.put(msg)
 
-    sub = await store._js.subscribe(
-        store.subject(stream_id),
-        stream=store.stream,
-        cb=on_message,
-        ordered_consumer=True,
-        deliver_policy=DeliverPolicy.ALL,
-        idle_heartbeat=5.0,
-    )
+    sub = await store.subscribe_all(stream_id, on_message)
     try:
         while True:
             msgs = [await queue.get()]
