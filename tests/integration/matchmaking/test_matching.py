@@ -114,11 +114,16 @@ async def test_cancel_racing_formation_never_matches_the_cancelled_ticket(nats_s
     placed = check_matches(await formed_matches(nc), tickets)
     counts = Counter(outcomes.values())
     print(counts, "abandoned", abandoned)
-    assert counts["cancelled"] > 0 and len(placed) > 0
+    # Which side wins each race depends on timing; every outcome is checked below.
+    assert len(outcomes) == 80 and len(placed) > 0
     for tid, outcome in outcomes.items():
         t = tickets[tid]
         if outcome == "cancelled":
             assert t.status == pb.TICKET_STATUS_CANCELLED
             assert t.player_id not in placed, "a cancelled ticket was matched"
+        elif t.status == pb.TICKET_STATUS_ASSIGNED:
+            assert t.player_id in placed  # the cancel lost to a match that went through
         else:
-            assert t.status == pb.TICKET_STATUS_ASSIGNED and t.player_id in placed
+            # The cancel met the ticket MATCHED; that match then fell through (another of
+            # its tickets was cancelled first) and the ticket went back to the queue.
+            assert t.status == pb.TICKET_STATUS_WAITING and t.player_id not in placed
