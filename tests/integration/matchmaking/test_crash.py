@@ -89,13 +89,28 @@ async def test_sigkill_during_matching_loses_no_ticket_and_matches_none_twice(
                     created[i] = (await stub.CreateTicket(requests[i], timeout=5)).ticket
 
             async def kill_while_matching() -> None:
-                await eventually(lambda: _ge(nc, 4), within=20, every=0.005)
-                first.kill()
+                """SIGKILL as soon as a ticket is reserved for a match (after a few matches
+                went through): the process is then between forming and assigning."""
+                watcher = await (await nc.jetstream().key_value("tickets")).watch("t.>")
+                try:
+                    async for entry in watcher:
+                        if entry is None or not entry.value:
+                            continue
+                        t = pb.Ticket.FromString(entry.value)
+                        if t.status == pb.TICKET_STATUS_MATCHED and await _ge(nc, 3):
+                            first.kill()
+                            return
+                finally:
+                    await watcher.stop()
 
+            killer = asyncio.create_task(kill_while_matching())
+            await asyncio.sleep(0.2)  # the watch is set up
             creating = [asyncio.create_task(create(i)) for i in range(len(requests))]
-            await kill_while_matching()
+            await asyncio.wait_for(killer, 30)
             await asyncio.gather(*creating)
         assert first.process is not None and first.process.returncode == -9
+        left = await read_tickets(nc, [t.ticket_id for t in created.values()])
+        half_made = sum(1 for t in left.values() if t.status == pb.TICKET_STATUS_MATCHED)
         assert 0 < len(created) < len(requests) or len(created) == len(requests)
 
         second.start()
@@ -114,8 +129,9 @@ async def test_sigkill_during_matching_loses_no_ticket_and_matches_none_twice(
         placed = check_matches(matches, tickets)
         assert len(placed) >= 200
         print(
-            f"killed after {len(created)} tickets; matches {len(matches)}; "
-            f"recovered after restart: {second.log().count('recovering match')}"
+            f"killed after {len(created)} tickets with {half_made} in half-made matches; "
+            f"matches {len(matches)}; recovered after restart: "
+            f"{second.log().count('recovering match')}"
         )
     finally:
         first.kill()
