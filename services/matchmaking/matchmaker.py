@@ -309,6 +309,12 @@ class Matchmaker:
             ticket, revision = await self.get_ticket(ticket_id)
             if ticket.status == pb.TICKET_STATUS_CANCELLED:
                 return ticket
+            if ticket.status == pb.TICKET_STATUS_MATCHED:
+                await self._request_cancel(ticket, revision)
+                raise FailedPrecondition(
+                    f"ticket {ticket_id} is in a match being formed; if that match falls "
+                    "through the ticket will be cancelled"
+                )
             if ticket.status != pb.TICKET_STATUS_WAITING:
                 raise FailedPrecondition(
                     f"ticket {ticket_id} is {status_name(ticket.status)}: only a waiting "
@@ -327,6 +333,22 @@ class Matchmaker:
             log.info("ticket cancelled", ticket_id=ticket_id)
             return done
         raise Aborted(f"ticket {ticket_id} keeps changing; retry")
+
+    async def _request_cancel(self, ticket: pb.Ticket, revision: int) -> None:
+        """Mark a MATCHED ticket so that, if its match is abandoned, it is cancelled."""
+        for _ in range(CAS_ATTEMPTS):
+            if ticket.status != pb.TICKET_STATUS_MATCHED or ticket.cancel_requested:
+                return
+            marked = pb.Ticket()
+            marked.CopyFrom(ticket)
+            marked.cancel_requested = True
+            try:
+                revision = await self.tickets.update(ticket_key(ticket.ticket_id), marked, revision)
+            except Conflict:
+                ticket, revision = await self.get_ticket(ticket.ticket_id)
+                continue
+            self._saw(marked, revision)
+            return
 
     async def watch_ticket(self, ticket_id: str) -> AsyncIterator[pb.Ticket]:
         """The ticket now, then each change, until it is final."""
@@ -595,7 +617,11 @@ class Matchmaker:
                 t, revision = got
                 if t.status != pb.TICKET_STATUS_MATCHED or t.match_id != match_id:
                     break
-                t.status = pb.TICKET_STATUS_WAITING
+                if t.cancel_requested:
+                    t.status = pb.TICKET_STATUS_CANCELLED
+                    t.status_reason = "cancelled by the player while it was being matched"
+                else:
+                    t.status = pb.TICKET_STATUS_WAITING
                 t.match_id = ""
                 t.updated_unix_ms = self.clock()
                 try:

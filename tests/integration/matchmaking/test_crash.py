@@ -142,9 +142,13 @@ async def _ge(nc: NATS, n: int) -> bool:
     return await stream_count(nc) >= n
 
 
-async def test_a_half_reserved_match_left_by_a_crash_is_abandoned(nats_server, nc) -> None:
+@pytest.mark.parametrize("cancel_meanwhile", [False, True])
+async def test_a_half_reserved_match_left_by_a_crash_is_abandoned(
+    nats_server, nc, cancel_meanwhile: bool
+) -> None:
     """The state a crash leaves after reserving some of a match's tickets: the restarted
-    service puts them back in the queue and matches them again."""
+    service puts them back in the queue and matches them again — or, if the player asked to
+    cancel meanwhile, cancels them."""
     settings = mm_settings(nats_server.url)
     async with running_mm(settings) as svc, stub_for(svc.address) as stub:
         a = (
@@ -179,6 +183,17 @@ async def test_a_half_reserved_match_left_by_a_crash_is_abandoned(nats_server, n
     await tickets.update(ticket_key(a.ticket_id), reserved, revision)  # b never reserved
 
     async with running_mm(settings) as svc, stub_for(svc.address) as stub:
+        if cancel_meanwhile:
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await stub.CancelTicket(pb.CancelTicketRequest(ticket_id=a.ticket_id))
+            assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            gone = await eventually(
+                lambda: _with_status(stub, a.ticket_id, pb.TICKET_STATUS_CANCELLED), within=10
+            )
+            assert gone.cancel_requested and gone.match_id == ""
+            b_now = (await stub.GetTicket(pb.GetTicketRequest(ticket_id=b.ticket_id))).ticket
+            assert b_now.status == pb.TICKET_STATUS_WAITING
+            return
         back = await eventually(
             lambda: _with_status(stub, a.ticket_id, pb.TICKET_STATUS_WAITING), within=10
         )

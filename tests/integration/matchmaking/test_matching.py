@@ -125,5 +125,6 @@ async def test_cancel_racing_formation_never_matches_the_cancelled_ticket(nats_s
             assert t.player_id in placed  # the cancel lost to a match that went through
         else:
             # The cancel met the ticket MATCHED; that match then fell through (another of
-            # its tickets was cancelled first) and the ticket went back to the queue.
-            assert t.status == pb.TICKET_STATUS_WAITING and t.player_id not in placed
+            # its tickets was cancelled first), so the ticket was cancelled, not requeued.
+            assert t.status == pb.TICKET_STATUS_CANCELLED and t.player_id not in placed
+            assert t.cancel_requested

@@ -105,8 +105,10 @@ class MatchmakingServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def CancelTicket(self, request, context):
-        """Cancel a waiting ticket. Cancelling a cancelled ticket returns it; a ticket already in a
-        match (matched or assigned) cannot be cancelled (FAILED_PRECONDITION).
+        """Cancel a waiting ticket. Cancelling a cancelled ticket returns it. A ticket already
+        assigned (or expired) cannot be cancelled (FAILED_PRECONDITION); nor can a MATCHED one,
+        but the request is remembered: if that match falls through, the ticket is cancelled
+        rather than queued again.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -48,8 +48,10 @@ class MatchmakingServiceStub:
     WatchTicket: _grpc.UnaryStreamMultiCallable[_matchmaking_pb2.WatchTicketRequest, _matchmaking_pb2.WatchTicketResponse]
     """The ticket now, then every change, until it is assigned, cancelled or expired."""
     CancelTicket: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.CancelTicketRequest, _matchmaking_pb2.CancelTicketResponse]
-    """Cancel a waiting ticket. Cancelling a cancelled ticket returns it; a ticket already in a
-    match (matched or assigned) cannot be cancelled (FAILED_PRECONDITION).
+    """Cancel a waiting ticket. Cancelling a cancelled ticket returns it. A ticket already
+    assigned (or expired) cannot be cancelled (FAILED_PRECONDITION); nor can a MATCHED one,
+    but the request is remembered: if that match falls through, the ticket is cancelled
+    rather than queued again.
     """
     ListQueues: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.ListQueuesRequest, _matchmaking_pb2.ListQueuesResponse]
     """Per game: tickets waiting, the oldest wait, matches formed in the last minute."""
@@ -76,8 +78,10 @@ class MatchmakingServiceAsyncStub(MatchmakingServiceStub):
     WatchTicket: _aio.UnaryStreamMultiCallable[_matchmaking_pb2.WatchTicketRequest, _matchmaking_pb2.WatchTicketResponse]  # type: ignore[assignment]
     """The ticket now, then every change, until it is assigned, cancelled or expired."""
     CancelTicket: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.CancelTicketRequest, _matchmaking_pb2.CancelTicketResponse]  # type: ignore[assignment]
-    """Cancel a waiting ticket. Cancelling a cancelled ticket returns it; a ticket already in a
-    match (matched or assigned) cannot be cancelled (FAILED_PRECONDITION).
+    """Cancel a waiting ticket. Cancelling a cancelled ticket returns it. A ticket already
+    assigned (or expired) cannot be cancelled (FAILED_PRECONDITION); nor can a MATCHED one,
+    but the request is remembered: if that match falls through, the ticket is cancelled
+    rather than queued again.
     """
     ListQueues: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.ListQueuesRequest, _matchmaking_pb2.ListQueuesResponse]  # type: ignore[assignment]
     """Per game: tickets waiting, the oldest wait, matches formed in the last minute."""
@@ -125,8 +129,10 @@ class MatchmakingServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _matchmaking_pb2.CancelTicketRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_matchmaking_pb2.CancelTicketResponse, _abc.Awaitable[_matchmaking_pb2.CancelTicketResponse]]:
-        """Cancel a waiting ticket. Cancelling a cancelled ticket returns it; a ticket already in a
-        match (matched or assigned) cannot be cancelled (FAILED_PRECONDITION).
+        """Cancel a waiting ticket. Cancelling a cancelled ticket returns it. A ticket already
+        assigned (or expired) cannot be cancelled (FAILED_PRECONDITION); nor can a MATCHED one,
+        but the request is remembered: if that match falls through, the ticket is cancelled
+        rather than queued again.
         """
 
     @_abc_1.abstractmethod
