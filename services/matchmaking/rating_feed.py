@@ -7,8 +7,8 @@ Each GAMES message is an `EventCommit`; each event's data an `EventEnvelope` who
    overwritten: a redelivery, a replay or a second replica finds and reuses it);
 2. each player's rating moves by that change, by revision, and records the game id among
    its recent games, so a player is never moved twice for one game;
-3. only then is the message acked. A crash anywhere in between redelivers it, and steps 1-2
-   find their work done.
+3. only then is the message acked (with the others of its batch). A crash anywhere in
+   between redelivers it, and steps 1-2 find their work done.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class RatingFeed:
             durable=self.durable,
             stream=self.games_stream,
             config=ConsumerConfig(
-                ack_policy=AckPolicy.EXPLICIT,
+                ack_policy=AckPolicy.ALL,
                 deliver_policy=DeliverPolicy.ALL,
                 ack_wait=30,
                 max_ack_pending=10_000,
@@ -93,6 +93,10 @@ class RatingFeed:
                 log.warning("fetch from GAMES failed", error=str(exc))
                 await asyncio.sleep(0.2)
                 continue
+            # AckPolicy.ALL: acking the last message handled acks the batch up to it (one
+            # ack per batch, not per GAMES event). A failure stops the batch there; the rest
+            # comes back.
+            done: Msg | None = None
             for m in msgs:
                 try:
                     await self.process(m)
@@ -102,8 +106,10 @@ class RatingFeed:
                     log.warning("rating update failed; will retry", error=str(exc))
                     with contextlib.suppress(Exception):
                         await m.nak(delay=1.0)
-                    continue
-                await m.ack()
+                    break
+                done = m
+            if done is not None:
+                await done.ack()
 
     async def process(self, msg: Msg) -> None:
         game_id = msg.subject.removeprefix(f"{self.games_prefix}.")

@@ -63,6 +63,7 @@ async def test_finished_games_move_winners_up_once(nats_server, nc) -> None:
 
         assert await mu("ada") == DEFAULT_MU
         await other_event(nc, "g1")
+        await nc.jetstream().publish("game.g0", b"\xff not an EventCommit")  # skipped, not stuck
         # bob wins, ada second, bot-1 last.
         await finish_game(nc, "g1", ("ada", "bob", "bot-1"), ((1,), (0,), (2,)))
         await eventually(lambda: games_rated(1), within=10)
