@@ -26,7 +26,7 @@ import hmac
 import secrets
 import time
 from collections import defaultdict, deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,6 +123,10 @@ class Matchmaker:
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = asyncio.Event()
         self._wake = asyncio.Event()  # set when a ticket starts waiting
+        self._busy: set[str] = set()  # tickets a running step is working on
+        self._jobs: set[asyncio.Task[None]] = set()
+        self._gate = asyncio.Semaphore(config.form_concurrency)
+        self._candidates: dict[str, tuple[int, Candidate]] = {}
         self._stopping = False
         self.matches_formed = 0
         self.matches_abandoned = 0
@@ -144,6 +148,10 @@ class Matchmaker:
         if loop is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(loop), STOP_GRACE_SECONDS)
+        if self._jobs:  # the matches it started
+            await asyncio.wait(set(self._jobs), timeout=STOP_GRACE_SECONDS)
+        for job in set(self._jobs):
+            job.cancel()
         with contextlib.suppress(Exception):
             await self._watcher.stop()  # type: ignore[no-untyped-call]
         for t in self._tasks:
@@ -434,7 +442,9 @@ class Matchmaker:
                     await asyncio.wait_for(self._wake.wait(), left)
 
     async def tick(self) -> int:
-        """One pass: expire, recover, match. Returns the number of matches formed."""
+        """One pass: expire, recover, match. Each match is formed by its own task, so a pass
+        does not wait for the previous pass's matches (their tickets are left out until
+        done). Returns the number of matches started."""
         now = self.clock()
         waiting: dict[str, list[Viewed]] = defaultdict(list)
         expired: list[Viewed] = []
@@ -442,44 +452,73 @@ class Matchmaker:
         for v in list(self.view.values()):
             t = v.ticket
             if t.status == pb.TICKET_STATUS_WAITING:
+                if t.ticket_id in self._busy:
+                    continue
                 if t.expires_unix_ms <= now:
                     expired.append(v)
                 else:
                     waiting[t.game].append(v)
             elif t.status in FINAL and now - t.updated_unix_ms > PRUNE_AFTER_MS:
                 del self.view[t.ticket_id]  # kept in KV; the view needs only recent ones
+                self._candidates.pop(t.ticket_id, None)
             elif (
                 t.status == pb.TICKET_STATUS_MATCHED
                 and now - t.updated_unix_ms >= self.config.recover_after_ms
                 and t.match_id not in self._in_flight
             ):
                 stuck.add(t.match_id)
-        jobs: list[Any] = [self._expire(v) for v in expired]
-        jobs += [self._recover(m) for m in stuck]
-        proposals: list[tuple[str, Proposal, dict[str, Viewed]]] = []
+        for v in expired:
+            self._spawn(self._expire(v), [v.ticket.ticket_id])
+        for match_id in stuck:
+            self._spawn(self._recover(match_id), [])
+        started = 0
         for game, viewed in waiting.items():
             definition = REGISTRY.get(game)
             if definition is None:
                 continue
             by_id = {v.ticket.ticket_id: v for v in viewed}
-            cands = [_candidate(v.ticket) for v in viewed]
+            cands = [self._candidate(v) for v in viewed]
             for p in find_matches(
                 cands, definition.min_players, definition.max_players, now, self.config.window
             ):
-                proposals.append((game, p, by_id))
-        gate = asyncio.Semaphore(self.config.form_concurrency)
+                members = [by_id[t] for t in p.ticket_ids]
+                self._spawn(self._form_gated(game, p, members), p.ticket_ids)
+                started += 1
+        return started
 
-        async def form(game: str, p: Proposal, by_id: dict[str, Viewed]) -> bool:
-            async with gate:
-                return await self.form_match(game, p, [by_id[t] for t in p.ticket_ids])
+    def _spawn(self, job: Coroutine[Any, Any, Any], ticket_ids: Sequence[str]) -> None:
+        """Run a step as its own task; its tickets stay out of matching until it is done."""
+        self._busy.update(ticket_ids)
 
-        jobs += [form(*x) for x in proposals]
-        results = await asyncio.gather(*jobs, return_exceptions=True)
-        for r in results:
-            if isinstance(r, BaseException) and not isinstance(r, Conflict):
-                log.warning("matchmaking step failed", error=repr(r))
-        formed = sum(1 for r in results[len(results) - len(proposals) :] if r is True)
-        return formed
+        async def run() -> None:
+            try:
+                await job
+            except asyncio.CancelledError:
+                raise
+            except Conflict:
+                pass
+            except Exception as exc:  # NATS trouble: the tickets come back next pass
+                log.warning("matchmaking step failed", error=repr(exc))
+            finally:
+                self._busy.difference_update(ticket_ids)
+
+        task = asyncio.create_task(run())
+        self._jobs.add(task)
+        task.add_done_callback(self._jobs.discard)
+
+    async def _form_gated(self, game: str, p: Proposal, members: Sequence[Viewed]) -> bool:
+        async with self._gate:
+            return await self.form_match(game, p, members)
+
+    def _candidate(self, v: Viewed) -> Candidate:
+        """The matcher's view of a ticket, cached per revision (a deep queue is mostly the
+        same tickets pass after pass)."""
+        cached = self._candidates.get(v.ticket.ticket_id)
+        if cached is not None and cached[0] == v.revision:
+            return cached[1]
+        c = _candidate(v.ticket)
+        self._candidates[v.ticket.ticket_id] = (v.revision, c)
+        return c
 
     async def _expire(self, v: Viewed) -> None:
         t = pb.Ticket()
@@ -530,12 +569,15 @@ class Matchmaker:
                 created_unix_ms=now,
                 updated_unix_ms=now,
             )
-            rec_rev = await self.matches.create(match_key(match_id), record)
-            reserved = await asyncio.gather(
-                *(self._reserve(v, match_id) for v in members), return_exceptions=True
+            # The record and the reservations go out together; a recovery that finds tickets
+            # reserved for a match with no record fences the id off first (see _resolve).
+            rec_rev, *reserved = await asyncio.gather(
+                self.matches.create(match_key(match_id), record),
+                *(self._reserve(v, match_id) for v in members),
+                return_exceptions=True,
             )
             committed = None
-            if all(isinstance(r, Viewed) for r in reserved):
+            if isinstance(rec_rev, int) and all(isinstance(r, Viewed) for r in reserved):
                 committed = await self._set_match_status(record, rec_rev, pb.MATCH_STATUS_COMMITTED)
             if committed is None:
                 return await self._resolve(match_id)
@@ -578,7 +620,17 @@ class Matchmaker:
         for _ in range(CAS_ATTEMPTS):
             found = await self.matches.get(match_key(match_id), pb.MatchRecord)
             if found is None:
-                # No record, so never committed: the tickets go back.
+                # No record, so never committed: fence the id off (so a slow former cannot
+                # write its record now) and put the tickets back.
+                tombstone = pb.MatchRecord(
+                    match_id=match_id,
+                    status=pb.MATCH_STATUS_ABANDONED,
+                    updated_unix_ms=self.clock(),
+                )
+                try:
+                    await self.matches.create(match_key(match_id), tombstone)
+                except Conflict:
+                    continue  # it was written meanwhile: look again
                 await self._release(match_id, [])
                 return False
             record, revision = found
