@@ -268,3 +268,30 @@ async def _with_status(stub, ticket_id: str, status: int) -> pb.Ticket | None:
 async def queue_for_three(stub, player: str) -> pb.Ticket:
     r = pb.CreateTicketRequest(player_id=player, game=GAME, min_seats=3, max_seats=3)
     return (await stub.CreateTicket(r)).ticket
+
+
+async def test_a_reservation_without_a_match_record_is_fenced_and_released(nats_server, nc) -> None:
+    """A crash after a reservation landed but before the record did (they are written
+    together): recovery writes an ABANDONED record first, so a slow former can no longer
+    write its own, and puts the ticket back."""
+    settings = mm_settings(nats_server.url)
+    async with running_mm(settings) as svc, stub_for(svc.address) as stub:
+        a = await queue_for_three(stub, "a")
+    match_id = new_match_id()
+    js = nc.jetstream()
+    tickets = Records(await js.key_value("tickets"))
+    matches = Records(await js.key_value("matches"))
+    found = await tickets.get(ticket_key(a.ticket_id), pb.Ticket)
+    assert found is not None
+    reserved, revision = found
+    reserved.status = pb.TICKET_STATUS_MATCHED
+    reserved.match_id = match_id
+    await tickets.update(ticket_key(a.ticket_id), reserved, revision)
+    async with running_mm(settings) as svc, stub_for(svc.address) as stub:
+        await eventually(
+            lambda: _with_status(stub, a.ticket_id, pb.TICKET_STATUS_WAITING), within=10
+        )
+    got = await matches.get(match_key(match_id), pb.MatchRecord)
+    assert got is not None and got[0].status == pb.MATCH_STATUS_ABANDONED
+    with pytest.raises(Exception, match=match_id):
+        await matches.create(match_key(match_id), pb.MatchRecord(match_id=match_id))
