@@ -276,7 +276,12 @@ class Matchmaker:
             other, index_revision = entry[0].decode(), entry[1]
             if other == tid:
                 return  # a retry of ours
-            found = await self.tickets.get(ticket_key(other), pb.Ticket)
+            seen = self.view.get(other)
+            found: tuple[pb.Ticket, int] | None
+            if seen is not None and seen.ticket.status in FINAL:
+                found = seen.ticket, seen.revision  # final states never change: no read
+            else:
+                found = await self.tickets.get(ticket_key(other), pb.Ticket)
             if found is None:
                 # Its creator is between claiming the index and writing the ticket, or died
                 # there: fence it off so it can never be written as WAITING.

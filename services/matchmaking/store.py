@@ -85,8 +85,10 @@ class Records:
         return cls.FromString(entry.value), entry.revision
 
     async def create(self, key: str, value: Message) -> int:
+        """Write a key that must not exist yet. (`update(last=0)`, not `kv.create`: that
+        one reads the key back after a refusal, to handle deleted keys we never make.)"""
         try:
-            revision: int = await self.kv.create(key, value.SerializeToString())
+            revision: int = await self.kv.update(key, value.SerializeToString(), last=0)
         except KeyWrongLastSequenceError as exc:
             raise Conflict(key) from exc
         return revision
@@ -109,7 +111,7 @@ class Records:
 
     async def create_raw(self, key: str, value: bytes) -> int:
         try:
-            revision: int = await self.kv.create(key, value)
+            revision: int = await self.kv.update(key, value, last=0)
         except KeyWrongLastSequenceError as exc:
             raise Conflict(key) from exc
         return revision
