@@ -63,8 +63,9 @@ fi
 
 echo "# stream: seed sha256=$(printf %s "$SEED_HEX" | xxd -r -p | sha256sum | cut -c1-64) blocks/nonce=$BLOCKS generator=$GENERATOR" >&2
 if [ "$GENERATOR" = python ]; then
+  set +o pipefail  # the generator dies of SIGPIPE when dieharder is done: that is success
   python_stream | dieharder -g 200 "$@"
-  exit
+  exit "${PIPESTATUS[1]}"
 fi
 
 WORK="$(mktemp -d)"
@@ -130,4 +131,6 @@ MAX_BYTES=1048576 python_stream > "$WORK/ref.bin"
 "$WORK/gen" "$SEED_HEX" "$COMBINED_HEX" "$GAME_ID" "$BLOCKS" 1048576 > "$WORK/c.bin"
 cmp -s "$WORK/ref.bin" "$WORK/c.bin" || { echo "C generator differs from boulevard.fairness" >&2; exit 1; }
 echo "# C generator matches boulevard.fairness on the first MiB" >&2
+set +o pipefail  # the generator dies of SIGPIPE when dieharder is done: that is success
 "$WORK/gen" "$SEED_HEX" "$COMBINED_HEX" "$GAME_ID" "$BLOCKS" 0 | dieharder -g 200 "$@"
+exit "${PIPESTATUS[1]}"
