@@ -73,15 +73,19 @@ def find_matches(
     game_max: int,
     now_ms: int,
     policy: WindowPolicy = WindowPolicy(),
+    anchors: frozenset[str] | None = None,
 ) -> list[Proposal]:
-    """Tables to form now from one game's waiting tickets; each ticket in at most one."""
+    """Tables to form now from one game's waiting tickets; each ticket in at most one.
+    `anchors` limits who picks to those tickets (new arrivals, between full passes); any
+    waiting ticket can still be picked."""
     by_id = {c.ticket_id: c for c in candidates}
     # Sorted by rating; a ticket leaves the list when it is taken.
     ranked = sorted(by_id.values(), key=_rating_key)
     keys = [_rating_key(c) for c in ranked]
     taken: set[str] = set()
     out: list[Proposal] = []
-    for anchor in sorted(by_id.values(), key=lambda c: (c.waiting_since_ms, c.ticket_id)):
+    pickers = by_id.values() if anchors is None else [by_id[a] for a in anchors if a in by_id]
+    for anchor in sorted(pickers, key=lambda c: (c.waiting_since_ms, c.ticket_id)):
         if anchor.ticket_id in taken:
             continue
         lo, hi = max(anchor.min_seats, game_min), min(anchor.max_seats, game_max)

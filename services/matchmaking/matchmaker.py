@@ -124,6 +124,8 @@ class Matchmaker:
         self._ready = asyncio.Event()
         self._wake = asyncio.Event()  # set when a ticket starts waiting
         self._busy: set[str] = set()  # tickets a running step is working on
+        self._arrived: set[str] = set()  # tickets that started waiting since the last pass
+        self._last_full_pass = 0.0
         self._jobs: set[asyncio.Task[None]] = set()
         self._gate = asyncio.Semaphore(config.form_concurrency)
         self._candidates: dict[str, tuple[int, Candidate]] = {}
@@ -187,6 +189,7 @@ class Matchmaker:
         viewed = Viewed(ticket, revision)
         self.view[ticket.ticket_id] = viewed
         if ticket.status == pb.TICKET_STATUS_WAITING:
+            self._arrived.add(ticket.ticket_id)
             self._wake.set()
         if ticket.status == pb.TICKET_STATUS_ASSIGNED:
             self._count_match(ticket)
@@ -434,8 +437,11 @@ class Matchmaker:
         while not self._stopping:
             started = time.monotonic()
             self._wake.clear()
+            full = started - self._last_full_pass >= self.config.tick_seconds
+            if full:
+                self._last_full_pass = started
             try:
-                await self.tick()
+                await self.tick(full)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # NATS reconnecting, …: the next tick tries again
@@ -446,11 +452,16 @@ class Matchmaker:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), left)
 
-    async def tick(self) -> int:
+    async def tick(self, full: bool = True) -> int:
         """One pass: expire, recover, match. Each match is formed by its own task, so a pass
         does not wait for the previous pass's matches (their tickets are left out until
-        done). Returns the number of matches started."""
+        done). A pass that is not `full` lets only tickets that arrived since the last pass
+        pick (a deep queue is not walked again for every arrival; full passes, every
+        `tick_seconds`, let windows widen and the oldest pick first). Returns the number of
+        matches started."""
         now = self.clock()
+        arrived, self._arrived = frozenset(self._arrived), set()
+        anchors = None if full else arrived
         waiting: dict[str, list[Viewed]] = defaultdict(list)
         expired: list[Viewed] = []
         stuck: set[str] = set()
@@ -484,7 +495,12 @@ class Matchmaker:
             by_id = {v.ticket.ticket_id: v for v in viewed}
             cands = [self._candidate(v) for v in viewed]
             for p in find_matches(
-                cands, definition.min_players, definition.max_players, now, self.config.window
+                cands,
+                definition.min_players,
+                definition.max_players,
+                now,
+                self.config.window,
+                anchors,
             ):
                 members = [by_id[t] for t in p.ticket_ids]
                 self._spawn(self._form_gated(game, p, members), p.ticket_ids)

@@ -156,3 +156,10 @@ def test_a_thousand_tickets_are_matched_quickly() -> None:
     ]
     proposals = find_matches(cands, 2, 5, now_ms=0, policy=POLICY)
     assert sum(len(p.ticket_ids) for p in proposals) > 900
+
+
+def test_only_the_named_anchors_pick_but_anyone_can_be_picked() -> None:
+    cands = [cand("old", hi=2, since=0), cand("other", hi=2, since=1), cand("new", hi=2, since=9)]
+    (table,) = find_matches(cands, 2, 5, now_ms=10, policy=POLICY, anchors=frozenset({"new"}))
+    assert table.ticket_ids[0] == "new" and len(table.ticket_ids) == 2
+    assert find_matches(cands, 2, 5, now_ms=10, policy=POLICY, anchors=frozenset()) == []
