@@ -31,7 +31,6 @@ class DiceSettings(Settings):
     dice_seeds_bucket: str = "dice_seeds"
     dice_rpc_prefix: str = "dice.rpc"
     dice_rpc_queue: str = "dice"
-    dice_rpc_timeout_seconds: float = Field(default=5.0, gt=0)
     dice_cache_games: int = Field(default=10_000, ge=1)
 
     @field_validator("dice_seed_key")
