@@ -3,14 +3,13 @@ request/reply API and the public gRPC servicer."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 import grpc
 from nats.aio.client import Client as NATS
 
 from boulevard.api.v1 import dice_pb2, dice_pb2_grpc
-from boulevard.messaging.streams import StreamSpec, ensure_stream, platform_streams
+from boulevard.messaging.streams import ensure_stream, platform_streams
 from services.dice.dealer import Dealer
 from services.dice.queries import DiceQueries
 from services.dice.rpc import DiceRpc
@@ -18,13 +17,6 @@ from services.dice.sealing import SeedSealer
 from services.dice.server import DiceServicer
 from services.dice.settings import DiceSettings
 from services.dice.store import DiceLog, SeedVault
-
-
-def dice_stream(settings: DiceSettings) -> StreamSpec:
-    """DICE holds `dice.<game_id>` only: one token after the prefix, so the request/reply
-    subjects `dice.rpc.<op>` (three tokens) never land in the evidence stream."""
-    spec = platform_streams(settings)["dice"]
-    return dataclasses.replace(spec, subjects=(f"{settings.dice_subject_prefix}.*",))
 
 
 class DiceApp:
@@ -41,7 +33,7 @@ class DiceApp:
     async def start(self, nc: NATS) -> None:
         s = self.settings
         js = nc.jetstream()
-        await ensure_stream(js, dice_stream(s))
+        await ensure_stream(js, platform_streams(s)["dice"])
         vault = await SeedVault.open(js, s.dice_seeds_bucket, self._sealer, s.stream_replicas)
         dice_log = DiceLog(nc, s.dice_stream, s.dice_subject_prefix)
         self.dealer = Dealer(dice_log, vault, cache_size=s.dice_cache_games)

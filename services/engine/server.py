@@ -159,8 +159,11 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                 if watched.version < request.from_version:
                     continue
                 finished = watched.finished is not None
+                # A game over when the call began shows everything, its shuffles included:
+                # that is what lets an auditor check the game used the recorded dice.
+                revealed = finished or session.finished is not None
                 update = engine_pb2.WatchGameResponse(
-                    event=redacted(watched.game, envelope, finished)
+                    event=redacted(watched.game, envelope, revealed)
                 )
                 if i == len(batch) - 1:
                     # One view per burst of events (the state after the last of them):

@@ -86,6 +86,8 @@ async def play_and_check(platform: Platform, game: str, players: int, **options:
             created.game_id,
             "--dice",
             platform.address("dice"),
+            "--engine",
+            platform.address("engine"),
         ],
         capture_output=True,
         text=True,
@@ -93,6 +95,7 @@ async def play_and_check(platform: Platform, game: str, players: int, **options:
         check=False,
     )
     assert dice_audit.returncode == 0, dice_audit.stdout + dice_audit.stderr
+    assert "PASS" in dice_audit.stdout.upper() or "ok" in dice_audit.stdout.lower()
     ledger_audit = subprocess.run(
         [
             sys.executable,

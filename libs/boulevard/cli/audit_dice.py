@@ -19,8 +19,10 @@ from typing import Any
 
 import grpc
 
-from boulevard.client.dice import DiceReader
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.client.dice import DiceReader, to_recorded
 from boulevard.fairness import VerificationReport
+from boulevard.fairness.verify import check_used
 from boulevard.platform.settings import Settings
 
 EXIT_PASS = 0
@@ -61,6 +63,16 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="the dice service's gRPC address (default: BOULEVARD_GRPC_HOST and "
         "BOULEVARD_DICE_PORT, i.e. 127.0.0.1:50053)",
     )
+    parser.add_argument(
+        "--engine",
+        metavar="HOST:PORT",
+        default=None,
+        help="the engine's gRPC address, to check that the game used exactly the recorded "
+        "outcomes (default: BOULEVARD_GRPC_HOST and BOULEVARD_ENGINE_PORT)",
+    )
+    parser.add_argument(
+        "--no-engine", action="store_true", help="check the dice records only, not their use"
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per call")
 
@@ -73,19 +85,59 @@ def _subparsers_of(parser: argparse.ArgumentParser) -> SubParsers[argparse.Argum
 
 
 def run(args: argparse.Namespace) -> int:
-    address = args.dice
-    if address is None:
-        settings = Settings()
-        address = f"{settings.grpc_host}:{settings.dice_port}"
-    return asyncio.run(audit(args.game_id, address, as_json=args.json, call_timeout=args.timeout))
+    settings = Settings()
+    address = args.dice or f"{settings.grpc_host}:{settings.dice_port}"
+    engine = (
+        None if args.no_engine else (args.engine or f"{settings.grpc_host}:{settings.engine_port}")
+    )
+    return asyncio.run(
+        audit(args.game_id, address, as_json=args.json, call_timeout=args.timeout, engine=engine)
+    )
+
+
+async def used_by_game(
+    engine_address: str, game_id: str, call_timeout: float
+) -> dict[int, tuple[int, ...]]:
+    """nonce -> values of every ChanceResolved in the game's log, read through the engine's
+    public WatchGame (a finished game's shuffles are no longer hidden)."""
+    used: dict[int, tuple[int, ...]] = {}
+    async with grpc.aio.insecure_channel(engine_address) as channel:
+        stub = engine_pb2_grpc.EngineServiceStub(channel)
+        got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id), timeout=call_timeout)
+        if got.status != engine_pb2.GAME_STATUS_FINISHED:
+            raise ValueError("the game is not finished: its seed is not revealed yet")
+        request = engine_pb2.WatchGameRequest(game_id=game_id)
+        async for update in stub.WatchGame(request, timeout=max(call_timeout, 60.0)):
+            if update.event.type == "ChanceResolved":
+                payload = json.loads(update.event.payload)
+                used[int(payload["nonce"])] = tuple(payload["values"])
+            if update.event.type == "GameFinished":
+                break
+    return used
 
 
 async def audit(
-    game_id: str, address: str, *, as_json: bool = False, call_timeout: float = 10.0
+    game_id: str,
+    address: str,
+    *,
+    as_json: bool = False,
+    call_timeout: float = 10.0,
+    engine: str | None = None,
 ) -> int:
     try:
         async with grpc.aio.insecure_channel(address) as channel:
-            report = await DiceReader(channel, timeout=call_timeout).audit_game(game_id)
+            reader = DiceReader(channel, timeout=call_timeout)
+            report = await reader.audit_game(game_id)
+            if report.ok and engine is not None:
+                # The records are fair; now: did the game use exactly them?
+                recorded = [to_recorded(o) async for o in reader.outcomes(game_id)]
+                used = await used_by_game(engine, game_id, call_timeout)
+                mismatch = check_used(recorded, used)
+                if mismatch is not None:
+                    report = VerificationReport(report.checked, mismatch)
+    except ValueError as err:
+        print(f"cannot audit dice of {game_id}: {err}", file=sys.stderr)
+        return EXIT_ERROR
     except grpc.aio.AioRpcError as err:
         message = f"cannot audit dice of {game_id}: {err.code().name}: {err.details()}"
         if as_json:

@@ -51,10 +51,10 @@ async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> None:
 def platform_streams(settings: Settings) -> dict[str, StreamSpec]:
     """The streams of DESIGN.md ("Names and ports"), named and sized by settings."""
 
-    def spec(name: str, prefix: str) -> StreamSpec:
+    def spec(name: str, prefix: str, wildcard: str = ">") -> StreamSpec:
         return StreamSpec(
             name=name,
-            subjects=(f"{prefix}.>",),
+            subjects=(f"{prefix}.{wildcard}",),
             replicas=settings.stream_replicas,
             duplicate_window_seconds=settings.duplicate_window_seconds,
         )
@@ -62,7 +62,9 @@ def platform_streams(settings: Settings) -> dict[str, StreamSpec]:
     s = settings
     return {
         "games": spec(s.games_stream, s.games_subject_prefix),
-        "dice": spec(s.dice_stream, s.dice_subject_prefix),
+        # `dice.<game_id>` only: the dice service's request subjects `dice.rpc.<op>` have
+        # three tokens and must not land in the evidence stream.
+        "dice": spec(s.dice_stream, s.dice_subject_prefix, "*"),
         "ledger": spec(s.ledger_stream, s.ledger_subject_prefix),
         "matchmaking": spec(s.matchmaking_stream, s.matchmaking_subject_prefix),
     }

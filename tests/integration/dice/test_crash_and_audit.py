@@ -49,6 +49,7 @@ async def run_audit(address: str, game_id: str, *extra: str) -> tuple[int, str]:
         game_id,
         "--dice",
         address,
+        "--no-engine",  # these games are drawn by the test, not played through an engine
         *extra,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
