@@ -76,3 +76,25 @@ def test_up_starts_every_service_healthy_and_stops_cleanly(tmp_path: Path) -> No
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_up_plays_the_demo_game_to_the_end(tmp_path: Path) -> None:
+    """What `make run` shows: four bots play Lords of Vegas through the public API, every
+    move printed, then a final summary."""
+    env = service_env(None, tmp_path / "data")
+    env["BOULEVARD_EMBEDDED_NATS_PORT"] = str(free_port())
+    result = subprocess.run(
+        [sys.executable, "-m", "boulevard.cli.main", "up", "--exit-after-demo"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr[-3000:]
+    assert "demo: lords_of_vegas game" in out
+    assert "CardDrawn" in out and "GameFinished" in out
+    assert "demo: finished at version" in out and "ranking bot-" in out
+    assert "boulevard audit dice" in out
+    assert out.rstrip().endswith("stopped")
