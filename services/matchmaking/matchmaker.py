@@ -326,7 +326,8 @@ class Matchmaker:
             if ticket.status == pb.TICKET_STATUS_CANCELLED:
                 return ticket
             if ticket.status == pb.TICKET_STATUS_MATCHED:
-                await self._request_cancel(ticket, revision)
+                if not await self._request_cancel(ticket, revision):
+                    continue  # it left MATCHED meanwhile (e.g. requeued): look again
                 raise FailedPrecondition(
                     f"ticket {ticket_id} is in a match being formed; if that match falls "
                     "through the ticket will be cancelled"
@@ -350,11 +351,14 @@ class Matchmaker:
             return done
         raise Aborted(f"ticket {ticket_id} keeps changing; retry")
 
-    async def _request_cancel(self, ticket: pb.Ticket, revision: int) -> None:
-        """Mark a MATCHED ticket so that, if its match is abandoned, it is cancelled."""
+    async def _request_cancel(self, ticket: pb.Ticket, revision: int) -> bool:
+        """Mark a MATCHED ticket so that, if its match is abandoned, it is cancelled. False
+        when the ticket is no longer MATCHED (the caller must look at it again)."""
         for _ in range(CAS_ATTEMPTS):
-            if ticket.status != pb.TICKET_STATUS_MATCHED or ticket.cancel_requested:
-                return
+            if ticket.status != pb.TICKET_STATUS_MATCHED:
+                return False
+            if ticket.cancel_requested:
+                return True
             marked = pb.Ticket()
             marked.CopyFrom(ticket)
             marked.cancel_requested = True
@@ -364,7 +368,8 @@ class Matchmaker:
                 ticket, revision = await self.get_ticket(ticket.ticket_id)
                 continue
             self._saw(marked, revision)
-            return
+            return True
+        raise Aborted(f"ticket {ticket.ticket_id} keeps changing; retry")
 
     async def watch_ticket(self, ticket_id: str) -> AsyncIterator[pb.Ticket]:
         """The ticket now, then each change, until it is final."""
