@@ -33,6 +33,7 @@ from boulevard.games.base import (
     PlayerSeat,
     RulesError,
 )
+from boulevard.games.codec import Codec
 from boulevard.platform.auth import PlayerClaims, issue_token
 from boulevard.platform.errors import (
     Aborted,
@@ -218,7 +219,7 @@ class Engine:
         for recorded in await self.store.read(game_id, (session.version + 1) if session else 1):
             envelope = events_pb2.EventEnvelope.FromString(recorded.data)
             if session is None:
-                created = session_codec_created(envelope)
+                created = created_of(envelope)
                 session = Session.new(game_id, created)
             session.apply_envelope(envelope)
         if session is not None:
@@ -279,9 +280,8 @@ class Engine:
                 try:
                     await self._append(session, list(events), key)
                 except ConcurrencyConflict:
-                    # Another replica wrote first: forget our copy and try again on the
-                    # fresh log, unless the client pinned the version it decided on.
-                    self._sessions.pop(game_id, None)
+                    # Another replica wrote first (`_append` dropped our copy): try again on
+                    # the fresh log, unless the client pinned the version it decided on.
                     if expected_version:
                         raise
                     continue
@@ -365,9 +365,8 @@ class Engine:
             session.revealed = True
 
 
-def session_codec_created(envelope: events_pb2.EventEnvelope) -> GameCreated:
-    from boulevard.games.codec import Codec
-
+def created_of(envelope: events_pb2.EventEnvelope) -> GameCreated:
+    """A game's first event, which names the game (so its codec can be chosen)."""
     event = Codec(()).loads(envelope.payload)
     if not isinstance(event, GameCreated):
         raise NotFound(f"game {envelope.game_id!r} has no GameCreated event first")

@@ -15,7 +15,6 @@ from boulevard.api.v1 import events_pb2
 from boulevard.games import get_game
 from boulevard.games.base import (
     ChanceKind,
-    ChanceResolved,
     GameCreated,
     GameDefinition,
     GameFinished,
@@ -191,7 +190,3 @@ def redacted(
     out.CopyFrom(envelope)
     out.payload = codec_of(game).dumps(hidden)
     return out
-
-
-def is_chance(event: Any) -> bool:
-    return isinstance(event, ChanceResolved)

@@ -125,7 +125,6 @@ def test_two_replicas_race_one_wins_no_fork(platform: Platform) -> None:
                     engine_pb2_grpc.EngineServiceStub(b),
                 )
                 created = await create(one, "las_vegas", 2)
-                game = get_game("las_vegas")
                 for _ in range(10):
                     # Both replicas load the game, then both try different moves at once.
                     tokens = created.player_tokens
@@ -164,7 +163,6 @@ def test_two_replicas_race_one_wins_no_fork(platform: Platform) -> None:
                         assert wins[0].version == wins[1].version
                 _, version, ids = await replay_hash(platform.nats.url, created.game_id)
                 assert len(ids) == len(set(ids)) == version
-                assert game.name == "las_vegas"
 
         asyncio.run(run())
     finally:

@@ -184,6 +184,8 @@ def run(args: argparse.Namespace) -> int:
             time.sleep(0.2)
         return 0
     finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         say("stopping…")
         platform.stop()
         say("stopped")

@@ -35,7 +35,7 @@ class SeatPlayer:
     rng: random.Random
     moves: int = 0
 
-    async def play(self, stop_when_finished: bool = True) -> None:
+    async def play(self) -> None:
         """Play until the game ends."""
         game = get_game(self.game_name)
         changed = asyncio.Event()
