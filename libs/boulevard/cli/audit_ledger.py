@@ -43,6 +43,7 @@ from boulevard.accounting import (
 )
 from boulevard.accounting.accounts import AccountId
 from boulevard.client.ledger import LedgerClient, money_trail
+from boulevard.platform import tls
 
 DEFAULT_ADDRESS = "127.0.0.1:50054"
 HEAD_WAIT = 10.0  # seconds to wait for a head over entries just posted
@@ -112,7 +113,7 @@ async def audit_address(
     reconcile_games: bool = True,
     say: Callable[[str], None] = print,
 ) -> AuditReport:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with tls.channel(address) as channel:
         return await audit(
             LedgerClient(channel), game, public_key, reconcile_games=reconcile_games, say=say
         )

@@ -7,11 +7,10 @@ import asyncio
 import json
 import uuid
 
-import grpc
-
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.client.bots import play_game
 from boulevard.games.codec import Codec
+from boulevard.platform import tls
 
 
 def describe(envelope: engine_pb2.WatchGameResponse) -> str:
@@ -37,7 +36,7 @@ async def watch(
 
 async def demo(engine_address: str, operator_token: str, game: str, players: int) -> None:
     metadata = (("authorization", f"Bearer {operator_token}"),) if operator_token else ()
-    async with grpc.aio.insecure_channel(engine_address) as channel:
+    async with tls.channel(engine_address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         created = await stub.CreateGame(
             engine_pb2.CreateGameRequest(

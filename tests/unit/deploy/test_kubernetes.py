@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from boulevard.messaging.identities import IDENTITIES
 from tests.unit.deploy.support import (
     HEALTHCHECK,
     K8S,
@@ -142,10 +143,10 @@ def test_the_nats_servers_run_the_shipped_cluster_config() -> None:
     assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
 
 
-def test_nats_gets_every_service_password_from_the_secret() -> None:
+def test_nats_gets_every_identitys_public_key_from_the_secret_and_no_seed() -> None:
     container = only_container(objects("StatefulSet")["nats"])
     assert secret_keys_used(container) == {
-        f"NATS_{name.upper()}_PASSWORD": f"nats-{name}-password" for name in SERVICES
+        f"NATS_{name.upper()}_NKEY": f"nats-{name}-nkey" for name in IDENTITIES
     }
 
 
@@ -179,10 +180,12 @@ def test_each_service_makes_its_streams_with_three_replicas(service: Service) ->
 
 
 @pytest.mark.parametrize("service", SERVICES.values(), ids=lambda s: s.name)
-def test_each_service_connects_to_nats_as_its_own_user(service: Service) -> None:
+def test_each_service_connects_to_nats_as_its_own_identity(service: Service) -> None:
     container = only_container(deployment(service))
-    assert values(container)["NATS_URL"] == f"nats://{service.name}:$(NATS_PASSWORD)@nats:4222"
-    assert secret_keys_used(container)["NATS_PASSWORD"] == f"nats-{service.name}-password"
+    assert values(container)["NATS_URL"] == "nats://nats:4222"  # nothing secret in a URL
+    used = secret_keys_used(container)
+    assert used["BOULEVARD_NATS_NKEY_SEED"] == f"nats-{service.name}-seed"
+    assert [k for k in used.values() if k.startswith("nats-")] == [f"nats-{service.name}-seed"]
 
 
 def test_replicas() -> None:
