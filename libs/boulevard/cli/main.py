@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from boulevard.cli import audit_dice, audit_ledger, nats_identities, tls_certs, up
+from boulevard.cli import audit_dice, audit_ledger, nats_identities, tls_certs, up, watch
 from boulevard.platform import tls
 
 
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_parser(sub)
     nats_identities.add_parser(sub)
     tls_certs.add_parser(sub)
+    watch.add_parser(sub)
     audit = sub.add_parser(
         "audit", help="verify a game's dice or the money ledger without trusting the operator"
     )
