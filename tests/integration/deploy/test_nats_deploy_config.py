@@ -2,7 +2,8 @@
 the same config), and the four services started with the environment docker-compose.yml gives
 them: each connects as its own NATS identity (nkey), and a matchmade game goes through every service
 with no permission refused. Only the addresses differ from compose: loopback and free ports
-instead of the `nats` host and fixed ports (no Docker engine here)."""
+instead of the `nats` host and fixed ports (no Docker engine here), and a temporary CA's
+files where the containers mount theirs: TLS on every gRPC port and on NATS."""
 
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ from boulevard.client.bots import SeatPlayer
 from boulevard.games import get_game
 from boulevard.messaging.identities import IDENTITIES, inbox_prefix, key_variable
 from boulevard.messaging.server import NatsServer, free_port, nats_server_binary
+from boulevard.platform import tls
+from boulevard.platform.tls import Pki, client_ssl_context, make_pki
 from tests.support.processes import SERVICES, ServiceProcess
 
 pytestmark = pytest.mark.integration
@@ -48,11 +51,38 @@ NATS_DIR = ROOT / "deploy" / "nats"
 INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[?-][^}]*)?\}")
 
 
+# Where compose and Kubernetes mount the TLS files, and the names of the files there.
+TLS_PATHS = {
+    "/run/secrets/tls-cert": "cert",
+    "/run/secrets/tls-key": "key",
+    "/run/secrets/tls-ca": "ca_cert",
+    "/etc/boulevard/tls/server.pem": "cert",
+    "/etc/boulevard/tls/server-key.pem": "key",
+    "/etc/boulevard/tls/ca.pem": "ca_cert",
+}
+
+
+def with_local_tls(text: str, pki: Pki) -> str:
+    """A deploy file's text with the mounted TLS paths swapped for a temporary CA's files."""
+    for mounted, attr in TLS_PATHS.items():
+        text = text.replace(mounted, str(getattr(pki, attr)))
+    return text
+
+
+@pytest.fixture
+def pki(tmp_path: Path) -> Pki:
+    return make_pki(tmp_path / "tls", ["nats", *SERVICES, "*.nats-headless"])
+
+
 class ShippedNats(NatsServer):
-    """nats-server on deploy/nats/nats.conf, moved to a loopback port and a temporary store."""
+    """nats-server on deploy/nats/nats.conf, moved to a loopback port, a temporary store and
+    a temporary CA's certificate."""
 
     def config_text(self) -> str:
+        assert self.tls is not None
         text = (NATS_DIR / "nats.conf").read_text()
+        assert "/run/secrets/tls-cert" in text, "nats.conf no longer serves TLS"
+        text = with_local_tls(text, self.tls)
         replacements = {
             "listen: 0.0.0.0:4222": f"listen: {self.host}:{self.port}",
             "http: 0.0.0.0:8222": f"http: {self.host}:{free_port()}",
@@ -77,9 +107,12 @@ def identities(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str
 
 
 @pytest.fixture
-def shipped_nats(tmp_path: Path, identities: dict[str, str]) -> Iterator[ShippedNats]:
+def shipped_nats(tmp_path: Path, identities: dict[str, str], pki: Pki) -> Iterator[ShippedNats]:
     server = ShippedNats(
-        tmp_path / "nats", log_file=tmp_path / "nats.log", identities_dir=tmp_path / "identities"
+        tmp_path / "nats",
+        log_file=tmp_path / "nats.log",
+        identities_dir=tmp_path / "identities",
+        tls=pki,
     )
     server.start()
     try:
@@ -96,6 +129,8 @@ async def connect(
             errors.append(str(exc))
 
     options: dict[str, object] = {}
+    if server.tls is not None:
+        options["tls"] = client_ssl_context(server.tls.ca_cert)
     if identity is not None:
         options["nkeys_seed_str"] = server.seed_file(identity).read_text().strip()
         options["inbox_prefix"] = inbox_prefix(identity)
@@ -107,10 +142,13 @@ async def connect(
 
 @pytest.mark.parametrize("name", ["nats.conf", "nats-cluster.conf"])
 def test_nats_server_accepts_the_shipped_config(
-    name: str, tmp_path: Path, identities: dict[str, str]
+    name: str, tmp_path: Path, identities: dict[str, str], pki: Pki
 ) -> None:
     env = {**os.environ, "POD_NAME": "nats-0"}
-    check = [nats_server_binary(), "-t", "-c", str(NATS_DIR / name)]
+    conf = tmp_path / name  # the TLS files where the containers mount them, swapped
+    conf.write_text(with_local_tls((NATS_DIR / name).read_text(), pki))
+    shutil.copy(NATS_DIR / "nats-permissions.conf", tmp_path)
+    check = [nats_server_binary(), "-t", "-c", str(conf)]
     ok = subprocess.run(check, env=env, cwd=tmp_path, capture_output=True, text=True, check=False)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     # Without a key the server refuses to start, rather than letting a user in.
@@ -169,7 +207,7 @@ def generated_secrets(identities: dict[str, str]) -> dict[str, str]:
 
 
 def compose_environment(
-    service: str, secrets: dict[str, str], nats_server: NatsServer, ports: dict[str, int]
+    service: str, secrets: dict[str, str], nats_server: ShippedNats, ports: dict[str, int]
 ) -> dict[str, str]:
     """The service's environment from docker-compose.yml with the secrets interpolated, the
     compose host names and fixed ports swapped for loopback and free ports."""
@@ -177,6 +215,8 @@ def compose_environment(
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BOULEVARD_", "NATS_"))}
     for name, value in compose["services"][service]["environment"].items():
         env[name] = INTERPOLATION.sub(lambda m: secrets[m.group(1)], str(value))
+        assert nats_server.tls is not None
+        env[name] = with_local_tls(env[name], nats_server.tls)
     assert env["NATS_URL"] == "nats://nats:4222"
     env["NATS_URL"] = nats_server.url
     env["BOULEVARD_GRPC_HOST"] = "127.0.0.1"
@@ -199,7 +239,10 @@ def wait_healthy_by_compose_probe(service: str, port: int, process: ServiceProce
     command = [sys.executable, *(a.replace(f":{compose_port}", f":{port}") for a in test[2:])]
     deadline = time.monotonic() + 60
     while True:
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        # In the service's environment, as in its container (the CA to verify TLS with).
+        result = subprocess.run(
+            command, capture_output=True, text=True, check=False, env=process.env
+        )
         if result.returncode == 0:
             return
         assert process.process is not None and process.process.poll() is None, process.log()
@@ -222,7 +265,8 @@ def test_a_matchmade_game_runs_with_each_service_as_its_own_nats_user(
     try:
         for name, proc in processes.items():
             wait_healthy_by_compose_probe(name, ports[name], proc)
-        asyncio.run(play_a_matchmade_game(ports))
+        assert shipped_nats.tls is not None
+        asyncio.run(play_a_matchmade_game(ports, shipped_nats.tls.ca_cert))
     except BaseException:
         for name, proc in processes.items():
             print(f"--- {name}\n{proc.log()[-4000:]}")  # shown by pytest for a failed test
@@ -235,8 +279,8 @@ def test_a_matchmade_game_runs_with_each_service_as_its_own_nats_user(
         assert "permissions violation" not in log.lower(), f"{name}:\n{log[-3000:]}"
 
 
-async def play_a_matchmade_game(ports: dict[str, int]) -> None:
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{ports['matchmaking']}") as channel:
+async def play_a_matchmade_game(ports: dict[str, int], ca: Path) -> None:
+    async with tls.channel(f"127.0.0.1:{ports['matchmaking']}", ca) as channel:
         mm = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
         created = await mm.CreateTicket(
             matchmaking_pb2.CreateTicketRequest(
@@ -259,7 +303,7 @@ async def play_a_matchmade_game(ports: dict[str, int]) -> None:
             raise AssertionError("the ticket was never assigned")
 
     game = get_game("las_vegas")
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{ports['engine']}") as channel:
+    async with tls.channel(f"127.0.0.1:{ports['engine']}", ca) as channel:
         engine = engine_pb2_grpc.EngineServiceStub(channel)
         # The ticket is assigned once MatchFormed is published; the engine creates the game
         # from it a moment later.
@@ -278,13 +322,13 @@ async def play_a_matchmade_game(ports: dict[str, int]) -> None:
         final = await engine.GetGame(engine_pb2.GetGameRequest(game_id=ticket.game_id))
         assert final.status == engine_pb2.GAME_STATUS_FINISHED
 
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{ports['dice']}") as channel:
+    async with tls.channel(f"127.0.0.1:{ports['dice']}", ca) as channel:
         verdict = await dice_pb2_grpc.DiceServiceStub(channel).VerifyGame(
             dice_pb2.VerifyGameRequest(game_id=ticket.game_id)
         )
         assert verdict.ok and verdict.checked > 0, verdict.summary
 
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{ports['ledger']}") as channel:
+    async with tls.channel(f"127.0.0.1:{ports['ledger']}", ca) as channel:
         ledger = ledger_pb2_grpc.LedgerServiceStub(channel)
         for _ in range(100):
             reconciled = await ledger.Reconcile(ledger_pb2.ReconcileRequest(game_id=ticket.game_id))

@@ -158,3 +158,35 @@ def test_matchmaking_bots_reach_the_engine_by_its_service_name() -> None:
     env = environment("matchmaking")
     assert env["BOULEVARD_ENGINE_HOST"] == "engine"
     assert env["BOULEVARD_ENGINE_PORT"] == str(SERVICES["engine"].port)
+
+
+TLS_FILES = {
+    "BOULEVARD_TLS_CERT_FILE": "/run/secrets/tls-cert",
+    "BOULEVARD_TLS_KEY_FILE": "/run/secrets/tls-key",
+    "BOULEVARD_TLS_CA_FILE": "/run/secrets/tls-ca",
+}
+
+
+@pytest.mark.parametrize("service", SERVICES.values(), ids=lambda s: s.name)
+def test_each_service_serves_tls_and_verifies_with_the_ca(service: Service) -> None:
+    assert sorted(service_config(service.name)["secrets"]) == ["tls-ca", "tls-cert", "tls-key"]
+    env = environment(service.name)
+    assert {k: env[k] for k in TLS_FILES} == TLS_FILES
+
+
+def test_tls_files_come_from_deploy_tls_and_the_ca_key_stays_out() -> None:
+    secrets = compose()["secrets"]
+    assert {name: s["file"] for name, s in secrets.items()} == {
+        "tls-ca": "./deploy/tls/ca.pem",
+        "tls-cert": "./deploy/tls/server.pem",
+        "tls-key": "./deploy/tls/server-key.pem",
+    }
+    assert "tls/" in (DEPLOY / ".gitignore").read_text().splitlines()
+
+
+def test_nats_speaks_tls_only_with_the_compose_certificate() -> None:
+    assert sorted(service_config("nats")["secrets"]) == ["tls-cert", "tls-key"]
+    tls = conf_block((DEPLOY / "nats" / "nats.conf").read_text(), "tls")
+    assert tls is not None
+    assert conf_setting(tls, "cert_file") == "/run/secrets/tls-cert"
+    assert conf_setting(tls, "key_file") == "/run/secrets/tls-key"
