@@ -28,6 +28,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from boulevard.games import REGISTRY
+from boulevard.messaging.identities import NatsNames
 from boulevard.messaging.server import NatsServer
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
@@ -180,6 +181,7 @@ async def start_platform(
                 port=settings.embedded_nats_port,
                 log_file=data_dir / "nats.log",
                 tls=pki,
+                names=NatsNames.from_settings(settings),
             ).start()
             env["NATS_URL"] = platform.nats.url
             say(
