@@ -151,6 +151,10 @@ class StreamUse:
     owner: bool = False  # creates and updates it
     writes: tuple[str, ...] = ()  # subjects it publishes into it
     durables: tuple[str, ...] = ()  # its own durable consumers on it
+    # Makes unnamed consumers (nats-py's ordered push subscriptions: KV watchers, replays).
+    # The unnamed create request names its consumer in the body, so it can also *update*
+    # another identity's durable (its filter, say): granted only where needed.
+    ephemeral: bool = False
 
 
 def _uses(names: NatsNames) -> dict[str, list[StreamUse]]:
@@ -159,25 +163,29 @@ def _uses(names: NatsNames) -> dict[str, list[StreamUse]]:
     n = names
 
     def kv(bucket: str) -> StreamUse:
-        return StreamUse(f"KV_{bucket}", owner=True, writes=(f"$KV.{bucket}.>",))
+        return StreamUse(f"KV_{bucket}", owner=True, writes=(f"$KV.{bucket}.>",), ephemeral=True)
 
-    games_readers = StreamUse(n.games_stream)
     return {
         "engine": [
-            StreamUse(n.games_stream, owner=True, writes=(f"{n.games_prefix}.>",)),
+            # WatchGame replays and follows a game with an ordered consumer.
+            StreamUse(n.games_stream, owner=True, writes=(f"{n.games_prefix}.>",), ephemeral=True),
             StreamUse(n.matchmaking_stream, durables=(n.engine_match_consumer,)),
             kv(n.engine_snapshots_bucket),
             kv(n.engine_games_bucket),
         ],
         "dice": [
             # `dice.<game_id>` only: `dice.rpc.<op>` has three tokens.
-            StreamUse(n.dice_stream, owner=True, writes=(f"{n.dice_prefix}.*",)),
+            StreamUse(n.dice_stream, owner=True, writes=(f"{n.dice_prefix}.*",), ephemeral=True),
             kv(n.dice_seeds_bucket),
-            games_readers,  # a game's end, before its seed is revealed
+            # A game's end before its seed is revealed: direct gets or a named consumer.
+            StreamUse(n.games_stream),
         ],
         "ledger": [
-            StreamUse(n.ledger_stream, owner=True, writes=(f"{n.ledger_prefix}.>",)),
-            StreamUse(n.games_stream, durables=(n.ledger_consumer,)),
+            StreamUse(
+                n.ledger_stream, owner=True, writes=(f"{n.ledger_prefix}.>",), ephemeral=True
+            ),
+            # Its durable, and ordered replays of one game for reconciliation.
+            StreamUse(n.games_stream, durables=(n.ledger_consumer,), ephemeral=True),
         ],
         "matchmaking": [
             StreamUse(
@@ -237,7 +245,6 @@ def permissions(identity: str, names: NatsNames | None = None) -> Permissions:
                 f"$JS.API.STREAM.MSG.GET.{s}",
                 f"$JS.API.DIRECT.GET.{s}",
                 f"$JS.API.DIRECT.GET.{s}.>",
-                f"$JS.API.CONSUMER.CREATE.{s}",
                 f"$JS.API.CONSUMER.CREATE.{s}.>",
                 f"$JS.API.CONSUMER.DURABLE.CREATE.{s}.>",
                 f"$JS.API.CONSUMER.INFO.{s}.>",
@@ -251,6 +258,8 @@ def permissions(identity: str, names: NatsNames | None = None) -> Permissions:
         )
         if use.owner:
             perms.add([f"$JS.API.STREAM.UPDATE.{s}"])
+        if use.ephemeral:
+            perms.add([f"$JS.API.CONSUMER.CREATE.{s}"])
         perms.add(use.writes)
         # Another service's durable consumer is not ours to pull, ack, move or delete.
         for stream, durable in sorted(durables_of_others):

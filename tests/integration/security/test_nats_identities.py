@@ -6,6 +6,7 @@ each owner still can do its own part (so a server that refused everything fails 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -337,21 +338,33 @@ async def test_only_the_owner_changes_a_streams_configuration(
 async def test_nobody_takes_over_the_ledgers_consumer(
     server: TestNats, connect: Callable[[str], Awaitable[Client]]
 ) -> None:
-    """Pulling, acking or deleting the ledger's consumer would let money go unposted."""
+    """Pulling, acking, deleting or re-filtering the ledger's consumer would let money go
+    unposted."""
+    # An unnamed create names its consumer in the body, and the server treats one named
+    # like an existing durable as an update of it: only identities that need unnamed
+    # consumers on GAMES get that subject (the engine, the ledger itself).
+    hijack = json.dumps(
+        {"stream_name": "GAMES", "config": {"name": "ledger", "filter_subject": "game.none",
+                                            "ack_policy": "explicit"}}
+    ).encode()  # fmt: skip
     for identity in ("engine", "dice", "matchmaking"):
         client = await connect(identity)
-        for subject in (
+        subjects = [
             "$JS.API.CONSUMER.MSG.NEXT.GAMES.ledger",
             "$JS.API.CONSUMER.DELETE.GAMES.ledger",
             "$JS.API.CONSUMER.DURABLE.CREATE.GAMES.ledger",
             "$JS.API.CONSUMER.CREATE.GAMES.ledger.game.>",
             "$JS.ACK.GAMES.ledger.1.1.1.1.1",
-        ):
-            await client.nc.publish(subject, b"{}")
+        ]
+        if identity != "engine":
+            subjects.append("$JS.API.CONSUMER.CREATE.GAMES")
+        for subject in subjects:
+            await client.nc.publish(subject, hijack)
             assert await client.refused(f'publish to "{subject.lower()}"'), (identity, subject)
     admin = await server.connect()
     try:
         info = await admin.jetstream().consumer_info("GAMES", "ledger")
         assert info.num_pending >= 1  # nobody took the ledger's messages
+        assert info.config.filter_subject == "game.>"  # nor re-filtered its consumer
     finally:
         await admin.close()
