@@ -32,6 +32,7 @@ from boulevard.games.base import (
     GameFinished,
     PlayerSeat,
     RulesError,
+    check_options,
 )
 from boulevard.games.codec import Codec
 from boulevard.platform.auth import PlayerClaims, issue_token
@@ -155,6 +156,10 @@ class Engine:
             raise InvalidArgument("seats must be numbered 0..n-1, each once")
         if any(not s.player_id for s in seats):
             raise InvalidArgument("every seat needs a player_id")
+        try:
+            check_options(game, options)
+        except RulesError as err:
+            raise InvalidArgument(f"bad options: {err.message}") from err
         ordered = sorted(seats, key=lambda s: s.seat)
         game_id = game_id_for(request_id)
         async with self._lock(game_id):

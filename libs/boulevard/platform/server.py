@@ -20,6 +20,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from nats.aio.client import Client as NATS
 
+from boulevard.platform.edge import EdgeInterceptor
 from boulevard.platform.grpc_errors import ErrorInterceptor
 from boulevard.platform.logging import configure_logging
 from boulevard.platform.settings import Settings
@@ -111,7 +112,14 @@ async def start_service(app: App, settings: Settings, port: int | None = None) -
     except BaseException:
         await nc.close()
         raise
-    server = grpc.aio.server(interceptors=[ErrorInterceptor()])
+    server = grpc.aio.server(
+        # ErrorInterceptor first (outermost): it maps what the edge checks raise.
+        interceptors=[ErrorInterceptor(), EdgeInterceptor()],
+        options=[
+            ("grpc.max_receive_message_length", settings.grpc_max_receive_bytes),
+            ("grpc.max_send_message_length", settings.grpc_max_send_bytes),
+        ],
+    )
     app.register(server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

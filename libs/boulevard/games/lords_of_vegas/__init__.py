@@ -46,6 +46,7 @@ GAME: GameDefinition[State, Command, Event, State] = GameDefinition(
     render=render,
     bots={"random": random_bot, "heuristic": heuristic_bot},
     view_type=State,
+    options={},  # the rulebook has no variants we offer (docs/games/lords-of-vegas.md)
 )
 
 __all__ = ["GAME"]
