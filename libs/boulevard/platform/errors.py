@@ -100,4 +100,30 @@ def _status_of(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
 
     if isinstance(exc, ConcurrencyConflict):
         return grpc.StatusCode.ABORTED, str(exc)
+    if nats_unavailable(exc):
+        return grpc.StatusCode.UNAVAILABLE, (
+            f"NATS did not answer ({type(exc).__name__}); the service is reconnecting: retry later"
+        )
     return None
+
+
+def nats_unavailable(exc: BaseException) -> bool:
+    """Whether `exc` says NATS (or a service behind it) is out of reach, not that a request
+    was wrong: a timeout, a closed or reconnecting connection, no responders, a JetStream 503."""
+    import nats.errors
+    import nats.js.errors
+
+    return isinstance(
+        exc,
+        TimeoutError  # nats.errors.TimeoutError too, and asyncio.wait_for on a NATS read
+        | nats.errors.ConnectionClosedError
+        | nats.errors.ConnectionReconnectingError
+        | nats.errors.ConnectionDrainingError
+        | nats.errors.OutboundBufferLimitError
+        | nats.errors.StaleConnectionError
+        | nats.errors.NoServersError
+        | nats.errors.NoRespondersError
+        | nats.errors.UnexpectedEOF
+        | nats.js.errors.ServiceUnavailableError
+        | nats.js.errors.NoStreamResponseError,
+    )
