@@ -48,7 +48,9 @@ class SeatAssignment(_message.Message):
     CLIENT_SEED_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     player_id: _builtins.str
+    """max 128 chars"""
     client_seed: _builtins.str
+    """max 256 chars"""
     def __init__(
         self,
         *,
@@ -93,13 +95,17 @@ class CreateGameRequest(_message.Message):
     SEATS_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
-    """idempotency key (the match id when matchmaking creates it)"""
+    """idempotency key (the match id when matchmaking creates it); max 128 chars"""
     game: _builtins.str
-    """registry name, e.g. "lords_of_vegas" """
+    """registry name, e.g. "lords_of_vegas"; max 64 chars"""
     @_builtins.property
-    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatAssignment]: ...
+    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatAssignment]:
+        """max 16 entries"""
+
     @_builtins.property
-    def options(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def options(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """max 16 entries, keys and values max 64 chars each"""
+
     def __init__(
         self,
         *,
@@ -152,8 +158,9 @@ class GetGameRequest(_message.Message):
     GAME_ID_FIELD_NUMBER: _builtins.int
     PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     player_token: _builtins.str
-    """empty: a spectator's view"""
+    """empty: a spectator's view; max 4096 chars"""
     def __init__(
         self,
         *,
@@ -280,9 +287,12 @@ class ListGamesRequest(_message.Message):
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     status: Global___GameStatus.ValueType
     game: _builtins.str
+    """max 64 chars"""
     player_id: _builtins.str
+    """max 128 chars"""
     page_size: _builtins.int
     page_token: _builtins.str
+    """max 128 chars"""
     def __init__(
         self,
         *,
@@ -362,7 +372,9 @@ class ListLegalActionsRequest(_message.Message):
     GAME_ID_FIELD_NUMBER: _builtins.int
     PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     player_token: _builtins.str
+    """max 4096 chars"""
     def __init__(
         self,
         *,
@@ -410,9 +422,12 @@ class SubmitActionRequest(_message.Message):
     EXPECTED_VERSION_FIELD_NUMBER: _builtins.int
     IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     player_token: _builtins.str
+    """max 4096 chars"""
     expected_version: _builtins.int
     idempotency_key: _builtins.str
+    """max 128 chars"""
     @_builtins.property
     def action(self) -> Global___Action: ...
     def __init__(
@@ -463,7 +478,9 @@ class WatchGameRequest(_message.Message):
     PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
     FROM_VERSION_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     player_token: _builtins.str
+    """max 4096 chars"""
     from_version: _builtins.int
     def __init__(
         self,
