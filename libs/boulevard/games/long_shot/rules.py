@@ -11,9 +11,10 @@ replaced data file is all it takes to replace a stand-in.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from itertools import combinations, permutations
+from itertools import combinations, combinations_with_replacement, permutations
 from typing import TypeVar, assert_never
 
 from boulevard.games.base import (
@@ -192,7 +193,7 @@ def decide(command: Command, state: LongShotState) -> tuple[Event, ...]:
             _require_turn(state, seat, Phase.ACTING)
             problem = _bet_problem(state, seat, horse, _d().bet_amount, free=False, anywhere=False)
             if problem:
-                raise problem
+                raise RulesError(*problem)
             bet = _bet(seat, horse, _d().bet_amount, free=False)
             return (bet, *_end_action(evolve(state, bet), seat))
         case DiscardCards(seat=seat, cards=cards):
@@ -408,17 +409,22 @@ def _bet(seat: Seat, horse: int, amount: int, free: bool) -> BetPlaced:
     )
 
 
+Problem = tuple[str, str] | None
+"""Why a command is refused, as RulesError's (code, message); None when it is allowed.
+A tuple, not an exception, because legal_commands asks this of many candidates."""
+
+
 def _bet_problem(
     state: LongShotState, seat: Seat, horse: int | None, amount: int, free: bool, anywhere: bool
-) -> RulesError | None:
+) -> Problem:
     if horse is None or not 1 <= horse <= len(_d().horses):
-        return RulesError("bad_horse", f"there is no horse {horse}")
+        return ("bad_horse", f"there is no horse {horse}")
     if not running(state, horse):
-        return RulesError("horse_finished", "no bet of any kind on a horse that has finished")
+        return ("horse_finished", "no bet of any kind on a horse that has finished")
     if not anywhere and in_no_bets(state, horse):
-        return RulesError("no_bets", f"horse {horse} is in the No Bets area")
+        return ("no_bets", f"horse {horse} is in the No Bets area")
     if not free and state.money[seat] < amount:
-        return RulesError("no_money", f"a ${amount} bet needs ${amount}")
+        return ("no_money", f"a ${amount} bet needs ${amount}")
     return None
 
 
@@ -459,57 +465,55 @@ def _discard(state: LongShotState, seat: Seat, cards: tuple[int, ...]) -> tuple[
 
 def card_problem(
     state: LongShotState, seat: Seat, spec: CardSpec, horse: int | None, target: int | None
-) -> RulesError | None:
+) -> Problem:
     """Why this card cannot be played with these choices now (None: it can)."""
     needs_horse = spec.kind in (CardKind.MOVE, CardKind.BET) or (
         spec.kind is CardKind.WINNERS_CIRCLE and spec.steps != 0
     )
     if spec.kind is CardKind.HORSE:
         if horse not in (None, spec.horse):
-            return RulesError("bad_horse", f"this card moves horse {spec.horse} only")
+            return ("bad_horse", f"this card moves horse {spec.horse} only")
     elif not needs_horse and horse is not None:
-        return RulesError("bad_horse", "this card names no horse")
+        return ("bad_horse", "this card names no horse")
     if spec.kind is not CardKind.STEAL and target is not None:
-        return RulesError("bad_target", "this card takes from nobody")
+        return ("bad_target", "this card takes from nobody")
     match spec.kind:
         case CardKind.MONEY:
             return None
         case CardKind.MOVE:
             if horse is None or not 1 <= horse <= len(_d().horses):
-                return RulesError("bad_horse", f"there is no horse {horse}")
+                return ("bad_horse", f"there is no horse {horse}")
             if not running(state, horse):
-                return RulesError("horse_finished", "a horse that has finished never moves")
+                return ("horse_finished", "a horse that has finished never moves")
             return None
         case CardKind.HORSE:
             if not running(state, spec.horse):
-                return RulesError("horse_finished", "a horse that has finished never moves")
+                return ("horse_finished", "a horse that has finished never moves")
             return None
         case CardKind.STEAL:
             if target is None or not 0 <= target < state.players or target == seat:
-                return RulesError("bad_target", "name another seat to take from")
+                return ("bad_target", "name another seat to take from")
             if spec.amount == 0 and not state.hands[target]:
-                return RulesError("nothing_to_steal", f"seat {target} has no card")
+                return ("nothing_to_steal", f"seat {target} has no card")
             if spec.amount > 0 and state.money[target] == 0:
-                return RulesError("nothing_to_steal", f"seat {target} has no money")
+                return ("nothing_to_steal", f"seat {target} has no money")
             return None
         case CardKind.LUCKY_NUMBA:
             if state.horse_die != spec.number:
-                return RulesError(
-                    "not_lucky", f"the horse die shows {state.horse_die}, not {spec.number}"
-                )
+                return ("not_lucky", f"the horse die shows {state.horse_die}, not {spec.number}")
             return None
         case CardKind.BET:
             return _bet_problem(state, seat, horse, spec.amount, spec.free, spec.anywhere)
         case CardKind.WINNERS_CIRCLE:
             lead = leaders(state)
             if state.finished:
-                return RulesError("no_leader", "a horse has finished: there is no leader")
+                return ("no_leader", "a horse has finished: there is no leader")
             if not lead:
-                return RulesError("no_leader", "no horse has left the start yet")
+                return ("no_leader", "no horse has left the start yet")
             if spec.steps != 0 and horse not in lead:
-                return RulesError("not_leading", f"horse {horse} is not in the lead")
+                return ("not_leading", f"horse {horse} is not in the lead")
             if spec.amount > 0 and not any(state.owners[h - 1] == seat for h in lead):
-                return RulesError("not_leading", "you own no horse in the lead")
+                return ("not_leading", "you own no horse in the lead")
             return None
         case _:
             assert_never(spec.kind)
@@ -523,7 +527,7 @@ def _play_card(
     spec = _d().card(card)
     problem = card_problem(state, seat, spec, horse, target)
     if problem:
-        raise problem
+        raise RulesError(*problem)
     played = CardPlayed(seat=seat, card=card, horse=horse, target=target)
     events: list[Event] = [played]
     state = evolve(state, played)
@@ -806,13 +810,15 @@ def _acting_commands(state: LongShotState, seat: Seat) -> tuple[Command, ...]:
         for horse_choice, target in _card_choices(state, seat, spec):
             if card_problem(state, seat, spec, horse_choice, target) is None:
                 commands.append(PlayCard(seat=seat, card=card, horse=horse_choice, target=target))
-    hand = sorted(state.hands[seat])
-    pairs: set[tuple[int, ...]] = set()
-    for pair in combinations(hand, d.discard_cards):
-        kinds = tuple(sorted(d.cards[c] for c in pair))
-        if kinds not in pairs:
-            pairs.add(kinds)
-            commands.append(DiscardCards(seat=seat, cards=pair))
+    # Again one discard per combination of card types, made of the first cards of each.
+    by_type: dict[int, list[int]] = {}
+    for card in sorted(state.hands[seat]):
+        by_type.setdefault(d.cards[card], []).append(card)
+    for types in combinations_with_replacement(sorted(by_type), d.discard_cards):
+        wanted = Counter(types)
+        if all(len(by_type[t]) >= n for t, n in wanted.items()):
+            combo = sorted(c for t, n in wanted.items() for c in by_type[t][:n])
+            commands.append(DiscardCards(seat=seat, cards=tuple(combo)))
     return tuple(commands)
 
 
