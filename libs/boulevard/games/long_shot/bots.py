@@ -16,7 +16,7 @@ from boulevard.games.long_shot.types import (
     HorseView,
     LongShotView,
     MoveHorses,
-    Pass,
+    PassTurn,
     PlaceBet,
     PlayCard,
     Reroll,
@@ -113,4 +113,4 @@ def heuristic_bot(
             )
 
         return max(discards, key=useless)
-    return Pass(seat)
+    return PassTurn(seat)

@@ -62,7 +62,7 @@ from boulevard.games.long_shot.types import (
     MoneyStolen,
     MoneyTaken,
     MoveHorses,
-    Pass,
+    PassTurn,
     Passed,
     Payout,
     Phase,
@@ -199,7 +199,7 @@ def decide(command: Command, state: LongShotState) -> tuple[Event, ...]:
         case DiscardCards(seat=seat, cards=cards):
             _require_turn(state, seat, Phase.ACTING)
             return _discard(state, seat, cards)
-        case Pass(seat=seat):
+        case PassTurn(seat=seat):
             _require_turn(state, seat, Phase.ACTING)
             passed = Passed(seat=seat)
             return (passed, *_end_action(evolve(state, passed), seat))
@@ -788,7 +788,7 @@ def _moving_commands(state: LongShotState, seat: Seat) -> tuple[Command, ...]:
 
 def _acting_commands(state: LongShotState, seat: Seat) -> tuple[Command, ...]:
     d = _d()
-    commands: list[Command] = [Pass(seat=seat)]
+    commands: list[Command] = [PassTurn(seat=seat)]
     horses = range(1, len(d.horses) + 1)
     for horse in horses:
         if (

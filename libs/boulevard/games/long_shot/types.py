@@ -73,11 +73,13 @@ class DiscardCards:
 
 
 @dataclass(frozen=True, slots=True)
-class Pass:
+class PassTurn:
+    """Your action: none this turn."""
+
     seat: int
 
 
-Command = Reroll | MoveHorses | PlayCard | BuyHorse | PlaceBet | DiscardCards | Pass
+Command = Reroll | MoveHorses | PlayCard | BuyHorse | PlaceBet | DiscardCards | PassTurn
 COMMAND_TYPES: tuple[type, ...] = (
     Reroll,
     MoveHorses,
@@ -85,7 +87,7 @@ COMMAND_TYPES: tuple[type, ...] = (
     BuyHorse,
     PlaceBet,
     DiscardCards,
-    Pass,
+    PassTurn,
 )
 
 # --- events -----------------------------------------------------------------------------

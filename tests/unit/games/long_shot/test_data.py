@@ -16,7 +16,7 @@ from boulevard.games.long_shot import GAME
 from boulevard.games.long_shot import data as long_shot_data
 from boulevard.games.long_shot.data import DATA, CardKind, load_raw, parse
 from boulevard.games.long_shot.rules import view
-from boulevard.games.long_shot.types import FeatureUsed, Pass, TurnEnded
+from boulevard.games.long_shot.types import FeatureUsed, PassTurn, TurnEnded
 from boulevard.games.playout import playout
 from boulevard.games.testing import spec
 from tests.unit.games.long_shot.support import acting, table
@@ -94,7 +94,7 @@ def test_stand_ins_are_replaced_by_editing_the_data_only(monkeypatch: pytest.Mon
     assert view(state, 0).horses[1].no_bets
     # The new feature pays seat 1 at the start of its turn.
     owned = replace(acting(table(4, current=0)), owners=(1, *(-1,) * 9))
-    events = spec(GAME).given_state(owned).when(Pass(0)).events()
+    events = spec(GAME).given_state(owned).when(PassTurn(0)).events()
     assert events[-2:] == (
         TurnEnded(seat=0, next=1),
         FeatureUsed(
@@ -119,12 +119,12 @@ def test_a_lead_feature_pays_only_while_its_horse_leads_and_never_after_a_finish
 
     monkeypatch.setattr(long_shot_data, "DATA", _replaced(edit))
     leading = acting(table(4, current=3, owners={5: 0}, positions={5: 6, 2: 3}))
-    events = spec(GAME).given_state(leading).when(Pass(3)).events()
+    events = spec(GAME).given_state(leading).when(PassTurn(3)).events()
     assert isinstance(events[-1], FeatureUsed) and events[-1].horse == 5
     behind = acting(table(4, current=3, owners={5: 0}, positions={5: 2, 2: 3}))
-    assert not isinstance(spec(GAME).given_state(behind).when(Pass(3)).events()[-1], FeatureUsed)
+    assert not isinstance(spec(GAME).given_state(behind).when(PassTurn(3)).events()[-1], FeatureUsed)
     after_finish = replace(
         acting(table(4, current=3, owners={5: 0}, positions={5: 6, 2: 16})), finished=(2,)
     )
-    events = spec(GAME).given_state(after_finish).when(Pass(3)).events()
+    events = spec(GAME).given_state(after_finish).when(PassTurn(3)).events()
     assert not isinstance(events[-1], FeatureUsed)

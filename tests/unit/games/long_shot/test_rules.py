@@ -27,7 +27,7 @@ from boulevard.games.long_shot.types import (
     HorseMoved,
     MoneyStolen,
     MoveHorses,
-    Pass,
+    PassTurn,
     Passed,
     Phase,
     PlaceBet,
@@ -103,7 +103,7 @@ def test_after_the_action_the_seat_draws_and_the_dice_pass_clockwise() -> None:
     after = (
         spec(GAME)
         .given_state(state)
-        .when(Pass(3))
+        .when(PassTurn(3))
         .then(Passed(3), CardDrawn(3), TurnEnded(seat=3, next=0))
     )
     assert after.hands[3][-1] == top and after.current == 0 and after.turn == 2
@@ -112,14 +112,14 @@ def test_after_the_action_the_seat_draws_and_the_dice_pass_clockwise() -> None:
 def test_no_draw_once_the_deck_is_empty() -> None:
     state = acting(table(4, current=1))
     state = replace(state, discard=(*state.discard, *state.deck), deck=())
-    spec(GAME).given_state(state).when(Pass(1)).then(Passed(1), TurnEnded(seat=1, next=2))
+    spec(GAME).given_state(state).when(PassTurn(1)).then(Passed(1), TurnEnded(seat=1, next=2))
 
 
 def test_only_the_current_seat_acts_and_only_once_its_roll_is_resolved() -> None:
     state = rolled(table(4, current=0), 7, 1)
-    spec(GAME).given_state(state).when(Pass(1)).then_raises("not_your_turn")
-    spec(GAME).given_state(state).when(Pass(0)).then_raises("roll_first")
-    spec(GAME).given_state(table(4, current=0)).when(Pass(0)).then_raises("waiting_for_dice")
+    spec(GAME).given_state(state).when(PassTurn(1)).then_raises("not_your_turn")
+    spec(GAME).given_state(state).when(PassTurn(0)).then_raises("roll_first")
+    spec(GAME).given_state(table(4, current=0)).when(PassTurn(0)).then_raises("waiting_for_dice")
     assert legal_commands(state, 1) == ()
 
 
