@@ -122,7 +122,9 @@ def test_a_lead_feature_pays_only_while_its_horse_leads_and_never_after_a_finish
     events = spec(GAME).given_state(leading).when(PassTurn(3)).events()
     assert isinstance(events[-1], FeatureUsed) and events[-1].horse == 5
     behind = acting(table(4, current=3, owners={5: 0}, positions={5: 2, 2: 3}))
-    assert not isinstance(spec(GAME).given_state(behind).when(PassTurn(3)).events()[-1], FeatureUsed)
+    assert not isinstance(
+        spec(GAME).given_state(behind).when(PassTurn(3)).events()[-1], FeatureUsed
+    )
     after_finish = replace(
         acting(table(4, current=3, owners={5: 0}, positions={5: 6, 2: 16})), finished=(2,)
     )
