@@ -33,8 +33,10 @@ from boulevard.games.long_shot.types import (
     PlaceBet,
     PlayCard,
     RaceEnded,
+    RollResolved,
     StealStarted,
     TurnEnded,
+    ZeroRolled,
 )
 from boulevard.games.testing import spec
 from tests.unit.games.long_shot.support import (
@@ -306,3 +308,18 @@ def test_no_event_names_a_card_going_into_a_hand() -> None:
     state = rolled(table(4, current=0), 3, 0)
     for event in spec(GAME).given_state(state).when(MoveHorses(0, ())).events():
         assert not hasattr(event, "card")
+
+
+def test_a_zero_on_your_own_horse_or_an_owner_without_cards_takes_nothing() -> None:
+    own = rolled(table(4, current=0, owners={3: 0}), 3, 0)
+    spec(GAME).given_state(own).when(MoveHorses(0, ())).then(
+        ZeroRolled(seat=0, horse=3, victim=None), RollResolved(seat=0)
+    )
+    empty = rolled(table(4, current=0, owners={3: 2}, hands={2: ()}), 3, 0)
+    after = (
+        spec(GAME)
+        .given_state(empty)
+        .when(MoveHorses(0, ()))
+        .then(ZeroRolled(seat=0, horse=3, victim=None), RollResolved(seat=0))
+    )
+    assert chance(after) is None and after.phase is Phase.ACTING
