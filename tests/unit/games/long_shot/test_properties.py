@@ -28,7 +28,7 @@ from boulevard.games.playout import Playout, playout
 
 CODEC = Codec(GAME.event_types)
 GAMES = 1000
-CHUNKS = 4
+CHUNKS = 8
 
 
 def play(players: int, seed: int) -> Playout:
