@@ -177,6 +177,9 @@ class GameDefinition(Generic[S, C, E, V]):
     render: Callable[[V], str]
     bots: Mapping[str, Bot] = field(default_factory=dict)
     view_type: type | None = None
+    # One event in words for people watching (`boulevard watch`, the demo): (event, the
+    # seats' names) -> a short sentence. None: the table shows the event's type.
+    describe: Callable[[Any, Sequence[str]], str] | None = None
     # The options `new_game` understands; anything else is refused at creation. The
     # default, no options, is the safe one for a game that declares none.
     options: Mapping[str, GameOption] = field(default_factory=dict)
