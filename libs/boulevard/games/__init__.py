@@ -16,9 +16,11 @@ def _register() -> None:
     # Imported here, not at module top, so `boulevard.games.base` stays importable alone.
     from boulevard.games.las_vegas import GAME as LAS_VEGAS
     from boulevard.games.lords_of_vegas import GAME as LORDS_OF_VEGAS
+    from boulevard.games.vegas_showdown import GAME as VEGAS_SHOWDOWN
 
     REGISTRY[LAS_VEGAS.name] = LAS_VEGAS
     REGISTRY[LORDS_OF_VEGAS.name] = LORDS_OF_VEGAS
+    REGISTRY[VEGAS_SHOWDOWN.name] = VEGAS_SHOWDOWN
 
 
 _register()
