@@ -614,17 +614,40 @@ def _acted(state: State, seat: int, kind: ActionKind, seats: tuple[SeatState, ..
     return replace(state, seats=seats, current=_next_actor(seats, seat))
 
 
+def _of_family(track: Track, family: str | None) -> bool:
+    """Whether a track offers a tile of an event card's family: the basic tile's own
+    track(s), or a premier space holding the family's fancy tile."""
+    kinds = family_kinds(family)
+    basic = basic_track(track.name)
+    if basic is not None:
+        return basic.tile in kinds
+    return track.tile is not None and sheet.kind_of(track.tile).key in kinds
+
+
+def _flipped(state: State, track: Track, tile: int, minimum: int) -> Track:
+    """A premier space with a newly flipped tile; a fancy tile flipped after this turn's
+    no-bid card for its family gets a no-bid marker too."""
+    track = replace(track, tile=tile, minimum=minimum)
+    banned = any(_of_family(track, family) for family in banned_families(state))
+    return replace(track, no_bid=True) if banned else track
+
+
+def banned_families(state: State) -> tuple[str, ...]:
+    """Families under a no-bid card drawn (and carried out) this turn."""
+    return tuple(
+        card.family
+        for card in (data.DATA.event(key) for key in state.drawn if key in state.discards)
+        if card.effect == "no_bid" and card.family is not None
+    )
+
+
 def _card_flags(state: State, card: EventCard) -> State:
     """A carried-out card's lasting marks: no-bid markers, no Renovate, PR Scandal, prices."""
     circles = data.DATA.premier_circles
     match card.effect:
         case "no_bid":
-            kinds = family_kinds(card.family)
             tracks = tuple(
-                replace(t, no_bid=True)
-                if (b := basic_track(t.name)) is not None and b.tile in kinds
-                else t
-                for t in state.tracks
+                replace(t, no_bid=True) if _of_family(t, card.family) else t for t in state.tracks
             )
             return replace(state, tracks=tracks)
         case "no_renovate":
@@ -692,8 +715,7 @@ def evolve(state: State, event: AnyEvent) -> State:
             size = SIZES.index(sheet.kind_of(tile).size)
             stacks = _put(state.premier_stacks, size, state.premier_stacks[size][1:])
             tracks = tuple(
-                replace(t, tile=tile, minimum=minimum) if t.name == name else t
-                for t in state.tracks
+                _flipped(state, t, tile, minimum) if t.name == name else t for t in state.tracks
             )
             return replace(state, premier_stacks=stacks, tracks=tracks)
         case IncomeCollected(transfers=transfers):

@@ -147,6 +147,30 @@ def test_a_no_bid_card_marks_the_track_for_this_turn_only() -> None:
     spec(GAME).given_state(state).when(Bid(0, "lounge", 9)).then_raises("no_bid_marker")
 
 
+def test_a_no_bid_card_also_marks_the_familys_fancy_tile_even_one_flipped_after_it() -> None:
+    quiet_small = next(c for c in DATA.events if c.effect == "none" and c.stack == "small")
+    state = table(4, deck=("slots_no_bid_1", quiet_small.key))
+    fancy = state.tracks[3].tile  # premier_1 holds a Fancy Slots (stacks in data order)
+    assert fancy is not None and DATA.kind_of(fancy).key == "fancy_slots"
+    after = started(state)
+    marked = {t.name for t in after.tracks if t.no_bid}
+    assert marked == {"slots", "premier_1"}
+    # now with premier_1 empty too: the card is drawn for it, and the Fancy Slots flipped
+    # for premier_4 by the next card arrives under the ban
+    emptied = replace(
+        state,
+        tracks=tuple(
+            replace(t, tile=None, minimum=0) if t.name == "premier_1" else t for t in state.tracks
+        ),
+    )
+    after = started(emptied)
+    flipped = next(t for t in after.tracks if t.name == "premier_4")
+    assert flipped.tile is not None and DATA.kind_of(flipped.tile).key == "fancy_slots"
+    assert flipped.no_bid
+    assert not next(t for t in after.tracks if t.name == "premier_1").no_bid
+    spec(GAME).given_state(after).when(Bid(0, "premier_4", 18)).then_raises("no_bid_marker")
+
+
 def test_the_game_ends_at_once_when_the_stack_to_flip_is_empty() -> None:
     card = next(c for c in DATA.events if c.stack == "medium" and c.effect == "none")
     state = table(4, deck=(card.key,))
