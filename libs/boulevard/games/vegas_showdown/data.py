@@ -59,6 +59,11 @@ class TileKind:
     def premier(self) -> bool:
         return self.kind != "basic"
 
+    @property
+    def area(self) -> int:
+        """Cells covered."""
+        return len(self.shapes[0].cells)
+
 
 @dataclass(frozen=True, slots=True)
 class EventCard:

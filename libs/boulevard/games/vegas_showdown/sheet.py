@@ -173,6 +173,8 @@ def _special(b: Board, p: Placement) -> RulesError | None:
         return _fail(
             "night_club_door", "a Night Club needs a door meeting a Lounge or Fancy Lounge door"
         )
+    if kind.key not in (FANCY_RESTAURANT, NOT_NEXT_TO_FANCY_RESTAURANT):
+        return None
     neighbours = {kind_of(t).key for t in b.edge_neighbours(p)}
     if (kind.key == FANCY_RESTAURANT and NOT_NEXT_TO_FANCY_RESTAURANT in neighbours) or (
         kind.key == NOT_NEXT_TO_FANCY_RESTAURANT and FANCY_RESTAURANT in neighbours
@@ -350,7 +352,8 @@ def section_full(
 
 
 def is_full(sheet_layout: SheetLayout, tiles: Sequence[Placement]) -> bool:
-    covered = sum(len(kind_of(p.tile).shapes[0].cells) for p in tiles)
+    by_tile = data.DATA.by_tile
+    covered = sum(by_tile[p.tile].area for p in tiles)
     return covered == sheet_layout.cols * sheet_layout.rows
 
 
