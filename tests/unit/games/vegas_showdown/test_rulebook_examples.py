@@ -14,6 +14,7 @@ from boulevard.games.vegas_showdown.types import (
     ActionKind,
     Bid,
     BidPlaced,
+    EventCardDrawn,
     Phase,
     Placement,
     PlaceTile,
@@ -24,6 +25,7 @@ from boulevard.games.vegas_showdown.types import (
     Renovated,
     StartTurn,
     TurnEnded,
+    VegasShowdownState,
 )
 from tests.unit.games.vegas_showdown.support import (
     FANCY_SLOTS_NEXT,
@@ -482,3 +484,58 @@ def test_money_moves_only_through_transfers() -> None:
     assert income_event.transfers == tuple(  # type: ignore[union-attr]
         Transfer(BANK, seat_account(s), 5, "income") for s in range(3)
     )
+
+
+# --- the stand-in event cards and the random first player -------------------------------------
+
+
+def _turn_two(deck: tuple[str, ...]) -> VegasShowdownState:
+    """Turn 2 of a 4-player game with only `premier_4` empty (so exactly one card is drawn)."""
+    state = started(table(4, deck=("quiet_1",)))
+    state = replace(
+        state,
+        phase=Phase.TURN_START,
+        turn=2,
+        deck=deck,
+        drawn=(),
+        tracks=tuple(
+            replace(t, tile=None, minimum=0) if t.name == "premier_4" else t for t in state.tracks
+        ),
+    )
+    return state
+
+
+def test_price_cards_move_every_premier_marker_one_circle_within_the_track() -> None:
+    state = _turn_two(("hype_1",))
+    state = replace(
+        state,
+        tracks=tuple(replace(t, minimum=52) if t.name == "premier_3" else t for t in state.tracks),
+    )
+    after = started(state)
+    minimum = {t.name: t.minimum for t in after.tracks}
+    # lowered first (18 → 12, 18 → 12, 52 → 42), then the card raises one circle
+    assert (minimum["premier_1"], minimum["premier_2"], minimum["premier_3"]) == (18, 18, 52)
+    slump = started(replace(state, deck=("slump_1",)))
+    assert [t.minimum for t in slump.tracks if t.name in ("premier_1", "premier_3")] == [7, 33]
+
+
+def test_money_cards_pay_the_least_famous_or_the_highest_revenue() -> None:
+    state = _turn_two(("underdog_1",))
+    state = replace(
+        state,
+        seats=tuple(replace(s, fame=f) for s, f in zip(state.seats, (3, 0, 0, 2), strict=True)),
+    )
+    events = GAME.decide(StartTurn(state.button), state)
+    drawn = next(e for e in events if isinstance(e, EventCardDrawn))
+    assert {t.target for t in drawn.transfers} == {seat_account(1), seat_account(2)}
+    state = with_seat(_turn_two(("high_roller_1",)), 3, sheet=(SLOTS_AT_ENTRANCE,))
+    events = GAME.decide(StartTurn(state.button), state)
+    drawn = next(e for e in events if isinstance(e, EventCardDrawn))
+    assert drawn.transfers == (Transfer(BANK, seat_account(3), 5, "event high_roller_1"),)
+
+
+def test_the_first_player_is_rolled_and_holds_the_button() -> None:
+    for first in range(5):
+        state = table(5, first=first)
+        assert state.button == first and state.current == first
+        assert GAME.legal_commands(state, first) == (StartTurn(first),)
