@@ -58,8 +58,15 @@ async def play_to_end(engine: Engine, game_id: str, tokens: tuple[str, ...], see
     raise AssertionError("game did not finish")
 
 
-@pytest.mark.parametrize("game_name", sorted(REGISTRY))
-@pytest.mark.parametrize("players", [2, 4])
+# Each game at its smallest table and at 4 players (or its largest, if smaller).
+TABLES = [
+    (name, players)
+    for name, game in sorted(REGISTRY.items())
+    for players in sorted({game.min_players, min(4, game.max_players)})
+]
+
+
+@pytest.mark.parametrize(("game_name", "players"), TABLES)
 async def test_a_whole_game_and_its_rebuild(game_name: str, players: int) -> None:
     game = REGISTRY[game_name]
     players = min(max(players, game.min_players), game.max_players)  # e.g. 3-8 for Long Shot

@@ -7,6 +7,7 @@ from boulevard.api.v1 import events_pb2 as _events_pb2
 from boulevard.api.v1 import las_vegas_pb2 as _las_vegas_pb2
 from boulevard.api.v1 import long_shot_pb2 as _long_shot_pb2
 from boulevard.api.v1 import lords_of_vegas_pb2 as _lords_of_vegas_pb2
+from boulevard.api.v1 import vegas_showdown_pb2 as _vegas_showdown_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -226,6 +227,7 @@ class GameView(_message.Message):
     RENDERED_FIELD_NUMBER: _builtins.int
     LORDS_OF_VEGAS_FIELD_NUMBER: _builtins.int
     LAS_VEGAS_FIELD_NUMBER: _builtins.int
+    VEGAS_SHOWDOWN_FIELD_NUMBER: _builtins.int
     LONG_SHOT_FIELD_NUMBER: _builtins.int
     rendered: _builtins.str
     """the plain-text board a terminal can print"""
@@ -234,6 +236,8 @@ class GameView(_message.Message):
     @_builtins.property
     def las_vegas(self) -> _las_vegas_pb2.LasVegasView: ...
     @_builtins.property
+    def vegas_showdown(self) -> _vegas_showdown_pb2.VegasShowdownView: ...
+    @_builtins.property
     def long_shot(self) -> _long_shot_pb2.LongShotView: ...
     def __init__(
         self,
@@ -241,13 +245,14 @@ class GameView(_message.Message):
         rendered: _builtins.str = ...,
         lords_of_vegas: _lords_of_vegas_pb2.LordsOfVegasView | None = ...,
         las_vegas: _las_vegas_pb2.LasVegasView | None = ...,
+        vegas_showdown: _vegas_showdown_pb2.VegasShowdownView | None = ...,
         long_shot: _long_shot_pb2.LongShotView | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas", "vegas_showdown", b"vegas_showdown"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas", "rendered", b"rendered"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas", "rendered", b"rendered", "vegas_showdown", b"vegas_showdown"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas", "long_shot"]  # noqa: Y015
+    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas", "vegas_showdown", "long_shot"]  # noqa: Y015
     _WhichOneofArgType_game: _TypeAlias = _typing.Literal["game", b"game"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_game) -> _WhichOneofReturnType_game | None: ...
 
@@ -261,11 +266,14 @@ class Action(_message.Message):
 
     LORDS_OF_VEGAS_FIELD_NUMBER: _builtins.int
     LAS_VEGAS_FIELD_NUMBER: _builtins.int
+    VEGAS_SHOWDOWN_FIELD_NUMBER: _builtins.int
     LONG_SHOT_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def lords_of_vegas(self) -> _lords_of_vegas_pb2.LordsOfVegasAction: ...
     @_builtins.property
     def las_vegas(self) -> _las_vegas_pb2.LasVegasAction: ...
+    @_builtins.property
+    def vegas_showdown(self) -> _vegas_showdown_pb2.VegasShowdownAction: ...
     @_builtins.property
     def long_shot(self) -> _long_shot_pb2.LongShotAction: ...
     def __init__(
@@ -273,13 +281,14 @@ class Action(_message.Message):
         *,
         lords_of_vegas: _lords_of_vegas_pb2.LordsOfVegasAction | None = ...,
         las_vegas: _las_vegas_pb2.LasVegasAction | None = ...,
+        vegas_showdown: _vegas_showdown_pb2.VegasShowdownAction | None = ...,
         long_shot: _long_shot_pb2.LongShotAction | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas", "vegas_showdown", b"vegas_showdown"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas", "vegas_showdown", b"vegas_showdown"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas", "long_shot"]  # noqa: Y015
+    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas", "vegas_showdown", "long_shot"]  # noqa: Y015
     _WhichOneofArgType_game: _TypeAlias = _typing.Literal["game", b"game"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_game) -> _WhichOneofReturnType_game | None: ...
 
