@@ -10,6 +10,7 @@ import uuid
 import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.audit.signing import SigningKey
 from boulevard.client.bots import play_game
 from boulevard.games.codec import Codec
 
@@ -39,13 +40,17 @@ async def demo(engine_address: str, operator_token: str, game: str, players: int
     metadata = (("authorization", f"Bearer {operator_token}"),) if operator_token else ()
     async with grpc.aio.insecure_channel(engine_address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
+        keys = [SigningKey.generate() for _ in range(players)]  # each seat signs its moves
         created = await stub.CreateGame(
             engine_pb2.CreateGameRequest(
                 request_id=f"demo-{uuid.uuid4().hex[:12]}",
                 game=game,
                 seats=[
                     engine_pb2.SeatAssignment(
-                        seat=i, player_id=f"bot-{i}", client_seed=uuid.uuid4().hex
+                        seat=i,
+                        player_id=f"bot-{i}",
+                        client_seed=uuid.uuid4().hex,
+                        public_key=keys[i].public_hex,
                     )
                     for i in range(players)
                 ],
@@ -56,7 +61,7 @@ async def demo(engine_address: str, operator_token: str, game: str, players: int
             f"demo: {game} game {created.game_id}, dice commitment {created.seed_commitment[:16]}…"
         )
         watcher = asyncio.create_task(watch(stub, created.game_id))
-        seats = await play_game(channel, created.game_id, game, list(created.player_tokens))
+        seats = await play_game(channel, created.game_id, game, list(created.player_tokens), keys)
         last = await watcher
         final = await stub.GetGame(engine_pb2.GetGameRequest(game_id=created.game_id))
         print(final.view.rendered)
@@ -70,7 +75,8 @@ async def demo(engine_address: str, operator_token: str, game: str, players: int
                 f"{sum(s.moves for s in seats)} moves; ranking {places}; scores {finished.scores}"
             )
         print(
-            f"demo: audit it with `boulevard audit dice {created.game_id}` and "
+            f"demo: audit it with `boulevard audit game {created.game_id}`, "
+            f"`boulevard audit dice {created.game_id}` and "
             f"`boulevard audit ledger --game {created.game_id}`"
         )
 

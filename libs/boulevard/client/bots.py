@@ -17,7 +17,9 @@ from typing import Any
 import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.audit.signing import SigningKey
 from boulevard.client.mapping import action_to_command, command_to_action, proto_to_view
+from boulevard.client.signing import signed_submit
 from boulevard.games import get_game
 from boulevard.games.base import Bot
 
@@ -33,6 +35,7 @@ class SeatPlayer:
     token: str
     bot: Bot
     rng: random.Random
+    key: SigningKey  # the seat's key, bound to it when the game was created
     moves: int = 0
 
     async def play(self) -> None:
@@ -87,12 +90,14 @@ class SeatPlayer:
         choice = self.bot(view, commands, self.seat, self.rng)
         try:
             await self.stub.SubmitAction(
-                engine_pb2.SubmitActionRequest(
-                    game_id=self.game_id,
-                    player_token=self.token,
-                    action=command_to_action(game, choice),
-                    expected_version=legal.version,
-                    idempotency_key=uuid.uuid4().hex,
+                signed_submit(
+                    self.game_id,
+                    self.token,
+                    self.seat,
+                    self.key,
+                    command_to_action(game, choice),
+                    legal.version,
+                    uuid.uuid4().hex,
                 )
             )
         except grpc.aio.AioRpcError as err:
@@ -116,16 +121,25 @@ async def play_game(
     game_id: str,
     game_name: str,
     tokens: list[str],
+    keys: list[SigningKey],
     bot_name: str = "heuristic",
     seed: int | None = None,
 ) -> list[SeatPlayer]:
-    """Play every seat of a game with bots until it ends."""
+    """Play every seat of a game with bots until it ends, signing each seat's moves with
+    its key (`keys[seat]`, the keys the game was created with)."""
     stub = engine_pb2_grpc.EngineServiceStub(channel)
     game = get_game(game_name)
     rng = random.Random(seed)
     players = [
         SeatPlayer(
-            stub, game_id, game_name, seat, token, game.bots[bot_name], random.Random(rng.random())
+            stub,
+            game_id,
+            game_name,
+            seat,
+            token,
+            game.bots[bot_name],
+            random.Random(rng.random()),
+            keys[seat],
         )
         for seat, token in enumerate(tokens)
     ]
