@@ -123,7 +123,7 @@ def test_a_forged_event_with_no_command_fails_where_it_was_inserted(lv_game: Any
         ),
     )
     before = first_version(log, lambda e: e.type == "CommandAccepted")
-    forged = envs[: before - 1] + [envs[at - 1]] + envs[before - 1 :]
+    forged = [*envs[: before - 1], envs[at - 1], *envs[before - 1 :]]
     fails_at(rechain(forged, renumber=True), before, "follows from no command")
 
 
@@ -163,14 +163,14 @@ def test_a_deleted_or_reordered_commit_fails_where_the_chain_breaks(lv_game: Any
     log, _, _ = lv_game
     v = first_version(log, lambda e: e.type == "CommandAccepted" and e.version > 10)
     fails_at(log[: v - 1] + log[v:], v, "deleted or reordered")
-    fails_at(log[: v - 1] + [log[v], log[v - 1]] + log[v + 1 :], v, "deleted or reordered")
+    fails_at([*log[: v - 1], log[v], log[v - 1], *log[v + 1 :]], v, "deleted or reordered")
     # Renumbered and re-chained, a deleted command leaves its events unexplained.
     envs = envelopes(log)
     fails_at(rechain(envs[: v - 1] + envs[v:], renumber=True), v)
     # An envelope changed in place: the next one no longer links to it.
     changed = envelopes(log)[5]
     changed.time_unix_ms += 1
-    fails_at(log[:5] + [changed.SerializeToString()] + log[6:], 7, "prev_hash")
+    fails_at([*log[:5], changed.SerializeToString(), *log[6:]], 7, "prev_hash")
 
 
 def test_a_receipt_contradicts_a_rewritten_or_truncated_log(lv_game: Any) -> None:
