@@ -27,6 +27,7 @@ from nats.js.errors import FetchTimeoutError, NotFoundError
 
 from boulevard.accounting import JournalEntry, TreeHeadSigner
 from boulevard.api.v1 import events_pb2
+from boulevard.audit.signing import chain_hash
 from boulevard.eventlog.jetstream import decode_commit
 from services.ledger.book import LedgerBook, Rejection
 from services.ledger.journal_log import LedgerLog, Outgoing
@@ -204,14 +205,18 @@ class Poster:
         book, journal = self.book, self.journal
         outgoing: list[Outgoing] = []
         admitted: list[JournalEntry | None] = []
-        for m, env in envelopes_of(msgs):
+        for m, env, stored in envelopes_with_bytes(msgs):
             result: JournalEntry | Rejection | None
-            if env.transfers and m.subject != f"{self.games_prefix}.{env.game_id}":
+            moves = env.transfers or env.type == "GameFinished"
+            if moves and m.subject != f"{self.games_prefix}.{env.game_id}":
                 result = Rejection(
                     env.game_id, env.version, env.event_id, "wrong_subject",
                     f"envelope for game {env.game_id!r} on subject {m.subject!r}",
                 )  # fmt: skip
                 book.rejections[(env.game_id, env.version)] = result
+            elif env.type == "GameFinished" and not env.transfers:
+                # The game's log ends here: anchor its chain head in the signed tree.
+                result = book.admit_anchor(env, chain_hash(stored))
             else:
                 result = book.admit(env)
             if result is None:
@@ -282,6 +287,20 @@ class Poster:
         book.add_head(sth)
         book.last_stream_seq = seq
         log.info("tree head signed", tree_size=size, root=sth.head.root_hash.hex())
+
+
+def envelopes_with_bytes(
+    msgs: list[Msg],
+) -> list[tuple[Msg, events_pb2.EventEnvelope, bytes]]:
+    """`envelopes_of`, with each envelope's bytes as stored (what its chain hash covers)."""
+    out: list[tuple[Msg, events_pb2.EventEnvelope, bytes]] = []
+    for m in msgs:
+        try:
+            events = decode_commit(m.subject.rsplit(".", 1)[-1], m.data)
+            out.extend((m, events_pb2.EventEnvelope.FromString(e.data), e.data) for e in events)
+        except DecodeError:
+            log.error("not an EventCommit of EventEnvelopes on GAMES", subject=m.subject)
+    return out
 
 
 def envelopes_of(msgs: list[Msg]) -> list[tuple[Msg, events_pb2.EventEnvelope]]:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from boulevard.cli import audit_dice, audit_ledger, up
+from boulevard.cli import audit_dice, audit_game, audit_ledger, up
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="WHAT")
     audit_ledger.add_parser(audit_sub)
     audit_dice.add_parser(sub)  # finds `audit` and adds `dice` beside `ledger`
+    audit_game.add_parser(sub)  # `game` and `all`
     return parser
 
 

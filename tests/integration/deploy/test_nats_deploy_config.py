@@ -37,6 +37,7 @@ from boulevard.api.v1 import (
 from boulevard.client.bots import SeatPlayer
 from boulevard.games import get_game
 from boulevard.messaging.server import NatsServer, free_port, nats_server_binary
+from tests.support.keys import TEST_PUBLIC_KEY
 from tests.support.processes import SERVICES, ServiceProcess
 
 pytestmark = pytest.mark.integration
@@ -233,6 +234,7 @@ async def play_a_matchmade_game(ports: dict[str, int]) -> None:
         mm = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
         created = await mm.CreateTicket(
             matchmaking_pb2.CreateTicketRequest(
+                public_key=TEST_PUBLIC_KEY,
                 request_id=uuid.uuid4().hex,
                 player_id="alice",
                 game="las_vegas",
