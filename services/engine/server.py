@@ -166,8 +166,10 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         session = await self.engine.load(request.game_id)  # NOT_FOUND, malformed id
         finished = session.finished is not None
         start = max(request.from_version, 1)
-        recorded = await self.store.read(session.game_id, start) if start <= session.version else []
-        page = [r for r in recorded if r.version <= session.version][:size]
+        # Everything stored, not only what this replica folded: an auditor wants the log.
+        recorded = await self.store.read(session.game_id, start)
+        last_stored = recorded[-1].version if recorded else session.version
+        page = recorded[:size]
         out = []
         for r in page:
             envelope = r.data
@@ -192,9 +194,9 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             game_id=session.game_id,
             game=session.game.name,
             envelopes=out,
-            last_version=session.version,
+            last_version=last_stored,
             finished=finished,
-            next_from_version=last + 1 if last < session.version else 0,
+            next_from_version=last + 1 if last < last_stored else 0,
         )
 
     async def GetEngineKey(

@@ -11,7 +11,7 @@ import asyncio
 import random
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
@@ -37,6 +37,8 @@ class SeatPlayer:
     rng: random.Random
     key: SigningKey  # the seat's key, bound to it when the game was created
     moves: int = 0
+    # The engine's signed receipt for each accepted move: proof, later, that the log held it.
+    receipts: list[engine_pb2.Receipt] = field(default_factory=list)
 
     async def play(self) -> None:
         """Play until the game ends."""
@@ -89,7 +91,7 @@ class SeatPlayer:
         commands = [action_to_command(game, a) for a in legal.actions]
         choice = self.bot(view, commands, self.seat, self.rng)
         try:
-            await self.stub.SubmitAction(
+            reply = await self.stub.SubmitAction(
                 signed_submit(
                     self.game_id,
                     self.token,
@@ -105,6 +107,7 @@ class SeatPlayer:
                 return True  # someone else moved first; decide again on the new state
             raise
         self.moves += 1
+        self.receipts.append(reply.receipt)
         return True
 
 
