@@ -73,6 +73,9 @@ class MatchmakingApp:
             form_concurrency=s.matchmaking_form_concurrency,
             match_formed_subject=f"{s.matchmaking_subject_prefix}.match_formed",
             bot_public_key=self.bot_key.public_hex,
+            games_stream=s.games_stream if s.matchmaking_game_wait_seconds else "",
+            games_subject_prefix=s.games_subject_prefix,
+            game_wait_seconds=s.matchmaking_game_wait_seconds,
         )
         self.matchmaker = Matchmaker(nc, tickets, matches, ratings, config)
         await self.matchmaker.start()
