@@ -65,9 +65,11 @@ def accept_command(
     message = command_signing_bytes(game_id, claims.seat, expected_version, idempotency_key, action)
     if not verify(bytes.fromhex(seat.public_key), signature, message):
         raise PermissionDenied(f"the signature does not verify under seat {claims.seat}'s key")
+    if claims.player_id != seat.player_id:
+        raise PermissionDenied(f"seat {claims.seat} is not {claims.player_id!r}'s in this game")
     return CommandAccepted(
         seat=claims.seat,
-        player_id=seat.player_id,
+        player_id=claims.player_id,  # the authenticated player (the token's)
         idempotency_key=idempotency_key,
         expected_version=expected_version,
         action=action.hex(),

@@ -147,3 +147,43 @@ def test_an_event_no_player_caused_fails_the_audit_at_its_version(platform: Plat
         assert f"at version {forged.version}" in result.stdout, result.stdout
 
     asyncio.run(run())
+
+
+def test_the_public_log_hides_a_live_games_shuffles_and_audit_all_reports_progress(
+    platform: Platform,
+) -> None:
+    async def run() -> None:
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            stub = engine_pb2_grpc.EngineServiceStub(channel)
+            created = await create(stub, "lords_of_vegas", 2)
+            page = await stub.GetGameLog(engine_pb2.GetGameLogRequest(game_id=created.game_id))
+            assert not page.finished
+            hidden = [e for e in page.envelopes if e.redacted]
+            assert len(hidden) == 1  # the deck's shuffle: its order is the game's future
+            env = events_pb2.EventEnvelope.FromString(hidden[0].envelope)
+            assert json.loads(env.payload)["values"] == []
+            assert hidden[0].chain_hash != chain_hash(hidden[0].envelope)
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await stub.GetGameLog(
+                    engine_pb2.GetGameLogRequest(game_id=created.game_id, page_size=5000)
+                )
+            assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await stub.GetGameLog(engine_pb2.GetGameLogRequest(game_id="no-such-game"))
+            assert info.value.code() == grpc.StatusCode.NOT_FOUND
+        await play(platform, "lords_of_vegas", 2)
+
+    asyncio.run(run())
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "boulevard.cli.main", "audit", "all",
+            "--game-name", "lords_of_vegas", "--limit", "2",
+            "--engine", platform.address("engine"),
+            "--dice", platform.address("dice"),
+            "--ledger", platform.address("ledger"),
+        ],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[1/2]" in result.stdout and "[2/2]" in result.stdout
+    assert "PASS: 2 games audited, 0 failed" in result.stdout
