@@ -37,7 +37,7 @@ from boulevard.api.v1 import (
 from boulevard.client.bots import SeatPlayer
 from boulevard.games import get_game
 from boulevard.messaging.server import NatsServer, free_port, nats_server_binary
-from tests.support.keys import TEST_PUBLIC_KEY
+from tests.support.keys import TEST_KEY, TEST_PUBLIC_KEY
 from tests.support.processes import SERVICES, ServiceProcess
 
 pytestmark = pytest.mark.integration
@@ -267,7 +267,7 @@ async def play_a_matchmade_game(ports: dict[str, int]) -> None:
                 await asyncio.sleep(0.1)
         alice = SeatPlayer(
             engine, ticket.game_id, game.name, ticket.seat, ticket.player_token,
-            game.bots["heuristic"], random.Random(1),
+            game.bots["heuristic"], random.Random(1), TEST_KEY,
         )  # fmt: skip
         await asyncio.wait_for(alice.play(), 120)
         final = await engine.GetGame(engine_pb2.GetGameRequest(game_id=ticket.game_id))
