@@ -92,7 +92,7 @@ class EngineApp:
                 match.match_id,
                 match.game,
                 [
-                    SeatRequest(s.seat, s.player_id, s.client_seed, s.bot, s.public_key)
+                    SeatRequest(s.seat, s.player_id, s.client_seed, s.bot, public_key=s.public_key)
                     for s in match.seats
                 ],
                 match_id=match.match_id,

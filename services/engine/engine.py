@@ -183,7 +183,8 @@ class Engine:
                     game=game_name,
                     config=config,
                     seats=tuple(
-                        PlayerSeat(s.seat, s.player_id, s.bot, s.public_key) for s in ordered
+                        PlayerSeat(s.seat, s.player_id, s.bot, public_key=s.public_key)
+                        for s in ordered
                     ),
                     seed_commitment=commitment,
                     client_seeds=client_seeds,
