@@ -187,3 +187,36 @@ def test_the_public_log_hides_a_live_games_shuffles_and_audit_all_reports_progre
     assert result.returncode == 0, result.stdout + result.stderr
     assert "[1/2]" in result.stdout and "[2/2]" in result.stdout
     assert "PASS: 2 games audited, 0 failed" in result.stdout
+
+
+def test_a_forged_snapshot_is_reported_and_never_used(platform: Platform) -> None:
+    """Someone with write access to the snapshot bucket rewrites a finished game's snapshot
+    (the game back in play, at a later version); after a restart the engine refuses it and
+    serves the game its log says."""
+
+    async def run() -> None:
+        game_id, _ = await play(platform, "las_vegas", 2)
+        log = await stored_log(platform, game_id)
+        nc = await nats.connect(platform.nats.url)
+        try:
+            kv = await nc.jetstream().key_value("engine_snapshots")
+            sealed = json.loads((await kv.get(game_id)).value)
+            body = json.loads(sealed["body"])
+            assert body["chain_hash"] == chain_hash(log[-1]).hex()
+            body["finished"] = None
+            body["version"] = len(log) + 50
+            await kv.put(
+                game_id,
+                json.dumps({"body": json.dumps(body), "signature": sealed["signature"]}).encode(),
+            )
+        finally:
+            await nc.close()
+        await platform.arestart("engine")
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            got = await engine_pb2_grpc.EngineServiceStub(channel).GetGame(
+                engine_pb2.GetGameRequest(game_id=game_id)
+            )
+        assert got.status == engine_pb2.GAME_STATUS_FINISHED and got.version == len(log)
+        assert "forged snapshot" in platform.services["engine"].log()
+
+    asyncio.run(run())
