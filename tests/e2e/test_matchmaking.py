@@ -102,6 +102,7 @@ def test_assigned_means_the_game_exists(platform: Platform) -> None:
     async def one_player(mm: matchmaking_pb2_grpc.MatchmakingServiceStub, i: int) -> str:
         created = await mm.CreateTicket(
             matchmaking_pb2.CreateTicketRequest(
+                public_key=TEST_PUBLIC_KEY,
                 request_id=uuid.uuid4().hex,
                 player_id=f"quick-{i}-{uuid.uuid4().hex[:6]}",
                 game="las_vegas",
