@@ -100,7 +100,9 @@ CODEC = Codec((*REGISTRY["las_vegas"].event_types, *REGISTRY["las_vegas"].comman
 
 @pytest.mark.parametrize("game_name", sorted(REGISTRY))
 async def test_honest_games_pass(game_name: str) -> None:
-    log, receipts, key = await honest_game(game_name, 2, seed=3)
+    game = REGISTRY[game_name]
+    players = max(game.min_players, min(3, game.max_players))
+    log, receipts, key = await honest_game(game_name, players, seed=3)
     ledger = {}
     for e in envelopes(log):
         if e.transfers:

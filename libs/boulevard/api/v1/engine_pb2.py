@@ -24,10 +24,11 @@ _sym_db = _symbol_database.Default()
 
 from boulevard.api.v1 import events_pb2 as boulevard_dot_v1_dot_events__pb2
 from boulevard.api.v1 import las_vegas_pb2 as boulevard_dot_v1_dot_las__vegas__pb2
+from boulevard.api.v1 import long_shot_pb2 as boulevard_dot_v1_dot_long__shot__pb2
 from boulevard.api.v1 import lords_of_vegas_pb2 as boulevard_dot_v1_dot_lords__of__vegas__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x62oulevard/v1/engine.proto\x12\x0c\x62oulevard.v1\x1a\x19\x62oulevard/v1/events.proto\x1a\x1c\x62oulevard/v1/las_vegas.proto\x1a!boulevard/v1/lords_of_vegas.proto\"Z\n\x0eSeatAssignment\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x13\n\x0b\x63lient_seed\x18\x03 \x01(\t\x12\x12\n\npublic_key\x18\x05 \x01(\t\"\xd1\x01\n\x11\x43reateGameRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12+\n\x05seats\x18\x03 \x03(\x0b\x32\x1c.boulevard.v1.SeatAssignment\x12=\n\x07options\x18\x04 \x03(\x0b\x32,.boulevard.v1.CreateGameRequest.OptionsEntry\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"U\n\x12\x43reateGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x15\n\rplayer_tokens\x18\x02 \x03(\t\x12\x17\n\x0fseed_commitment\x18\x03 \x01(\t\"7\n\x0eGetGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\"\xa1\x01\n\x0fGetGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\x04\x12(\n\x06status\x18\x04 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12$\n\x04view\x18\x05 \x01(\x0b\x32\x16.boulevard.v1.GameView\x12\x0e\n\x06to_act\x18\x06 \x03(\r\"\x8f\x01\n\x08GameView\x12\x10\n\x08rendered\x18\x01 \x01(\t\x12\x38\n\x0elords_of_vegas\x18\n \x01(\x0b\x32\x1e.boulevard.v1.LordsOfVegasViewH\x00\x12/\n\tlas_vegas\x18\x0b \x01(\x0b\x32\x1a.boulevard.v1.LasVegasViewH\x00\x42\x06\n\x04game\"\x8b\x01\n\x06\x41\x63tion\x12:\n\x0elords_of_vegas\x18\n \x01(\x0b\x32 .boulevard.v1.LordsOfVegasActionH\x00\x12\x31\n\tlas_vegas\x18\x0b \x01(\x0b\x32\x1c.boulevard.v1.LasVegasActionH\x00\x42\x06\n\x04gameJ\x04\x08\x01\x10\x02R\x04type\"\x84\x01\n\x10ListGamesRequest\x12(\n\x06status\x18\x01 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x11\n\tplayer_id\x18\x03 \x01(\t\x12\x11\n\tpage_size\x18\x04 \x01(\r\x12\x12\n\npage_token\x18\x05 \x01(\t\"{\n\x0bGameSummary\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12(\n\x06status\x18\x03 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12\x0f\n\x07version\x18\x04 \x01(\x04\x12\x12\n\nplayer_ids\x18\x05 \x03(\t\"V\n\x11ListGamesResponse\x12(\n\x05games\x18\x01 \x03(\x0b\x32\x19.boulevard.v1.GameSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"@\n\x17ListLegalActionsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\"R\n\x18ListLegalActionsResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12%\n\x07\x61\x63tions\x18\x02 \x03(\x0b\x32\x14.boulevard.v1.Action\"\xa8\x01\n\x13SubmitActionRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\x12$\n\x06\x61\x63tion\x18\x03 \x01(\x0b\x32\x14.boulevard.v1.Action\x12\x18\n\x10\x65xpected_version\x18\x04 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\x12\x11\n\tsignature\x18\x06 \x01(\x0c\"|\n\x14SubmitActionResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12+\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x1b.boulevard.v1.EventEnvelope\x12&\n\x07receipt\x18\x03 \x01(\x0b\x32\x15.boulevard.v1.Receipt\"b\n\x07Receipt\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x04\x12\x12\n\nchain_head\x18\x03 \x01(\x0c\x12\x0e\n\x06key_id\x18\x04 \x01(\t\x12\x11\n\tsignature\x18\x05 \x01(\x0c\"M\n\x11GetGameLogRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0c\x66rom_version\x18\x02 \x01(\x04\x12\x11\n\tpage_size\x18\x03 \x01(\r\"Y\n\x0eLoggedEnvelope\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x10\n\x08\x65nvelope\x18\x02 \x01(\x0c\x12\x10\n\x08redacted\x18\x03 \x01(\x08\x12\x12\n\nchain_hash\x18\x04 \x01(\x0c\"\xa7\x01\n\x12GetGameLogResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12/\n\tenvelopes\x18\x03 \x03(\x0b\x32\x1c.boulevard.v1.LoggedEnvelope\x12\x14\n\x0clast_version\x18\x04 \x01(\x04\x12\x10\n\x08\x66inished\x18\x05 \x01(\x08\x12\x19\n\x11next_from_version\x18\x06 \x01(\x04\"\x15\n\x13GetEngineKeyRequest\":\n\x14GetEngineKeyResponse\x12\x12\n\npublic_key\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\"O\n\x10WatchGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\x12\x14\n\x0c\x66rom_version\x18\x03 \x01(\x04\"u\n\x11WatchGameResponse\x12*\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x1b.boulevard.v1.EventEnvelope\x12$\n\x04view\x18\x02 \x01(\x0b\x32\x16.boulevard.v1.GameView\x12\x0e\n\x06to_act\x18\x03 \x03(\r*[\n\nGameStatus\x12\x1b\n\x17GAME_STATUS_UNSPECIFIED\x10\x00\x12\x16\n\x12GAME_STATUS_ACTIVE\x10\x01\x12\x18\n\x14GAME_STATUS_FINISHED\x10\x02\x32\xa8\x05\n\rEngineService\x12O\n\nCreateGame\x12\x1f.boulevard.v1.CreateGameRequest\x1a .boulevard.v1.CreateGameResponse\x12\x46\n\x07GetGame\x12\x1c.boulevard.v1.GetGameRequest\x1a\x1d.boulevard.v1.GetGameResponse\x12L\n\tListGames\x12\x1e.boulevard.v1.ListGamesRequest\x1a\x1f.boulevard.v1.ListGamesResponse\x12\x61\n\x10ListLegalActions\x12%.boulevard.v1.ListLegalActionsRequest\x1a&.boulevard.v1.ListLegalActionsResponse\x12U\n\x0cSubmitAction\x12!.boulevard.v1.SubmitActionRequest\x1a\".boulevard.v1.SubmitActionResponse\x12N\n\tWatchGame\x12\x1e.boulevard.v1.WatchGameRequest\x1a\x1f.boulevard.v1.WatchGameResponse0\x01\x12O\n\nGetGameLog\x12\x1f.boulevard.v1.GetGameLogRequest\x1a .boulevard.v1.GetGameLogResponse\x12U\n\x0cGetEngineKey\x12!.boulevard.v1.GetEngineKeyRequest\x1a\".boulevard.v1.GetEngineKeyResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x62oulevard/v1/engine.proto\x12\x0c\x62oulevard.v1\x1a\x19\x62oulevard/v1/events.proto\x1a\x1c\x62oulevard/v1/las_vegas.proto\x1a\x1c\x62oulevard/v1/long_shot.proto\x1a!boulevard/v1/lords_of_vegas.proto\"Z\n\x0eSeatAssignment\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x13\n\x0b\x63lient_seed\x18\x03 \x01(\t\x12\x12\n\npublic_key\x18\x05 \x01(\t\"\xd1\x01\n\x11\x43reateGameRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12+\n\x05seats\x18\x03 \x03(\x0b\x32\x1c.boulevard.v1.SeatAssignment\x12=\n\x07options\x18\x04 \x03(\x0b\x32,.boulevard.v1.CreateGameRequest.OptionsEntry\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"U\n\x12\x43reateGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x15\n\rplayer_tokens\x18\x02 \x03(\t\x12\x17\n\x0fseed_commitment\x18\x03 \x01(\t\"7\n\x0eGetGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\"\xa1\x01\n\x0fGetGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\x04\x12(\n\x06status\x18\x04 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12$\n\x04view\x18\x05 \x01(\x0b\x32\x16.boulevard.v1.GameView\x12\x0e\n\x06to_act\x18\x06 \x03(\r\"\xc0\x01\n\x08GameView\x12\x10\n\x08rendered\x18\x01 \x01(\t\x12\x38\n\x0elords_of_vegas\x18\n \x01(\x0b\x32\x1e.boulevard.v1.LordsOfVegasViewH\x00\x12/\n\tlas_vegas\x18\x0b \x01(\x0b\x32\x1a.boulevard.v1.LasVegasViewH\x00\x12/\n\tlong_shot\x18\r \x01(\x0b\x32\x1a.boulevard.v1.LongShotViewH\x00\x42\x06\n\x04game\"\xbe\x01\n\x06\x41\x63tion\x12:\n\x0elords_of_vegas\x18\n \x01(\x0b\x32 .boulevard.v1.LordsOfVegasActionH\x00\x12\x31\n\tlas_vegas\x18\x0b \x01(\x0b\x32\x1c.boulevard.v1.LasVegasActionH\x00\x12\x31\n\tlong_shot\x18\r \x01(\x0b\x32\x1c.boulevard.v1.LongShotActionH\x00\x42\x06\n\x04gameJ\x04\x08\x01\x10\x02R\x04type\"\x84\x01\n\x10ListGamesRequest\x12(\n\x06status\x18\x01 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x11\n\tplayer_id\x18\x03 \x01(\t\x12\x11\n\tpage_size\x18\x04 \x01(\r\x12\x12\n\npage_token\x18\x05 \x01(\t\"{\n\x0bGameSummary\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12(\n\x06status\x18\x03 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12\x0f\n\x07version\x18\x04 \x01(\x04\x12\x12\n\nplayer_ids\x18\x05 \x03(\t\"V\n\x11ListGamesResponse\x12(\n\x05games\x18\x01 \x03(\x0b\x32\x19.boulevard.v1.GameSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"@\n\x17ListLegalActionsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\"R\n\x18ListLegalActionsResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12%\n\x07\x61\x63tions\x18\x02 \x03(\x0b\x32\x14.boulevard.v1.Action\"\xa8\x01\n\x13SubmitActionRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\x12$\n\x06\x61\x63tion\x18\x03 \x01(\x0b\x32\x14.boulevard.v1.Action\x12\x18\n\x10\x65xpected_version\x18\x04 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\x12\x11\n\tsignature\x18\x06 \x01(\x0c\"|\n\x14SubmitActionResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12+\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x1b.boulevard.v1.EventEnvelope\x12&\n\x07receipt\x18\x03 \x01(\x0b\x32\x15.boulevard.v1.Receipt\"b\n\x07Receipt\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x04\x12\x12\n\nchain_head\x18\x03 \x01(\x0c\x12\x0e\n\x06key_id\x18\x04 \x01(\t\x12\x11\n\tsignature\x18\x05 \x01(\x0c\"M\n\x11GetGameLogRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0c\x66rom_version\x18\x02 \x01(\x04\x12\x11\n\tpage_size\x18\x03 \x01(\r\"Y\n\x0eLoggedEnvelope\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x10\n\x08\x65nvelope\x18\x02 \x01(\x0c\x12\x10\n\x08redacted\x18\x03 \x01(\x08\x12\x12\n\nchain_hash\x18\x04 \x01(\x0c\"\xa7\x01\n\x12GetGameLogResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12/\n\tenvelopes\x18\x03 \x03(\x0b\x32\x1c.boulevard.v1.LoggedEnvelope\x12\x14\n\x0clast_version\x18\x04 \x01(\x04\x12\x10\n\x08\x66inished\x18\x05 \x01(\x08\x12\x19\n\x11next_from_version\x18\x06 \x01(\x04\"\x15\n\x13GetEngineKeyRequest\":\n\x14GetEngineKeyResponse\x12\x12\n\npublic_key\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\"O\n\x10WatchGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\x12\x14\n\x0c\x66rom_version\x18\x03 \x01(\x04\"u\n\x11WatchGameResponse\x12*\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x1b.boulevard.v1.EventEnvelope\x12$\n\x04view\x18\x02 \x01(\x0b\x32\x16.boulevard.v1.GameView\x12\x0e\n\x06to_act\x18\x03 \x03(\r*[\n\nGameStatus\x12\x1b\n\x17GAME_STATUS_UNSPECIFIED\x10\x00\x12\x16\n\x12GAME_STATUS_ACTIVE\x10\x01\x12\x18\n\x14GAME_STATUS_FINISHED\x10\x02\x32\xa8\x05\n\rEngineService\x12O\n\nCreateGame\x12\x1f.boulevard.v1.CreateGameRequest\x1a .boulevard.v1.CreateGameResponse\x12\x46\n\x07GetGame\x12\x1c.boulevard.v1.GetGameRequest\x1a\x1d.boulevard.v1.GetGameResponse\x12L\n\tListGames\x12\x1e.boulevard.v1.ListGamesRequest\x1a\x1f.boulevard.v1.ListGamesResponse\x12\x61\n\x10ListLegalActions\x12%.boulevard.v1.ListLegalActionsRequest\x1a&.boulevard.v1.ListLegalActionsResponse\x12U\n\x0cSubmitAction\x12!.boulevard.v1.SubmitActionRequest\x1a\".boulevard.v1.SubmitActionResponse\x12N\n\tWatchGame\x12\x1e.boulevard.v1.WatchGameRequest\x1a\x1f.boulevard.v1.WatchGameResponse0\x01\x12O\n\nGetGameLog\x12\x1f.boulevard.v1.GetGameLogRequest\x1a .boulevard.v1.GetGameLogResponse\x12U\n\x0cGetEngineKey\x12!.boulevard.v1.GetEngineKeyRequest\x1a\".boulevard.v1.GetEngineKeyResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,54 +37,54 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_CREATEGAMEREQUEST_OPTIONSENTRY']._loaded_options = None
   _globals['_CREATEGAMEREQUEST_OPTIONSENTRY']._serialized_options = b'8\001'
-  _globals['_GAMESTATUS']._serialized_start=2553
-  _globals['_GAMESTATUS']._serialized_end=2644
-  _globals['_SEATASSIGNMENT']._serialized_start=135
-  _globals['_SEATASSIGNMENT']._serialized_end=225
-  _globals['_CREATEGAMEREQUEST']._serialized_start=228
-  _globals['_CREATEGAMEREQUEST']._serialized_end=437
-  _globals['_CREATEGAMEREQUEST_OPTIONSENTRY']._serialized_start=391
-  _globals['_CREATEGAMEREQUEST_OPTIONSENTRY']._serialized_end=437
-  _globals['_CREATEGAMERESPONSE']._serialized_start=439
-  _globals['_CREATEGAMERESPONSE']._serialized_end=524
-  _globals['_GETGAMEREQUEST']._serialized_start=526
-  _globals['_GETGAMEREQUEST']._serialized_end=581
-  _globals['_GETGAMERESPONSE']._serialized_start=584
-  _globals['_GETGAMERESPONSE']._serialized_end=745
-  _globals['_GAMEVIEW']._serialized_start=748
-  _globals['_GAMEVIEW']._serialized_end=891
-  _globals['_ACTION']._serialized_start=894
-  _globals['_ACTION']._serialized_end=1033
-  _globals['_LISTGAMESREQUEST']._serialized_start=1036
-  _globals['_LISTGAMESREQUEST']._serialized_end=1168
-  _globals['_GAMESUMMARY']._serialized_start=1170
-  _globals['_GAMESUMMARY']._serialized_end=1293
-  _globals['_LISTGAMESRESPONSE']._serialized_start=1295
-  _globals['_LISTGAMESRESPONSE']._serialized_end=1381
-  _globals['_LISTLEGALACTIONSREQUEST']._serialized_start=1383
-  _globals['_LISTLEGALACTIONSREQUEST']._serialized_end=1447
-  _globals['_LISTLEGALACTIONSRESPONSE']._serialized_start=1449
-  _globals['_LISTLEGALACTIONSRESPONSE']._serialized_end=1531
-  _globals['_SUBMITACTIONREQUEST']._serialized_start=1534
-  _globals['_SUBMITACTIONREQUEST']._serialized_end=1702
-  _globals['_SUBMITACTIONRESPONSE']._serialized_start=1704
-  _globals['_SUBMITACTIONRESPONSE']._serialized_end=1828
-  _globals['_RECEIPT']._serialized_start=1830
-  _globals['_RECEIPT']._serialized_end=1928
-  _globals['_GETGAMELOGREQUEST']._serialized_start=1930
-  _globals['_GETGAMELOGREQUEST']._serialized_end=2007
-  _globals['_LOGGEDENVELOPE']._serialized_start=2009
-  _globals['_LOGGEDENVELOPE']._serialized_end=2098
-  _globals['_GETGAMELOGRESPONSE']._serialized_start=2101
-  _globals['_GETGAMELOGRESPONSE']._serialized_end=2268
-  _globals['_GETENGINEKEYREQUEST']._serialized_start=2270
-  _globals['_GETENGINEKEYREQUEST']._serialized_end=2291
-  _globals['_GETENGINEKEYRESPONSE']._serialized_start=2293
-  _globals['_GETENGINEKEYRESPONSE']._serialized_end=2351
-  _globals['_WATCHGAMEREQUEST']._serialized_start=2353
-  _globals['_WATCHGAMEREQUEST']._serialized_end=2432
-  _globals['_WATCHGAMERESPONSE']._serialized_start=2434
-  _globals['_WATCHGAMERESPONSE']._serialized_end=2551
-  _globals['_ENGINESERVICE']._serialized_start=2647
-  _globals['_ENGINESERVICE']._serialized_end=3327
+  _globals['_GAMESTATUS']._serialized_start=2683
+  _globals['_GAMESTATUS']._serialized_end=2774
+  _globals['_SEATASSIGNMENT']._serialized_start=165
+  _globals['_SEATASSIGNMENT']._serialized_end=255
+  _globals['_CREATEGAMEREQUEST']._serialized_start=258
+  _globals['_CREATEGAMEREQUEST']._serialized_end=467
+  _globals['_CREATEGAMEREQUEST_OPTIONSENTRY']._serialized_start=421
+  _globals['_CREATEGAMEREQUEST_OPTIONSENTRY']._serialized_end=467
+  _globals['_CREATEGAMERESPONSE']._serialized_start=469
+  _globals['_CREATEGAMERESPONSE']._serialized_end=554
+  _globals['_GETGAMEREQUEST']._serialized_start=556
+  _globals['_GETGAMEREQUEST']._serialized_end=611
+  _globals['_GETGAMERESPONSE']._serialized_start=614
+  _globals['_GETGAMERESPONSE']._serialized_end=775
+  _globals['_GAMEVIEW']._serialized_start=778
+  _globals['_GAMEVIEW']._serialized_end=970
+  _globals['_ACTION']._serialized_start=973
+  _globals['_ACTION']._serialized_end=1163
+  _globals['_LISTGAMESREQUEST']._serialized_start=1166
+  _globals['_LISTGAMESREQUEST']._serialized_end=1298
+  _globals['_GAMESUMMARY']._serialized_start=1300
+  _globals['_GAMESUMMARY']._serialized_end=1423
+  _globals['_LISTGAMESRESPONSE']._serialized_start=1425
+  _globals['_LISTGAMESRESPONSE']._serialized_end=1511
+  _globals['_LISTLEGALACTIONSREQUEST']._serialized_start=1513
+  _globals['_LISTLEGALACTIONSREQUEST']._serialized_end=1577
+  _globals['_LISTLEGALACTIONSRESPONSE']._serialized_start=1579
+  _globals['_LISTLEGALACTIONSRESPONSE']._serialized_end=1661
+  _globals['_SUBMITACTIONREQUEST']._serialized_start=1664
+  _globals['_SUBMITACTIONREQUEST']._serialized_end=1832
+  _globals['_SUBMITACTIONRESPONSE']._serialized_start=1834
+  _globals['_SUBMITACTIONRESPONSE']._serialized_end=1958
+  _globals['_RECEIPT']._serialized_start=1960
+  _globals['_RECEIPT']._serialized_end=2058
+  _globals['_GETGAMELOGREQUEST']._serialized_start=2060
+  _globals['_GETGAMELOGREQUEST']._serialized_end=2137
+  _globals['_LOGGEDENVELOPE']._serialized_start=2139
+  _globals['_LOGGEDENVELOPE']._serialized_end=2228
+  _globals['_GETGAMELOGRESPONSE']._serialized_start=2231
+  _globals['_GETGAMELOGRESPONSE']._serialized_end=2398
+  _globals['_GETENGINEKEYREQUEST']._serialized_start=2400
+  _globals['_GETENGINEKEYREQUEST']._serialized_end=2421
+  _globals['_GETENGINEKEYRESPONSE']._serialized_start=2423
+  _globals['_GETENGINEKEYRESPONSE']._serialized_end=2481
+  _globals['_WATCHGAMEREQUEST']._serialized_start=2483
+  _globals['_WATCHGAMEREQUEST']._serialized_end=2562
+  _globals['_WATCHGAMERESPONSE']._serialized_start=2564
+  _globals['_WATCHGAMERESPONSE']._serialized_end=2681
+  _globals['_ENGINESERVICE']._serialized_start=2777
+  _globals['_ENGINESERVICE']._serialized_end=3457
 # @@protoc_insertion_point(module_scope)

@@ -182,21 +182,23 @@ class CreateTicketRequest(_message.Message):
     BOT_FILL_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
     PUBLIC_KEY_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
-    """idempotency key: a retry returns the same ticket (empty: none)"""
+    """idempotency key: a retry returns the same ticket (empty: none); max 128 chars"""
     player_id: _builtins.str
-    """1-128 printable characters; "bot-…" is reserved for bots"""
+    """1-128 printable characters; "bot-…" is reserved for bots; max 128 chars"""
     game: _builtins.str
+    """max 64 chars"""
     min_seats: _builtins.int
     """0 = the game's minimum"""
     max_seats: _builtins.int
     """0 = the game's maximum"""
     client_seed: _builtins.str
-    """mixed into the game's dice (see docs/fairness.md); ≤ 256 chars"""
+    """mixed into the game's dice (see docs/fairness.md); max 256 chars"""
     bot_fill_after_seconds: _builtins.int
     """0 = never fill with bots"""
     public_key: _builtins.str
     """Required: lowercase hex of the raw 32-byte Ed25519 public key that will sign this
     player's moves (docs/auditing.md); bound to the seat in GameCreated.
+    max 64 chars
     """
     def __init__(
         self,
@@ -244,6 +246,7 @@ class GetTicketRequest(_message.Message):
 
     TICKET_ID_FIELD_NUMBER: _builtins.int
     ticket_id: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
@@ -283,6 +286,7 @@ class WatchTicketRequest(_message.Message):
 
     TICKET_ID_FIELD_NUMBER: _builtins.int
     ticket_id: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
@@ -322,6 +326,7 @@ class CancelTicketRequest(_message.Message):
 
     TICKET_ID_FIELD_NUMBER: _builtins.int
     ticket_id: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
@@ -361,7 +366,7 @@ class ListQueuesRequest(_message.Message):
 
     GAME_FIELD_NUMBER: _builtins.int
     game: _builtins.str
-    """empty = every game in the registry"""
+    """empty = every game in the registry; max 64 chars"""
     def __init__(
         self,
         *,
@@ -437,7 +442,9 @@ class GetRatingRequest(_message.Message):
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     GAME_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
+    """max 128 chars"""
     game: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
