@@ -215,12 +215,13 @@ class Poster:
                     f"envelope for game {env.game_id!r} on subject {m.subject!r}",
                 )  # fmt: skip
                 book.rejections[(env.game_id, env.version)] = result
-            elif env.type == "GameFinished" and not env.transfers:
-                # The game's log ends here: anchor its chain head in the signed tree.
-                result = book.admit_anchor(env, chain_hash(stored))
             else:
                 try:
-                    result = book.admit(env)
+                    if env.type == "GameFinished" and not env.transfers:
+                        # The game's log ends here: anchor its chain head in the signed tree.
+                        result = book.admit_anchor(env, chain_hash(stored))
+                    else:
+                        result = book.admit(env)
                 except Exception as exc:
                     # Not a LedgerError (those are refusals, below) but something no rule
                     # foresaw: skipping it beats refusing every later event behind it.
@@ -299,25 +300,14 @@ class Poster:
 def envelopes_with_bytes(
     msgs: list[Msg],
 ) -> list[tuple[Msg, events_pb2.EventEnvelope, bytes]]:
-    """`envelopes_of`, with each envelope's bytes as stored (what its chain hash covers)."""
+    """Every event envelope of the GAMES messages, in order (each message is an
+    EventCommit: the events one append wrote, see docs/architecture.md), with its bytes as
+    stored (what its chain hash covers, docs/auditing.md)."""
     out: list[tuple[Msg, events_pb2.EventEnvelope, bytes]] = []
     for m in msgs:
         try:
             events = decode_commit(m.subject.rsplit(".", 1)[-1], m.data)
-            out.extend((m, events_pb2.EventEnvelope.FromString(e.data), e.data) for e in events)
-        except DecodeError:
-            log.error("not an EventCommit of EventEnvelopes on GAMES", subject=m.subject)
-    return out
-
-
-def envelopes_of(msgs: list[Msg]) -> list[tuple[Msg, events_pb2.EventEnvelope]]:
-    """Every event envelope of the GAMES messages, in order (each message is an
-    EventCommit: the events one append wrote, see docs/architecture.md)."""
-    out: list[tuple[Msg, events_pb2.EventEnvelope]] = []
-    for m in msgs:
-        try:
-            events = decode_commit(m.subject.rsplit(".", 1)[-1], m.data)
-            decoded = [(m, events_pb2.EventEnvelope.FromString(e.data)) for e in events]
+            decoded = [(m, events_pb2.EventEnvelope.FromString(e.data), e.data) for e in events]
         except (DecodeError, ValueError) as exc:
             poisoned("ledger.games", "undecodable", subject=m.subject, error=exc)
             continue
