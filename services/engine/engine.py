@@ -176,12 +176,12 @@ class Engine:
             raise InvalidArgument("seats must be numbered 0..n-1, each once")
         if any(not s.player_id for s in seats):
             raise InvalidArgument("every seat needs a player_id")
-        for s in seats:
-            check_public_key(s.seat, s.public_key)
         try:
             check_options(game, options)
         except RulesError as err:
             raise InvalidArgument(f"bad options: {err.message}") from err
+        for s in seats:
+            check_public_key(s.seat, s.public_key)
         ordered = sorted(seats, key=lambda s: s.seat)
         game_id = game_id_for(request_id)
         async with self._lock(game_id):
@@ -371,9 +371,21 @@ class Engine:
                         "not have been applied: reload the game before acting again (send an "
                         "idempotency_key to make such retries safe)"
                     ) from exc
-                await self._settle(session, key)
+                session = await self._settle_after(session, key)
                 return await self._result(session, first, session.version)
         raise Aborted("too many concurrent writers on this game; try again")
+
+    async def _settle_after(self, session: Session, key: str) -> Session:
+        """Settle what a stored command led to. Another replica that reloaded the game may
+        resolve the same chance first (the same outcome: the request id names the version);
+        the command stands, so read the log again and carry on rather than fail it."""
+        for _attempt in range(MAX_RETRIES):
+            try:
+                await self._settle(session, key)
+                return session
+            except ConcurrencyConflict:
+                session = await self._load(session.game_id)
+        raise Aborted("too many concurrent writers on this game; reload to see your move")
 
     async def _result(self, session: Session, first: int, last: int) -> Submitted:
         wanted = range(first, last + 1)
