@@ -18,10 +18,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2, ledger_pb2, ledger_pb2_grpc
 from boulevard.cli.up import wait_serving
+from boulevard.client.signing import signed_submit
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from tests.e2e.conftest import OPERATOR, TOKEN_KEY
 from tests.e2e.test_games import create
-from tests.support.nats import NatsHandle, connect_as, start_test_nats
+from tests.support.keys import seat_key
+from tests.support.nats import NatsHandle, start_test_nats
 from tests.support.processes import ServiceProcess, service_env
 
 pytestmark = pytest.mark.e2e
@@ -102,11 +104,8 @@ async def test_nats_down_means_not_serving_and_unavailable_then_recovery(
             engine_pb2.ListLegalActionsRequest(game_id=created.game_id, player_token=token)
         )
         key = uuid.uuid4().hex
-        submit = engine_pb2.SubmitActionRequest(
-            game_id=created.game_id,
-            player_token=token,
-            action=legal.actions[0],
-            idempotency_key=key,
+        submit = signed_submit(
+            created.game_id, token, seat, seat_key(seat), legal.actions[0], 0, key
         )
 
         outage.nats.stop()
@@ -141,7 +140,7 @@ async def test_nats_down_means_not_serving_and_unavailable_then_recovery(
         assert first.events
     # The command is in the log exactly once, whether the buffered publish of the first
     # attempt reached the server when NATS came back or the retry wrote it.
-    nc = await connect_as(outage.nats)
+    nc = await outage.nats.connect()
     try:
         recorded = await JetStreamEventStore(nc, "GAMES", "game").read(created.game_id)
     finally:

@@ -44,9 +44,9 @@ async def connect_nats(
     name: str,
     on_state: Callable[[bool], Awaitable[None]] | None = None,
 ) -> NATS:
-    """Connect as the identity `name` (a service's name; docs/security.md), reconnecting
-    forever; `on_state(False)` when the connection is lost and `on_state(True)` when it is
-    back. Every service connects through here; NATS has no anonymous user."""
+    """Connect to NATS as the identity `name` (a service's name; docs/security.md), and
+    reconnect forever; `on_state(False)` when the connection is lost and `on_state(True)`
+    when it is back. Every service connects through here; NATS has no anonymous user."""
     seed = settings.nats_seed(name)
     nc: NATS | None = None
 
