@@ -21,8 +21,8 @@ from boulevard.messaging.server import free_port
 from services.engine.sessions import Session
 from tests.e2e.conftest import OPERATOR, Platform
 from tests.e2e.test_games import create
-from tests.support.nats import NatsHandle, connect_as
 from tests.support.keys import seat_key
+from tests.support.nats import NatsHandle, connect_as
 from tests.support.processes import ServiceProcess
 
 pytestmark = pytest.mark.e2e

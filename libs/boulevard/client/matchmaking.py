@@ -19,8 +19,8 @@ from types import TracebackType
 
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.api.v1 import matchmaking_pb2_grpc
-from boulevard.platform import tls
 from boulevard.audit.signing import SigningKey
+from boulevard.platform import tls
 
 FINAL = (pb.TICKET_STATUS_ASSIGNED, pb.TICKET_STATUS_CANCELLED, pb.TICKET_STATUS_EXPIRED)
 
