@@ -17,6 +17,7 @@ from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.client.dice import DiceClient
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.messaging.streams import ensure_stream, platform_streams
+from boulevard.platform import metrics
 from boulevard.platform.errors import BoulevardError
 from services.engine.chance import DiceServiceChance
 from services.engine.engine import Engine, SeatRequest
@@ -61,6 +62,7 @@ class EngineApp:
             cache_size=s.engine_cache_games,
             on_finished=self._finished,
         )
+        metrics.GAMES_LIVE.set_function(self.engine.live_games)
         self.servicer = EngineServicer(
             self.engine, store, self.index, s.operator_token.get_secret_value()
         )

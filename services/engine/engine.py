@@ -34,6 +34,7 @@ from boulevard.games.base import (
     RulesError,
 )
 from boulevard.games.codec import Codec
+from boulevard.platform import metrics
 from boulevard.platform.auth import PlayerClaims, issue_token
 from boulevard.platform.errors import (
     Aborted,
@@ -204,6 +205,10 @@ class Engine:
             evicted, _ = self._sessions.popitem(last=False)
             self._locks.pop(evicted, None)
 
+    def live_games(self) -> int:
+        """Unfinished games this replica holds (what the games-live gauge shows)."""
+        return sum(1 for s in list(self._sessions.values()) if s.finished is None)
+
     def cached(self, game_id: str) -> Session | None:
         """The game as this replica last saw it, if it holds it (no I/O, no lock)."""
         return self._sessions.get(game_id)
@@ -319,11 +324,13 @@ class Engine:
                 )
             )
         new = [NewEvent(e.event_id, e.type, e.SerializeToString()) for e in envelopes]
+        started = time.perf_counter()
         try:
             await self.store.append(session.game_id, new, session.version)
         except ConcurrencyConflict:
             self._sessions.pop(session.game_id, None)
             raise
+        _count_appended(session.game.name, events, time.perf_counter() - started)
         before = session.version
         for envelope, event in zip(envelopes, events, strict=True):
             session.remember(envelope)
@@ -363,6 +370,17 @@ class Engine:
             # so a crash between GameFinished and the reveal still reveals.
             await self.chance.reveal(session.game_id)
             session.revealed = True
+
+
+def _count_appended(game: str, events: Sequence[Any], seconds: float) -> None:
+    metrics.APPEND_SECONDS.labels(game).observe(seconds)
+    metrics.EVENTS_APPENDED.labels(game).inc(len(events))
+    metrics.LAST_APPEND.set_to_current_time()
+    for event in events:
+        if isinstance(event, GameCreated):
+            metrics.GAMES_STARTED.labels(game).inc()
+        elif isinstance(event, GameFinished):
+            metrics.GAMES_FINISHED.labels(game).inc()
 
 
 def created_of(envelope: events_pb2.EventEnvelope) -> GameCreated:

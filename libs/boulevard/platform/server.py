@@ -20,6 +20,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from nats.aio.client import Client as NATS
 
+from boulevard.platform import metrics
 from boulevard.platform.grpc_errors import ErrorInterceptor
 from boulevard.platform.logging import configure_logging
 from boulevard.platform.settings import Settings
@@ -38,12 +39,17 @@ class App(Protocol):
 
 async def connect_nats(settings: Settings, name: str) -> NATS:
     nc: NATS | None = None
+    # Exported from the start (as 0), so a dashboard shows "none yet", not "no data".
+    metrics.NATS_RECONNECTS.labels(name)
+    metrics.NATS_DISCONNECTS.labels(name)
 
     async def on_disconnect() -> None:
+        metrics.NATS_DISCONNECTS.labels(name).inc()
         if nc is not None and not (nc.is_closed or nc.is_draining):
             log.warning("nats disconnected")
 
     async def on_reconnect() -> None:
+        metrics.NATS_RECONNECTS.labels(name).inc()
         log.info("nats reconnected")
 
     async def on_error(exc: Exception) -> None:
@@ -62,6 +68,21 @@ async def connect_nats(settings: Settings, name: str) -> NATS:
     return nc
 
 
+class MeteredHealth(health.aio.HealthServicer):  # type: ignore[misc]  # grpc ships no types
+    """The library health servicer; what it says for the whole server ("") is also the
+    `boulevard_health_serving` gauge, whoever sets it."""
+
+    def __init__(self, service: str) -> None:
+        super().__init__()
+        self._gauge = metrics.HEALTH_SERVING.labels(service)
+        self._gauge.set(0)
+
+    async def set(self, service: str, status: health_pb2.HealthCheckResponse.ServingStatus) -> None:
+        await super().set(service, status)
+        if service == "":
+            self._gauge.set(1 if status == health_pb2.HealthCheckResponse.SERVING else 0)
+
+
 class RunningService:
     """A started service; `stop()` drains it. Tests start services in-process with this."""
 
@@ -70,7 +91,7 @@ class RunningService:
         app: App,
         settings: Settings,
         server: grpc.aio.Server,
-        health_servicer: health.aio.HealthServicer,
+        health_servicer: MeteredHealth,
         nc: NATS,
         port: int,
     ) -> None:
@@ -111,9 +132,12 @@ async def start_service(app: App, settings: Settings, port: int | None = None) -
     except BaseException:
         await nc.close()
         raise
-    server = grpc.aio.server(interceptors=[ErrorInterceptor()])
+    # Metrics outermost: it sees the status code the error interceptor chose.
+    server = grpc.aio.server(
+        interceptors=[metrics.MetricsInterceptor(app.name), ErrorInterceptor()]
+    )
     app.register(server)
-    health_servicer = health.aio.HealthServicer()
+    health_servicer = MeteredHealth(app.name)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (*app.service_names, health.SERVICE_NAME, reflection.SERVICE_NAME), server
@@ -131,6 +155,9 @@ async def serve(app: App, settings: Settings) -> None:
     """Run until SIGTERM or SIGINT, then drain in-flight calls and close NATS."""
     configure_logging(settings.log_level, settings.log_format)
     structlog.contextvars.bind_contextvars(service=app.name)
+    metrics.HEALTH_SERVING.labels(app.name).set(0)
+    metrics_port = metrics.serve_metrics(settings.metrics_host, settings.metrics_port_of(app.name))
+    log.info("metrics", address=f"http://{settings.metrics_host}:{metrics_port}/metrics")
     running = await start_service(app, settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
