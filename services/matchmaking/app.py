@@ -85,6 +85,8 @@ class MatchmakingApp:
             self.token_key,
             subject=config.match_formed_subject,
             stream=s.matchmaking_stream,
+            lease_seconds=s.matchmaking_bot_lease_seconds,
+            max_games=s.matchmaking_bot_max_games,
         )
         await self.bots.start()
 

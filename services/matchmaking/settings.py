@@ -36,6 +36,11 @@ class MatchmakingSettings(Settings):
     matchmaking_ratings_fetch_batch: int = Field(default=256, ge=1)
     # Where the bot runner finds the engine (bots play through its public API).
     engine_host: str = "127.0.0.1"
+    # A bot game's lease: a matchmaking process that dies stops renewing it, and after this
+    # long another one (or the same one restarted) resumes the bot seats.
+    matchmaking_bot_lease_seconds: float = Field(default=15.0, ge=1, le=300)
+    # Bot games played at once across all matchmaking processes (the consumer's ack pending).
+    matchmaking_bot_max_games: int = Field(default=10_000, ge=1)
 
 
 @cache

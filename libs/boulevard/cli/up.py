@@ -4,6 +4,10 @@ Starts an embedded nats-server (JetStream, `sync_interval: always`, data under
 `<data-dir>/nats`) unless NATS_URL is set, then the services as separate processes; waits
 until each reports SERVING, prints where they listen, and on Ctrl-C (or SIGTERM) stops
 everything in reverse order.
+
+It supervises them: a service that exits, for whatever reason, is started again after a
+backoff (0.5 s, doubling to 30 s, back to 0.5 s once it has stayed up a minute), and the
+output says so with its restart count. Only Ctrl-C or SIGTERM stops the platform.
 """
 
 from __future__ import annotations
@@ -15,13 +19,16 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from boulevard.cli.healthcheck import SERVING, check, parse_target
 from boulevard.messaging.server import NatsServer
 from boulevard.platform.settings import Settings
 
@@ -89,29 +96,103 @@ def local_secrets(data_dir: Path) -> dict[str, str]:
     return {n: os.environ.get(n) or stored[n] for n in SECRETS}
 
 
+BACKOFF_FIRST = 0.5
+BACKOFF_MAX = 30.0
+STABLE_AFTER = 60.0  # seconds up after which the backoff starts again from the first step
+
+
+@dataclass
+class Child:
+    """One supervised service process."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    address: str
+    restarts: int = 0
+    backoff: float = BACKOFF_FIRST
+    started: float = field(default_factory=time.monotonic)
+    restart_at: float | None = None  # set while it is down, waiting for its backoff
+    announced: bool = True  # said SERVING since the last (re)start
+
+
 class Platform:
     """The processes `up` started, stopped in reverse order."""
 
     def __init__(self) -> None:
         self.nats: NatsServer | None = None
-        self.children: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.children: list[Child] = []
         self.env: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._supervisor: threading.Thread | None = None
+
+    def spawn(self, name: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, "-m", f"services.{name}"], env=self.env)
+
+    def supervise(self, poll: float = 0.2) -> None:
+        """Restart exited services from a background thread until `stop()`."""
+        self._supervisor = threading.Thread(
+            target=self._supervise, args=(poll,), name="supervisor", daemon=True
+        )
+        self._supervisor.start()
+
+    def _supervise(self, poll: float) -> None:
+        while not self._stopping.wait(poll):
+            with self._lock:
+                for child in self.children:
+                    self._look_after(child)
+
+    def _look_after(self, child: Child) -> None:
+        now = time.monotonic()
+        code = child.process.poll()
+        if code is None:
+            if not child.announced and _serving(child.address):
+                child.announced = True
+                say(f"  {child.name:<12} SERVING again on {child.address} "
+                    f"(pid {child.process.pid}, restart {child.restarts})")  # fmt: skip
+            elif now - child.started >= STABLE_AFTER:
+                child.backoff = BACKOFF_FIRST
+            return
+        if child.restart_at is None:
+            child.restart_at = now + child.backoff
+            say(f"  {child.name:<12} exited with code {code}; restarting in "
+                f"{child.backoff:g}s (restart {child.restarts + 1})")  # fmt: skip
+            child.backoff = min(child.backoff * 2, BACKOFF_MAX)
+            return
+        if now >= child.restart_at and not self._stopping.is_set():
+            child.process = self.spawn(child.name)
+            child.restarts += 1
+            child.started, child.restart_at, child.announced = now, None, False
+            say(f"  {child.name:<12} restarted (pid {child.process.pid}, "
+                f"restart {child.restarts})")  # fmt: skip
 
     def stop(self) -> None:
-        for _name, child in reversed(self.children):
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        for name, child in reversed(self.children):
-            try:
-                child.wait(15)
-            except subprocess.TimeoutExpired:
-                say(f"  {name} did not stop in 15 s; killing it")
-                child.kill()
-                child.wait()
-        self.children.clear()
+        self._stopping.set()
+        if self._supervisor is not None:
+            self._supervisor.join()
+            self._supervisor = None
+        with self._lock:
+            for child in reversed(self.children):
+                if child.process.poll() is None:
+                    child.process.send_signal(signal.SIGTERM)
+            for child in reversed(self.children):
+                try:
+                    child.process.wait(15)
+                except subprocess.TimeoutExpired:
+                    say(f"  {child.name} did not stop in 15 s; killing it")
+                    child.process.kill()
+                    child.process.wait()
+            self.children.clear()
         if self.nats is not None:
             self.nats.stop()
             self.nats = None
+
+
+def _serving(address: str) -> bool:
+    try:
+        return check(parse_target(address), "", timeout=1.0)[0] == SERVING
+    except ValueError:
+        return False
 
 
 async def start_platform(
@@ -131,15 +212,14 @@ async def start_platform(
             ).start()
             env["NATS_URL"] = platform.nats.url
             say(f"nats-server (JetStream, sync always) on {platform.nats.url}, data in {data_dir}")
+        platform.env = env
         addresses = {}
         for name in names:
-            child = subprocess.Popen([sys.executable, "-m", f"services.{name}"], env=env)
-            platform.children.append((name, child))
             addresses[name] = f"{settings.grpc_host}:{settings.port_of(name)}"
-        for name, child in platform.children:
-            await wait_serving(addresses[name], timeout, child)
-            say(f"  {name:<12} SERVING on {addresses[name]}")
-        platform.env = env
+            platform.children.append(Child(name, platform.spawn(name), addresses[name]))
+        for child in platform.children:
+            await wait_serving(child.address, timeout, child.process)
+            say(f"  {child.name:<12} SERVING on {child.address} (pid {child.process.pid})")
         return platform, addresses
     except BaseException:
         platform.stop()
@@ -168,6 +248,7 @@ def run(args: argparse.Namespace) -> int:
     previous: dict[int, Callable[..., object] | int | None] = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous[sig] = signal.signal(sig, on_signal)
+    platform.supervise()
     try:
         if not args.no_demo:
             from boulevard.cli.demo import play_demo
@@ -177,10 +258,6 @@ def run(args: argparse.Namespace) -> int:
                 return 0
         say("platform up; press Ctrl-C to stop")
         while not stopping:
-            for name, child in platform.children:
-                if child.poll() is not None:
-                    say(f"{name} exited with code {child.returncode}; stopping everything")
-                    return 1
             time.sleep(0.2)
         return 0
     finally:
