@@ -34,7 +34,7 @@ from boulevard.games.base import (
     RulesError,
 )
 from boulevard.games.codec import Codec
-from boulevard.platform import metrics
+from boulevard.platform import metrics, tracing
 from boulevard.platform.auth import PlayerClaims, issue_token
 from boulevard.platform.errors import (
     Aborted,
@@ -326,7 +326,8 @@ class Engine:
         new = [NewEvent(e.event_id, e.type, e.SerializeToString()) for e in envelopes]
         started = time.perf_counter()
         try:
-            await self.store.append(session.game_id, new, session.version)
+            with tracing.span("games.append", game_id=session.game_id, events=len(new)):
+                await self.store.append(session.game_id, new, session.version)
         except ConcurrencyConflict:
             self._sessions.pop(session.game_id, None)
             raise

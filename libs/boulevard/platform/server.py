@@ -20,7 +20,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from nats.aio.client import Client as NATS
 
-from boulevard.platform import metrics
+from boulevard.platform import metrics, tracing
 from boulevard.platform.grpc_errors import ErrorInterceptor
 from boulevard.platform.logging import configure_logging
 from boulevard.platform.settings import Settings
@@ -138,7 +138,11 @@ async def start_service(app: App, settings: Settings, port: int | None = None) -
         raise
     # Metrics outermost: it sees the status code the error interceptor chose.
     server = grpc.aio.server(
-        interceptors=[metrics.MetricsInterceptor(app.name), ErrorInterceptor()]
+        interceptors=[
+            metrics.MetricsInterceptor(app.name),
+            *tracing.server_interceptors(),  # none unless an OTLP endpoint is set
+            ErrorInterceptor(),
+        ]
     )
     app.register(server)
     health_servicer = MeteredHealth(app.name)
@@ -160,6 +164,7 @@ async def serve(app: App, settings: Settings) -> None:
     configure_logging(settings.log_level, settings.log_format)
     structlog.contextvars.bind_contextvars(service=app.name)
     metrics.HEALTH_SERVING.labels(app.name).set(0)
+    tracer_provider = tracing.configure_tracing(app.name, settings.otlp_endpoint)
     metrics_port = metrics.serve_metrics(settings.metrics_host, settings.metrics_port_of(app.name))
     log.info("metrics", address=f"http://{settings.metrics_host}:{metrics_port}/metrics")
     running = await start_service(app, settings)
@@ -170,3 +175,5 @@ async def serve(app: App, settings: Settings) -> None:
     await stop.wait()
     log.info("shutting down", service=app.name)
     await running.stop()
+    if tracer_provider is not None:
+        tracer_provider.shutdown()  # flushes the spans still batched
