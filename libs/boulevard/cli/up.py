@@ -1,13 +1,18 @@
 """`boulevard up`: the whole platform on one machine, with one command.
 
 Starts an embedded nats-server (JetStream, `sync_interval: always`, data under
-`<data-dir>/nats`) unless NATS_URL is set, then the services as separate processes; waits
-until each reports SERVING, prints where they listen, and on Ctrl-C (or SIGTERM) stops
+`<data-dir>/nats`) unless NATS_URL is set, then the services as separate processes (their
+logs in `<data-dir>/logs/<service>.log`, or on this terminal with `--verbose`); waits until
+each reports SERVING, prints where they listen, plays a demo game that a person can follow
+(the same table as `boulevard watch`), audits it, and on Ctrl-C (or SIGTERM) stops
 everything in reverse order.
 
-It supervises them: a service that exits, for whatever reason, is started again after a
+It supervises the services: one that exits, for whatever reason, is started again after a
 backoff (0.5 s, doubling to 30 s, back to 0.5 s once it has stayed up a minute), and the
 output says so with its restart count. Only Ctrl-C or SIGTERM stops the platform.
+
+Exit codes: 0 stopped on request (or, with --exit-after-demo, the demo's audits passed);
+1 the platform could not start or a demo audit failed; 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from boulevard.cli.healthcheck import SERVING, check, parse_target
+from boulevard.games import REGISTRY
 from boulevard.messaging.server import NatsServer
 from boulevard.platform.settings import Settings
 
@@ -42,6 +48,21 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--services", default=",".join(SERVICES), help="comma-separated services to start"
     )
     p.add_argument("--no-demo", action="store_true", help="do not play the demo game")
+    p.add_argument(
+        "--demo",
+        default="lords_of_vegas",
+        metavar="GAME",
+        help="the game the demo plays (default: lords_of_vegas)",
+    )
+    p.add_argument(
+        "--speed",
+        type=float,
+        default=2.0,
+        help="demo turns shown per second on a terminal (0: as fast as it plays; default 2)",
+    )
+    p.add_argument(
+        "--verbose", action="store_true", help="stream the services' logs here, not to files"
+    )
     p.add_argument(
         "--exit-after-demo", action="store_true", help="stop everything once the demo ends"
     )
@@ -122,12 +143,24 @@ class Platform:
         self.nats: NatsServer | None = None
         self.children: list[Child] = []
         self.env: dict[str, str] = {}
+        self.logs: Path | None = None  # each service's log file goes here; None: this terminal
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._supervisor: threading.Thread | None = None
 
     def spawn(self, name: str) -> subprocess.Popen[bytes]:
-        return subprocess.Popen([sys.executable, "-m", f"services.{name}"], env=self.env)
+        # The child keeps its own copy of the descriptor.
+        out = None if self.logs is None else open(self.logs / f"{name}.log", "ab")  # noqa: SIM115
+        try:
+            return subprocess.Popen(
+                [sys.executable, "-m", f"services.{name}"],
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT if out else None,
+            )
+        finally:
+            if out is not None:
+                out.close()
 
     def supervise(self, poll: float = 0.2) -> None:
         """Restart exited services from a background thread until `stop()`."""
@@ -196,7 +229,11 @@ def _serving(address: str) -> bool:
 
 
 async def start_platform(
-    settings: Settings, names: list[str], data_dir: Path, timeout: float
+    settings: Settings,
+    names: list[str],
+    data_dir: Path,
+    timeout: float,
+    verbose: bool = True,
 ) -> tuple[Platform, dict[str, str]]:
     platform = Platform()
     env = dict(os.environ)
@@ -211,15 +248,20 @@ async def start_platform(
                 data_dir / "nats", port=settings.embedded_nats_port, log_file=data_dir / "nats.log"
             ).start()
             env["NATS_URL"] = platform.nats.url
-            say(f"nats-server (JetStream, sync always) on {platform.nats.url}, data in {data_dir}")
-        platform.env = env
+            say(
+                f"  {'nats-server':<12} {platform.nats.url} (JetStream, every write synced to disk)"
+            )
         addresses = {}
+        platform.env = env
+        if not verbose:
+            platform.logs = data_dir / "logs"
+            platform.logs.mkdir(parents=True, exist_ok=True)
         for name in names:
             addresses[name] = f"{settings.grpc_host}:{settings.port_of(name)}"
             platform.children.append(Child(name, platform.spawn(name), addresses[name]))
         for child in platform.children:
             await wait_serving(child.address, timeout, child.process)
-            say(f"  {child.name:<12} SERVING on {child.address} (pid {child.process.pid})")
+            say(f"  {child.name:<12} {child.address} (gRPC, SERVING)")
         return platform, addresses
     except BaseException:
         platform.stop()
@@ -234,16 +276,30 @@ def run(args: argparse.Namespace) -> int:
         say(f"unknown service(s): {', '.join(unknown)}; choose from {', '.join(SERVICES)}")
         return 2
     data_dir: Path = args.data_dir or settings.data_dir
+    if not args.no_demo and args.demo not in REGISTRY:
+        say(f"unknown game {args.demo!r}; choose from {', '.join(sorted(REGISTRY))}")
+        return 2
+    say("Boulevard — starting the platform on this machine")
     try:
-        platform, addresses = asyncio.run(start_platform(settings, names, data_dir, args.timeout))
+        platform, addresses = asyncio.run(
+            start_platform(settings, names, data_dir, args.timeout, verbose=args.verbose)
+        )
     except (TimeoutError, RuntimeError, OSError) as exc:
         say(f"could not start the platform: {exc}")
+        if not args.verbose:
+            say(f"the services' logs are in {data_dir / 'logs'}")
         return 1
+    say(f"  data in {data_dir.resolve()}")
+    if not args.verbose:
+        say(f"  logs in {(data_dir / 'logs').resolve()} (boulevard up --verbose shows them here)")
     stopping = False
+    in_demo = False
 
     def on_signal(signum: int, _frame: object) -> None:
         nonlocal stopping
         stopping = True
+        if in_demo:  # the demo runs in this thread: interrupt it, then stop as usual
+            raise KeyboardInterrupt
 
     previous: dict[int, Callable[..., object] | int | None] = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -253,9 +309,26 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_demo:
             from boulevard.cli.demo import play_demo
 
-            play_demo(addresses, platform.env.get("BOULEVARD_OPERATOR_TOKEN", ""))
-            if args.exit_after_demo:
+            in_demo = True
+            try:
+                passed = play_demo(
+                    addresses,
+                    platform.env.get("BOULEVARD_OPERATOR_TOKEN", ""),
+                    args.demo,
+                    terminal=sys.stdout.isatty(),
+                    speed=args.speed,
+                    env=platform.env,
+                )
+            except KeyboardInterrupt:
+                say("demo interrupted")
                 return 0
+            finally:
+                in_demo = False
+            if args.exit_after_demo:
+                return 0 if passed else 1
+            say("watch any game: boulevard watch <game_id>")
+            say("audit any game: boulevard audit dice <game_id>; "
+                "boulevard audit ledger --game <game_id>")  # fmt: skip
         say("platform up; press Ctrl-C to stop")
         while not stopping:
             time.sleep(0.2)

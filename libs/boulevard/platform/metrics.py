@@ -54,6 +54,8 @@ POISON_MESSAGES = Counter(
     ["service", "consumer"],
 )
 
+current_service = ""  # this process's service (start_service sets it), for module-level hooks
+
 # -- engine
 
 GAMES_STARTED = Counter("boulevard_games_started", "Games created by the engine", ["game"])
