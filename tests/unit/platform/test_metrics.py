@@ -89,3 +89,13 @@ def test_every_exported_name_is_namespaced() -> None:
     assert "boulevard_event_append_seconds_bucket" in ours
     assert "boulevard_poison_messages_total" in ours
     assert "process_resident_memory_bytes" in names
+
+
+def test_a_poisoned_message_is_counted_for_the_scraper() -> None:
+    from boulevard.messaging.poison import poisoned
+
+    metrics.current_service = "ledger"
+    child = metrics.POISON_MESSAGES.labels("ledger", "ledger-games")
+    before = child._value.get()  # type: ignore[attr-defined]
+    poisoned("ledger-games", "undecodable", subject="game.x", seq=7, error="bad bytes")
+    assert child._value.get() - before == 1  # type: ignore[attr-defined]
