@@ -67,7 +67,8 @@ async def connect_nats(
         log.warning("nats error", error=str(exc))
 
     nc = await nats.connect(
-        settings.nats_url,
+        # A cluster: every server, comma-separated; the client fails over between them.
+        settings.nats_url.split(",") if "," in settings.nats_url else settings.nats_url,
         name=f"boulevard-{name}",
         max_reconnect_attempts=-1,
         reconnect_time_wait=0.5,
