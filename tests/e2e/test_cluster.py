@@ -32,8 +32,8 @@ from boulevard.api.v1 import (
 )
 from boulevard.client.bots import SeatPlayer
 from boulevard.games import get_game
+from boulevard.messaging.cluster import NatsCluster
 from tests.e2e.test_engine_robustness import replay_hash
-from tests.support.cluster import NatsCluster
 from tests.support.processes import ServiceProcess, address, service_env
 
 pytestmark = pytest.mark.e2e
@@ -53,6 +53,7 @@ class Latency(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
 
     def __init__(self) -> None:
         self.calls: list[tuple[float, float, str]] = []
+        self.internal: list[str] = []
 
     async def intercept_unary_unary(self, continuation, details, request):  # type: ignore[no-untyped-def]
         start = time.monotonic()
@@ -64,6 +65,8 @@ class Latency(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
                 code = "OK"
             except grpc.aio.AioRpcError as err:
                 code = err.code().name
+                if code == "INTERNAL":
+                    self.internal.append(str(err.details()))
             self.calls.append((start, time.monotonic() - start, code))
         return call
 
@@ -209,7 +212,7 @@ def test_games_finish_while_cluster_nodes_die(cluster: NatsCluster, tmp_path: Pa
     # docs/operations.md, "A real cluster"); shown here, not failed on, until it is fixed.
     if "INTERNAL" in codes:
         print(f"INTERNAL answers: {codes.count('INTERNAL')}; engine errors:")
-        print("\n".join(x[:1500] for x in errors[-3:]))
+        print("\n".join([*latency.internal[:3], *(x[:1500] for x in errors[-3:])]))
     print(f"\nSubmitAction calls: {len(latency.calls)}, "
           f"p99 overall {p99([d for _, d, _ in latency.calls]) * 1000:.0f} ms")  # fmt: skip
     for name, start, end in faults:

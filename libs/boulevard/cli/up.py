@@ -35,6 +35,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from boulevard.cli.healthcheck import SERVING, check, parse_target
 from boulevard.games import REGISTRY
+from boulevard.messaging.cluster import ClusterNode, NatsCluster
 from boulevard.messaging.server import NatsServer
 from boulevard.platform.settings import Settings
 
@@ -67,6 +68,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--exit-after-demo", action="store_true", help="stop everything once the demo ends"
     )
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for SERVING")
+    p.add_argument(
+        "--cluster",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run N nats-servers as one JetStream cluster (streams at min(N, 3) replicas)",
+    )
     p.set_defaults(func=run)
 
 
@@ -141,6 +149,8 @@ class Platform:
 
     def __init__(self) -> None:
         self.nats: NatsServer | None = None
+        self.cluster: NatsCluster | None = None
+        self._node_down: dict[str, float] = {}  # cluster node -> when it was seen dead
         self.children: list[Child] = []
         self.env: dict[str, str] = {}
         self.logs: Path | None = None  # each service's log file goes here; None: this terminal
@@ -172,8 +182,30 @@ class Platform:
     def _supervise(self, poll: float) -> None:
         while not self._stopping.wait(poll):
             with self._lock:
+                if self.cluster is not None:
+                    for node in self.cluster.nodes:
+                        self._look_after_node(self.cluster, node)
                 for child in self.children:
                     self._look_after(child)
+
+    def _look_after_node(self, cluster: NatsCluster, node: ClusterNode) -> None:
+        """A cluster node that died is started again on its store after a second."""
+        if node.process is not None and node.process.poll() is None:
+            return
+        now = time.monotonic()
+        down = self._node_down.setdefault(node.name, now)
+        if down == now:
+            code = node.process.poll() if node.process is not None else None
+            say(f"  nats {node.name:<7} exited with code {code}; restarting in 1s")
+        elif now - down >= 1.0 and not self._stopping.is_set():
+            try:
+                cluster.restart(node)
+            except (OSError, TimeoutError) as exc:
+                say(f"  nats {node.name:<7} did not start again: {exc}")
+                self._node_down[node.name] = now
+                return
+            del self._node_down[node.name]
+            say(f"  nats {node.name:<7} restarted on {node.url_of()}")
 
     def _look_after(self, child: Child) -> None:
         now = time.monotonic()
@@ -219,6 +251,9 @@ class Platform:
         if self.nats is not None:
             self.nats.stop()
             self.nats = None
+        if self.cluster is not None:
+            self.cluster.stop()
+            self.cluster = None
 
 
 def _serving(address: str) -> bool:
@@ -234,6 +269,7 @@ async def start_platform(
     data_dir: Path,
     timeout: float,
     verbose: bool = True,
+    cluster: int = 1,
 ) -> tuple[Platform, dict[str, str]]:
     platform = Platform()
     env = dict(os.environ)
@@ -242,6 +278,16 @@ async def start_platform(
     try:
         if "NATS_URL" in os.environ:
             say(f"using NATS at {os.environ['NATS_URL']}")
+        elif cluster > 1:
+            platform.cluster = NatsCluster(
+                data_dir / "nats-cluster", cluster, first_port=settings.embedded_nats_port
+            ).start()
+            env["NATS_URL"] = platform.cluster.url
+            env["BOULEVARD_STREAM_REPLICAS"] = str(min(cluster, 3))
+            for node in platform.cluster.nodes:
+                say(f"  nats {node.name:<7} {node.url_of()} (JetStream cluster member, "
+                    "every write synced to disk)")  # fmt: skip
+            say(f"  streams and KV buckets at {min(cluster, 3)} replicas")
         else:
             data_dir.mkdir(parents=True, exist_ok=True)
             platform.nats = NatsServer(
@@ -276,13 +322,18 @@ def run(args: argparse.Namespace) -> int:
         say(f"unknown service(s): {', '.join(unknown)}; choose from {', '.join(SERVICES)}")
         return 2
     data_dir: Path = args.data_dir or settings.data_dir
+    if not 1 <= args.cluster <= 5:
+        say(f"--cluster takes 1 to 5 servers, not {args.cluster}")
+        return 2
     if not args.no_demo and args.demo not in REGISTRY:
         say(f"unknown game {args.demo!r}; choose from {', '.join(sorted(REGISTRY))}")
         return 2
     say("Boulevard — starting the platform on this machine")
     try:
         platform, addresses = asyncio.run(
-            start_platform(settings, names, data_dir, args.timeout, verbose=args.verbose)
+            start_platform(
+                settings, names, data_dir, args.timeout, verbose=args.verbose, cluster=args.cluster
+            )
         )
     except (TimeoutError, RuntimeError, OSError) as exc:
         say(f"could not start the platform: {exc}")

@@ -1,5 +1,6 @@
-"""Three nats-server processes as one JetStream cluster on loopback, each with its own store
-and `sync_interval: always`; any node can be SIGKILLed and started again on its store."""
+"""nats-server processes as one JetStream cluster on loopback, each with its own store and
+`sync_interval: always`; any node can be SIGKILLed and started again on its store. What
+`boulevard up --cluster 3` runs, and what the cluster test kills nodes of."""
 
 from __future__ import annotations
 
@@ -70,9 +71,16 @@ class ClusterNode:
 
 
 class NatsCluster:
-    def __init__(self, folder: Path, size: int = 3) -> None:
+    def __init__(self, folder: Path, size: int = 3, first_port: int = 0) -> None:
+        # first_port: clients on first_port, first_port+1, …; routes 2000 above. 0: free ports.
         self.nodes = [
-            ClusterNode(f"n{i}", folder / f"n{i}", free_port(), free_port()) for i in range(size)
+            ClusterNode(
+                f"n{i}",
+                folder / f"n{i}",
+                first_port + i if first_port else free_port(),
+                first_port + 2000 + i if first_port else free_port(),
+            )
+            for i in range(size)
         ]
 
     @property
