@@ -218,7 +218,14 @@ async def serve(app: App, settings: Settings) -> None:
     structlog.contextvars.bind_contextvars(service=app.name)
     metrics.HEALTH_SERVING.labels(app.name).set(0)
     tracer_provider = tracing.configure_tracing(app.name, settings.otlp_endpoint)
-    metrics_port = metrics.serve_metrics(settings.metrics_host, settings.metrics_port_of(app.name))
+    wanted = settings.metrics_port_of(app.name)
+    try:
+        metrics_port = metrics.serve_metrics(settings.metrics_host, wanted)
+    except OSError as exc:  # fail loudly: a service nobody can scrape is not observable
+        raise SystemExit(
+            f"{app.name}: cannot serve /metrics on {settings.metrics_host}:{wanted} ({exc}); "
+            f"set BOULEVARD_{app.name.upper()}_METRICS_PORT to a free port"
+        ) from exc
     log.info("metrics", address=f"http://{settings.metrics_host}:{metrics_port}/metrics")
     running = await start_service(app, settings)
     stop = asyncio.Event()

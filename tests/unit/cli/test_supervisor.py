@@ -41,3 +41,12 @@ def test_a_crashing_service_is_restarted_with_a_growing_backoff(
     time.sleep(0.5)
     assert child.restarts == restarts  # stopped: no more restarts
     assert platform.children == []
+
+
+def test_a_cluster_size_out_of_range_is_refused_before_anything_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from boulevard.cli.main import main
+
+    assert main(["up", "--cluster", "9", "--no-demo"]) == 2
+    assert "--cluster takes 1 to 5 servers, not 9" in capsys.readouterr().out
