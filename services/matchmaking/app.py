@@ -47,7 +47,7 @@ class MatchmakingApp:
         js = nc.jetstream()
         streams = platform_streams(s)
         await ensure_stream(js, streams["matchmaking"])
-        await ensure_stream(js, streams["games"])
+        await ensure_stream(js, streams["games"], owner=False)
         tickets = await open_bucket(
             js, s.matchmaking_tickets_bucket, s.stream_replicas,
             ttl=s.matchmaking_ticket_retention_seconds,
@@ -90,6 +90,7 @@ class MatchmakingApp:
             stream=s.matchmaking_stream,
             lease_seconds=s.matchmaking_bot_lease_seconds,
             max_games=s.matchmaking_bot_max_games,
+            tls_ca_file=s.tls_ca_file,
         )
         await self.bots.start()
 

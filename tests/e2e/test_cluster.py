@@ -19,7 +19,6 @@ from pathlib import Path
 from random import Random
 
 import grpc
-import nats
 import pytest
 
 from boulevard.api.v1 import (
@@ -32,8 +31,9 @@ from boulevard.api.v1 import (
 )
 from boulevard.client.bots import SeatPlayer
 from boulevard.games import get_game
-from boulevard.messaging.cluster import NatsCluster
+from boulevard.messaging.cluster import ClusterNode, NatsCluster
 from tests.e2e.test_engine_robustness import replay_hash
+from tests.support.nats import connect_as
 from tests.support.processes import ServiceProcess, address, service_env
 
 pytestmark = pytest.mark.e2e
@@ -98,8 +98,8 @@ async def play_through_faults(engine: engine_pb2_grpc.EngineServiceStub, game_id
     raise AssertionError("never finished")
 
 
-async def games_leader(url: str) -> str:
-    nc = await nats.connect(url)
+async def games_leader(node: ClusterNode) -> str:
+    nc = await connect_as(node)
     try:
         info = await nc.jetstream().stream_info("GAMES")
         assert info.config.num_replicas == 3
@@ -115,7 +115,7 @@ def p99(values: list[float]) -> float:
 
 
 def test_games_finish_while_cluster_nodes_die(cluster: NatsCluster, tmp_path: Path) -> None:
-    env = service_env(cluster.url, tmp_path / "data",
+    env = service_env(cluster, tmp_path / "data",
                       {"BOULEVARD_TOKEN_KEY": "c" * 64, "BOULEVARD_OPERATOR_TOKEN": OPERATOR,
                        "BOULEVARD_STREAM_REPLICAS": "3"})  # fmt: skip
     services = [ServiceProcess(n, env, tmp_path) for n in ("dice", "ledger", "engine")]
@@ -161,7 +161,7 @@ def test_games_finish_while_cluster_nodes_die(cluster: NatsCluster, tmp_path: Pa
 
             async def chaos() -> None:
                 await asyncio.sleep(2)
-                leader = await games_leader(cluster.nodes[0].url_of())
+                leader = await games_leader(cluster.nodes[0])
                 order = [leader] + [n.name for n in cluster.nodes if n.name != leader]
                 for name in order:
                     node = cluster.node(name)
@@ -177,7 +177,7 @@ def test_games_finish_while_cluster_nodes_die(cluster: NatsCluster, tmp_path: Pa
             for c in created:
                 got = await engine.GetGame(engine_pb2.GetGameRequest(game_id=c.game_id))
                 assert got.status == engine_pb2.GAME_STATUS_FINISHED
-                _, version, ids = await replay_hash(cluster.nodes[0].url_of(), c.game_id)
+                _, version, ids = await replay_hash(cluster.nodes[0], c.game_id)
                 assert version == got.version  # a pure replay reaches the engine's state
                 assert len(ids) == len(set(ids)) == version  # nothing lost, nothing twice
         async with grpc.aio.insecure_channel(address(env, "dice")) as channel:

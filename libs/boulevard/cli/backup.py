@@ -5,7 +5,9 @@ backup`/`restore` use), so no extra binary is needed.
 The file: the magic line `BOULEVARD-STREAM-BACKUP 1`, one JSON line with the stream's
 config and state as the server gave them, then the server's snapshot bytes (opaque: an
 S2-compressed archive of the stream's store, with the server's own checksums). Restore
-refuses to overwrite an existing stream: delete it first, on purpose.
+refuses to overwrite an existing stream. Both connect as the `admin` NATS identity, which
+may back up and restore but not delete a stream: restore into a fresh server (a lost node,
+a new machine) or have the NATS operator delete the stream first, on purpose.
 """
 
 from __future__ import annotations
@@ -118,14 +120,25 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     r.set_defaults(func=_run_restore)
 
 
-def _nats_url() -> str:
-    from boulevard.platform.settings import Settings
-
-    return Settings().nats_url
-
-
 async def _connect() -> NATS:
-    return await nats.connect(_nats_url(), connect_timeout=5, max_reconnect_attempts=0)
+    """As the `admin` identity (its seed from BOULEVARD_NATS_NKEY_SEED or
+    <data_dir>/nats-identities/admin.nk), over TLS when a CA is configured."""
+    from boulevard.messaging.identities import ADMIN, inbox_prefix
+    from boulevard.platform.settings import Settings
+    from boulevard.platform.tls import client_ssl_context, nats_tls_url
+
+    settings = Settings()
+    url, tls = settings.nats_url, None
+    if settings.tls_ca_file is not None:
+        url, tls = nats_tls_url(url), client_ssl_context(settings.tls_ca_file)
+    return await nats.connect(
+        url.split(",") if "," in url else url,
+        tls=tls,
+        nkeys_seed_str=settings.nats_seed(ADMIN),
+        inbox_prefix=inbox_prefix(ADMIN),
+        connect_timeout=5,
+        max_reconnect_attempts=0,
+    )
 
 
 def _run_backup(args: argparse.Namespace) -> int:
@@ -138,7 +151,7 @@ def _run_backup(args: argparse.Namespace) -> int:
 
     try:
         size = asyncio.run(go())
-    except (BackupError, OSError, TimeoutError, nats.errors.Error) as exc:
+    except (BackupError, OSError, TimeoutError, RuntimeError, nats.errors.Error) as exc:
         print(f"backup failed: {exc}")
         return 1
     print(f"backed up {args.stream} to {args.file} ({size:,} bytes of snapshot)")
@@ -155,7 +168,7 @@ def _run_restore(args: argparse.Namespace) -> int:
 
     try:
         state = asyncio.run(go())
-    except (BackupError, OSError, TimeoutError, nats.errors.Error) as exc:
+    except (BackupError, OSError, TimeoutError, RuntimeError, nats.errors.Error) as exc:
         print(f"restore failed: {exc}")
         return 1
     print(f"restored from {args.file}: {state.get('messages', 0)} messages, "

@@ -9,7 +9,8 @@ everything in reverse order.
 
 It supervises the services: one that exits, for whatever reason, is started again after a
 backoff (0.5 s, doubling to 30 s, back to 0.5 s once it has stayed up a minute), and the
-output says so with its restart count. Only Ctrl-C or SIGTERM stops the platform.
+output says so with its restart count. Only Ctrl-C or SIGTERM stops the platform. With
+`--cluster N` it runs N nats-servers as one JetStream cluster, and restarts a dead one.
 
 Exit codes: 0 stopped on request (or, with --exit-after-demo, the demo's audits passed);
 1 the platform could not start or a demo audit failed; 2 bad arguments.
@@ -36,8 +37,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from boulevard.cli.healthcheck import SERVING, check, parse_target
 from boulevard.games import REGISTRY
 from boulevard.messaging.cluster import ClusterNode, NatsCluster
+from boulevard.messaging.identities import NatsNames
 from boulevard.messaging.server import NatsServer
+from boulevard.platform import tls
 from boulevard.platform.settings import Settings
+from boulevard.platform.tls import Pki, make_pki
 
 SERVICES = ("matchmaking", "engine", "dice", "ledger")
 
@@ -69,6 +73,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for SERVING")
     p.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve gRPC and NATS over TLS, with a local CA and certificates made in "
+        "<data-dir>/tls (clients: --tls-ca <data-dir>/tls/ca.pem)",
+    )
+    p.add_argument(
         "--cluster",
         type=int,
         default=1,
@@ -83,10 +93,13 @@ def say(text: str) -> None:
 
 
 async def wait_serving(
-    address: str, timeout: float, child: subprocess.Popen[bytes] | None = None
+    address: str,
+    timeout: float,
+    child: subprocess.Popen[bytes] | None = None,
+    ca_file: Path | None = None,
 ) -> None:
     deadline = time.monotonic() + timeout
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with tls.channel(address, ca_file) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while True:
             try:
@@ -153,6 +166,7 @@ class Platform:
         self._node_down: dict[str, float] = {}  # cluster node -> when it was seen dead
         self.children: list[Child] = []
         self.env: dict[str, str] = {}
+        self.ca_file: Path | None = None  # with --tls: what health checks verify with
         self.logs: Path | None = None  # each service's log file goes here; None: this terminal
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -205,13 +219,13 @@ class Platform:
                 self._node_down[node.name] = now
                 return
             del self._node_down[node.name]
-            say(f"  nats {node.name:<7} restarted on {node.url_of()}")
+            say(f"  nats {node.name:<7} restarted on {node.url}")
 
     def _look_after(self, child: Child) -> None:
         now = time.monotonic()
         code = child.process.poll()
         if code is None:
-            if not child.announced and _serving(child.address):
+            if not child.announced and _serving(child.address, self.ca_file):
                 child.announced = True
                 say(f"  {child.name:<12} SERVING again on {child.address} "
                     f"(pid {child.process.pid}, restart {child.restarts})")  # fmt: skip
@@ -256,9 +270,9 @@ class Platform:
             self.cluster = None
 
 
-def _serving(address: str) -> bool:
+def _serving(address: str, ca_file: Path | None = None) -> bool:
     try:
-        return check(parse_target(address), "", timeout=1.0)[0] == SERVING
+        return check(parse_target(address), "", timeout=1.0, ca_file=ca_file)[0] == SERVING
     except ValueError:
         return False
 
@@ -269,29 +283,52 @@ async def start_platform(
     data_dir: Path,
     timeout: float,
     verbose: bool = True,
+    use_tls: bool = False,
     cluster: int = 1,
 ) -> tuple[Platform, dict[str, str]]:
     platform = Platform()
     env = dict(os.environ)
     env.update(local_secrets(data_dir))
     env["BOULEVARD_DATA_DIR"] = str(data_dir)  # the services keep their key files there
+    pki: Pki | None = None
+    if use_tls:
+        if "NATS_URL" in os.environ:
+            raise RuntimeError(
+                "--tls starts its own NATS with TLS; with NATS_URL, configure TLS through "
+                "BOULEVARD_TLS_CERT_FILE, BOULEVARD_TLS_KEY_FILE and BOULEVARD_TLS_CA_FILE"
+            )
+        pki = make_pki(data_dir / "tls")
+        env["BOULEVARD_TLS_CERT_FILE"] = str(pki.cert)
+        env["BOULEVARD_TLS_KEY_FILE"] = str(pki.key)
+        env["BOULEVARD_TLS_CA_FILE"] = str(pki.ca_cert)
+    ca_file = pki.ca_cert if pki else None
+    platform.ca_file = ca_file
     try:
         if "NATS_URL" in os.environ:
             say(f"using NATS at {os.environ['NATS_URL']}")
         elif cluster > 1:
             platform.cluster = NatsCluster(
-                data_dir / "nats-cluster", cluster, first_port=settings.embedded_nats_port
+                data_dir / "nats-cluster",
+                cluster,
+                first_port=settings.embedded_nats_port,
+                identities_dir=data_dir / "nats-identities",
+                names=NatsNames.from_settings(settings),
+                tls=pki,
             ).start()
             env["NATS_URL"] = platform.cluster.url
             env["BOULEVARD_STREAM_REPLICAS"] = str(min(cluster, 3))
             for node in platform.cluster.nodes:
-                say(f"  nats {node.name:<7} {node.url_of()} (JetStream cluster member, "
+                say(f"  nats {node.name:<7} {node.url} (JetStream cluster member, "
                     "every write synced to disk)")  # fmt: skip
             say(f"  streams and KV buckets at {min(cluster, 3)} replicas")
         else:
             data_dir.mkdir(parents=True, exist_ok=True)
             platform.nats = NatsServer(
-                data_dir / "nats", port=settings.embedded_nats_port, log_file=data_dir / "nats.log"
+                data_dir / "nats",
+                port=settings.embedded_nats_port,
+                log_file=data_dir / "nats.log",
+                tls=pki,
+                names=NatsNames.from_settings(settings),
             ).start()
             env["NATS_URL"] = platform.nats.url
             say(
@@ -306,8 +343,10 @@ async def start_platform(
             addresses[name] = f"{settings.grpc_host}:{settings.port_of(name)}"
             platform.children.append(Child(name, platform.spawn(name), addresses[name]))
         for child in platform.children:
-            await wait_serving(child.address, timeout, child.process)
-            say(f"  {child.name:<12} {child.address} (gRPC, SERVING)")
+            await wait_serving(child.address, timeout, child.process, ca_file)
+            say(f"  {child.name:<12} {child.address} (gRPC, SERVING{', TLS' if pki else ''})")
+        if pki is not None:
+            say(f"  TLS on gRPC and NATS; clients verify with the CA {pki.ca_cert}")
         return platform, addresses
     except BaseException:
         platform.stop()
@@ -332,7 +371,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         platform, addresses = asyncio.run(
             start_platform(
-                settings, names, data_dir, args.timeout, verbose=args.verbose, cluster=args.cluster
+                settings,
+                names,
+                data_dir,
+                args.timeout,
+                verbose=args.verbose,
+                use_tls=args.tls,
+                cluster=args.cluster,
             )
         )
     except (TimeoutError, RuntimeError, OSError) as exc:
@@ -357,6 +402,9 @@ def run(args: argparse.Namespace) -> int:
         previous[sig] = signal.signal(sig, on_signal)
     platform.supervise()
     try:
+        if args.tls:
+            # The demo, and whatever else this process calls, verifies the services.
+            os.environ[tls.CA_ENV] = platform.env["BOULEVARD_TLS_CA_FILE"]
         if not args.no_demo:
             from boulevard.cli.demo import play_demo
 

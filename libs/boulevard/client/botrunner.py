@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+from pathlib import Path
 
 import grpc
 import structlog
@@ -31,7 +32,7 @@ from nats.js.errors import NotFoundError
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.client.bots import SeatPlayer
 from boulevard.games import REGISTRY
-from boulevard.platform import metrics
+from boulevard.platform import metrics, tls
 from boulevard.platform.auth import PlayerClaims, issue_token
 
 log = structlog.get_logger(__name__)
@@ -49,6 +50,7 @@ class BotRunner:
         bot_name: str = "heuristic",
         lease_seconds: float = 15.0,
         max_games: int = 10_000,
+        tls_ca_file: Path | None = None,
     ) -> None:
         self.nc = nc
         self.engine_address = engine_address
@@ -59,12 +61,13 @@ class BotRunner:
         self.bot_name = bot_name
         self.lease_seconds = lease_seconds
         self.max_games = max_games
+        self.tls_ca_file = tls_ca_file  # the engine serves TLS: verify it with this CA
         self._channel: grpc.aio.Channel | None = None
         self._sub: Subscription | None = None
         self._games: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        self._channel = grpc.aio.insecure_channel(self.engine_address)
+        self._channel = tls.channel(self.engine_address, self.tls_ca_file)
         js = self.nc.jetstream()
         config = ConsumerConfig(
             ack_policy=AckPolicy.EXPLICIT,

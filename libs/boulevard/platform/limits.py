@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -32,6 +33,12 @@ SEATS = 16
 OPTIONS = 16
 HEX_256 = 64  # a SHA-256 digest or an Ed25519 public key, lowercase hex
 SIGNATURE = 64  # a raw Ed25519 signature
+
+# Inside a game's action (`SubmitActionRequest.action`, one message per game, its fields the
+# game's own): a game needs no row here — its fields get these bounds unless the table names
+# a tighter one. Lots, horses, cards and tiles are short names and short lists.
+GAME_ACTION_CHARS = 64
+GAME_ACTION_ITEMS = 64
 
 # Used only for a field missing from the table (a test keeps that from happening in our
 # protos): generous, but still a bound.
@@ -127,11 +134,23 @@ def limit_of(field: FieldDescriptor, *, item: bool = False) -> int:
     """The bound of a string, bytes, repeated or map field (the table's, else the fallback);
     with `item`, the bound of each element of a repeated string."""
     found = LIMITS.get(field.full_name)
+    in_game = field.full_name in game_action_fields()
+    chars = GAME_ACTION_CHARS if in_game else FALLBACK_CHARS
     if item:
-        return found.item if found is not None and found.item else FALLBACK_CHARS
+        return found.item if found is not None and found.item else chars
     if found is not None:
         return found.maximum
-    return FALLBACK_ITEMS if field.is_repeated else FALLBACK_CHARS
+    if field.is_repeated:
+        return GAME_ACTION_ITEMS if in_game else FALLBACK_ITEMS
+    return chars
+
+
+@cache
+def game_action_fields() -> frozenset[str]:
+    """Full names of the bounded fields inside any game's action message."""
+    from boulevard.api.v1 import engine_pb2
+
+    return frozenset(f.full_name for f in bounded_fields(engine_pb2.Action.DESCRIPTOR))
 
 
 def _is_map(field: FieldDescriptor) -> bool:

@@ -1,7 +1,7 @@
 """A stream survives a backup and a restore: `boulevard backup GAMES FILE` while the server
-runs, the stream deleted, `boulevard restore FILE`, and every event reads back the same,
-with the same sequences (so the expected-version appends go on where they were). A restore
-never overwrites a live stream, and a damaged file is refused."""
+runs, `boulevard restore FILE` into a fresh server (the machine was lost), and every event
+reads back the same, with the same sequences (so the expected-version appends go on where
+they were). A restore never overwrites a live stream, and a damaged file is refused."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from boulevard.cli.backup import BackupError, backup_stream, read_backup, restor
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.eventlog.store import NewEvent
 from boulevard.messaging.streams import StreamSpec, ensure_stream
-from tests.support.nats import NatsHandle
+from tests.support.nats import TestNats
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +40,7 @@ async def everything(store: JetStreamEventStore, games: int = 20) -> dict[str, l
 
 
 async def test_backup_delete_restore_gives_back_every_event(
-    nc: NATS, nats_server: NatsHandle, tmp_path: Path
+    nc: NATS, nats_server: TestNats, tmp_path: Path
 ) -> None:
     store = await fill(nc)
     before = await everything(store)
@@ -55,45 +55,57 @@ async def test_backup_delete_restore_gives_back_every_event(
     with pytest.raises(BackupError, match="exists"):
         await restore_stream(nc, backup)  # never over a live stream
 
-    await nc.jetstream().delete_stream("GAMES")
-    state = await restore_stream(nc, backup)
-    assert state["messages"] == info.state.messages
-    assert state["last_seq"] == info.state.last_seq
-    restored = JetStreamEventStore(nc, "GAMES", "game")
-    assert await everything(restored) == before
-    # and appends go on from where the games were
-    await restored.append("g0", [NewEvent("g0-next", "Thing", b"x")], 30)
-    assert (await restored.read("g0", 31))[0].event_id == "g0-next"
+    fresh = TestNats(tmp_path / "new-machine" / "nats").start()
+    try:
+        nc2 = await fresh.connect()
+        state = await restore_stream(nc2, backup)
+        assert state["messages"] == info.state.messages
+        assert state["last_seq"] == info.state.last_seq
+        restored = JetStreamEventStore(nc2, "GAMES", "game")
+        assert await everything(restored) == before
+        # and appends go on from where the games were
+        await restored.append("g0", [NewEvent("g0-next", "Thing", b"x")], 30)
+        assert (await restored.read("g0", 31))[0].event_id == "g0-next"
+        await nc2.close()
+    finally:
+        fresh.stop()
 
 
 async def test_a_damaged_backup_is_refused(nc: NATS, tmp_path: Path) -> None:
     await fill(nc, games=3)
     backup = tmp_path / "games.backup"
     await backup_stream(nc, "GAMES", backup)
-    await nc.jetstream().delete_stream("GAMES")
     data = bytearray(backup.read_bytes())
     data[len(data) // 2] ^= 0xFF  # one flipped byte in the snapshot
     damaged = tmp_path / "damaged.backup"
     damaged.write_bytes(bytes(data))
-    with pytest.raises(BackupError):
-        await restore_stream(nc, damaged)
+    fresh = TestNats(tmp_path / "new-machine" / "nats").start()
+    try:
+        nc2 = await fresh.connect()
+        with pytest.raises(BackupError):
+            await restore_stream(nc2, damaged)
+        await nc2.close()
+    finally:
+        fresh.stop()
     (tmp_path / "not-a-backup").write_bytes(b"hello")
     with pytest.raises(BackupError, match="not a Boulevard stream backup"):
         read_backup(tmp_path / "not-a-backup")
 
 
-def test_the_cli_backs_up_and_restores(nats_server: NatsHandle, tmp_path: Path) -> None:
+def test_the_cli_backs_up_and_restores(nats_server: TestNats, tmp_path: Path) -> None:
     import asyncio
 
-    import nats
-
     async def prepare() -> None:
-        nc = await nats.connect(nats_server.url)
+        nc = await nats_server.connect()
         await fill(nc, games=2)
         await nc.close()
 
     asyncio.run(prepare())
-    env = {**os.environ, "NATS_URL": nats_server.url}
+    env = {
+        **os.environ,
+        "NATS_URL": nats_server.url,
+        "BOULEVARD_NATS_IDENTITIES_DIR": str(nats_server.identities_dir),
+    }
     cli = [sys.executable, "-m", "boulevard.cli.main"]
     backup = tmp_path / "g.backup"
     done = subprocess.run([*cli, "backup", "GAMES", str(backup)], env=env,

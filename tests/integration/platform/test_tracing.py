@@ -25,7 +25,7 @@ from services.dice.app import DiceApp
 from services.engine.app import EngineApp
 from services.engine.settings import EngineSettings
 from tests.integration.dice.support import dice_settings
-from tests.support.nats import NatsHandle
+from tests.support.nats import TestNats
 
 pytestmark = pytest.mark.integration
 
@@ -47,14 +47,16 @@ def traced() -> Iterator[InMemorySpanExporter]:
         tracing.disable()
 
 
-async def platform(nats_url: str, data: Path) -> tuple[RunningService, RunningService]:
-    ds = dice_settings(nats_url, data / "dice")
+async def platform(server: TestNats, data: Path) -> tuple[RunningService, RunningService]:
+    nats_url = server.url
+    ds = dice_settings(nats_url, data / "dice", nats_identities_dir=server.identities_dir)
     dice = await start_service(DiceApp(ds), ds, port=0)
     es = EngineSettings(
         NATS_URL=nats_url,
         data_dir=data / "engine",
         token_key="t" * 64,
         operator_token=OPERATOR,
+        nats_identities_dir=server.identities_dir,
         log_format="console",
         shutdown_grace_seconds=1.0,
     )  # type: ignore[call-arg]
@@ -115,9 +117,9 @@ def ancestors(span: ReadableSpan, spans: list[ReadableSpan]) -> list[int]:
 
 
 async def test_a_submit_action_is_one_trace_through_engine_and_dice(
-    nats_server: NatsHandle, tmp_path: Path, traced: InMemorySpanExporter
+    nats_server: TestNats, tmp_path: Path, traced: InMemorySpanExporter
 ) -> None:
-    dice, engine = await platform(nats_server.url, tmp_path)
+    dice, engine = await platform(nats_server, tmp_path)
     try:
         async with grpc.aio.insecure_channel(
             engine.address, interceptors=tracing.client_interceptors()
@@ -145,19 +147,19 @@ async def test_a_submit_action_is_one_trace_through_engine_and_dice(
 
 
 async def test_with_tracing_off_no_message_carries_a_header(
-    nats_server: NatsHandle, tmp_path: Path
+    nats_server: TestNats, tmp_path: Path
 ) -> None:
     """Off is free: the engine's dice requests go without headers (and GAMES never has
     trace headers, on or off)."""
     assert not tracing.enabled()
-    spy = await nats.connect(nats_server.url)
+    spy = await nats_server.connect()
     seen: list[dict[str, str] | None] = []
 
     async def record(msg: nats.aio.msg.Msg) -> None:
         seen.append(msg.headers)
 
     await spy.subscribe("dice.rpc.*", cb=record)
-    dice, engine = await platform(nats_server.url, tmp_path)
+    dice, engine = await platform(nats_server, tmp_path)
     try:
         async with grpc.aio.insecure_channel(engine.address) as channel:
             await submit_one_move(channel)
@@ -170,16 +172,16 @@ async def test_with_tracing_off_no_message_carries_a_header(
 
 
 async def test_with_tracing_on_only_dice_requests_carry_trace_context(
-    nats_server: NatsHandle, tmp_path: Path, traced: InMemorySpanExporter
+    nats_server: TestNats, tmp_path: Path, traced: InMemorySpanExporter
 ) -> None:
-    spy = await nats.connect(nats_server.url)
+    spy = await nats_server.connect()
     dice_headers: list[dict[str, str] | None] = []
 
     async def record(msg: nats.aio.msg.Msg) -> None:
         dice_headers.append(msg.headers)
 
     await spy.subscribe("dice.rpc.*", cb=record)
-    dice, engine = await platform(nats_server.url, tmp_path)
+    dice, engine = await platform(nats_server, tmp_path)
     try:
         async with grpc.aio.insecure_channel(
             engine.address, interceptors=tracing.client_interceptors()

@@ -1,8 +1,9 @@
 """The deployment files, checked by the real tools that will read them: promtool for the
 Prometheus config and alert rules (and the alerts' own unit tests), docker-compose for the
-compose file, kustomize + the Kubernetes schemas for deploy/k8s, nats-server for its
-configs. A test whose tool is missing here skips and names the tool (.ci/run installs them);
-the dashboard and the alerts may only name metrics the code exports."""
+compose file, kustomize + the Kubernetes schemas for deploy/k8s (nats-server -t checks the
+NATS configs: tests/integration/deploy/test_nats_deploy_config.py). A test whose tool is
+missing here skips and names the tool (.ci/run installs them); the dashboard and the alerts
+may only name metrics the code exports."""
 
 from __future__ import annotations
 
@@ -17,9 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from boulevard.messaging.server import nats_server_binary
 from boulevard.platform.metrics import metric_names
-from tests.unit.deploy.support import DEPLOY, K8S, NATS_CONFIGS, ROOT, SERVICES, manifests
+from tests.unit.deploy.support import DEPLOY, K8S, ROOT, SERVICES, manifests
 
 PROMETHEUS = DEPLOY / "prometheus"
 DASHBOARD = DEPLOY / "grafana" / "boulevard.json"
@@ -210,41 +210,3 @@ def test_every_service_pod_is_scraped_on_its_metrics_port() -> None:
         assert int(annotations["prometheus.io/port"]) == ports["metrics"]
         assert int(env[f"BOULEVARD_{name.upper()}_METRICS_PORT"]) == ports["metrics"]
         assert env["BOULEVARD_METRICS_HOST"] == "0.0.0.0"
-
-
-# NATS
-
-
-def nats_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NATS_")}
-    env.update({f"NATS_{n.upper()}_PASSWORD": f"test-{n}" for n in SERVICES})
-    env["POD_NAME"] = "nats-0"  # the StatefulSet gives each cluster member its name
-    return env
-
-
-def nats_config_sets(tmp_path: Path) -> list[Path]:
-    """The shipped configs (deploy/nats), and each ConfigMap's files laid out as mounted."""
-    found = sorted(NATS_CONFIGS.glob("*.conf"))
-    for path, doc in manifests():
-        if doc["kind"] == "ConfigMap" and any(k.endswith(".conf") for k in doc["data"]):
-            folder = tmp_path / f"{path.stem}-{doc['metadata']['name']}"
-            folder.mkdir()
-            for key, text in doc["data"].items():
-                (folder / key).write_text(text)
-            found.extend(sorted(p for p in folder.glob("*.conf")))
-    return found
-
-
-def test_nats_server_parses_every_shipped_config(tmp_path: Path) -> None:
-    configs = nats_config_sets(tmp_path)
-    assert len(configs) >= 5
-    for conf in configs:
-        result = run(nats_server_binary(), "-t", "-c", str(conf), env=nats_env())
-        assert result.returncode == 0, f"{conf}: {result.stdout}{result.stderr}"
-        assert "is valid" in result.stdout + result.stderr
-
-
-def test_nats_server_rejects_a_config_it_cannot_parse(tmp_path: Path) -> None:
-    broken = tmp_path / "broken.conf"
-    broken.write_text("jetstream { sync_interval: always\n")
-    assert run(nats_server_binary(), "-t", "-c", str(broken), env=nats_env()).returncode != 0

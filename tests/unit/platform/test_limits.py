@@ -15,7 +15,13 @@ from boulevard.api.v1 import dice_pb2, engine_pb2, ledger_pb2, lords_of_vegas_pb
 from boulevard.api.v1 import matchmaking_pb2 as mm_pb2
 from boulevard.platform.edge import Undecodable, checked, guarded_deserializer
 from boulevard.platform.errors import InvalidArgument, clip, status_of
-from boulevard.platform.limits import LIMITS, bounded_fields, check_message, limits_table
+from boulevard.platform.limits import (
+    LIMITS,
+    bounded_fields,
+    check_message,
+    game_action_fields,
+    limits_table,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 SERVICES = (engine_pb2, mm_pb2, dice_pb2, ledger_pb2)
@@ -35,8 +41,23 @@ def every_bounded_field() -> dict[str, FieldDescriptor]:
 
 
 def test_every_string_and_repeated_field_of_every_request_has_a_limit() -> None:
-    missing = sorted(set(every_bounded_field()) - set(LIMITS))
+    """A game's action fields are covered by the game-action bounds; every other field
+    needs its own row."""
+    missing = sorted(set(every_bounded_field()) - set(LIMITS) - game_action_fields())
     assert not missing, f"add these to boulevard.platform.limits.LIMITS: {missing}"
+
+
+def test_a_games_action_fields_get_the_game_action_bounds() -> None:
+    from boulevard.platform.limits import GAME_ACTION_CHARS, GAME_ACTION_ITEMS, limit_of
+
+    pool = descriptor_pool.Default()
+    inside = [pool.FindFieldByName(name) for name in sorted(game_action_fields())]
+    assert inside, "no game action has a string or repeated field?"
+    for field in inside:
+        if field.full_name in LIMITS:
+            continue
+        expected = GAME_ACTION_ITEMS if field.is_repeated else GAME_ACTION_CHARS
+        assert limit_of(field) == expected, field.full_name
 
 
 def _unit(field: FieldDescriptor) -> str:
