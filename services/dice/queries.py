@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from boulevard.api.v1 import dice_pb2
 from boulevard.fairness import verify_game
+from boulevard.platform import metrics
 from boulevard.platform.errors import FailedPrecondition, InvalidArgument, NotFound
 from services.dice.dealer import check_game_id
 from services.dice.mapping import to_recorded, verification_response
@@ -94,4 +95,5 @@ class DiceQueries:
             expected_count=game.revealed.outcome_count,
             scheme=game.opened.scheme,
         )
+        metrics.DICE_VERIFICATIONS.labels("pass" if report.ok else "fail").inc()
         return verification_response(report)

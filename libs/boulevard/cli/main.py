@@ -11,6 +11,7 @@ from boulevard.cli import (
     audit_dice,
     audit_game,
     audit_ledger,
+    backup,
     nats_identities,
     tls_certs,
     up,
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     nats_identities.add_parser(sub)
     tls_certs.add_parser(sub)
     watch.add_parser(sub)
+    backup.add_parsers(sub)
     audit = sub.add_parser(
         "audit", help="verify a game's dice or the money ledger without trusting the operator"
     )

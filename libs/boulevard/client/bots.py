@@ -50,6 +50,8 @@ class SeatPlayer:
         start = await self.stub.GetGame(
             engine_pb2.GetGameRequest(game_id=self.game_id, player_token=self.token)
         )
+        if start.status == engine_pb2.GAME_STATUS_FINISHED:
+            return  # resumed after the end (a bot seat taken over late): nothing to do
 
         async def watch() -> None:
             # From the current version on: views of the past are of no use to a bot.
