@@ -20,13 +20,12 @@ import argparse
 import asyncio
 import getpass
 
-import grpc
-
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.cli.screen import GameScreen
 from boulevard.client.dice import DiceReader
 from boulevard.client.matchmaking import MatchmakingClient
 from boulevard.games import REGISTRY, get_game
+from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 
 
@@ -59,8 +58,8 @@ class PlayApp(GameScreen):
         )
         async with (
             MatchmakingClient(self.addresses["matchmaking"]) as mm,
-            grpc.aio.insecure_channel(self.addresses["engine"]) as engine_channel,
-            grpc.aio.insecure_channel(self.addresses["dice"]) as dice_channel,
+            tls.channel(self.addresses["engine"]) as engine_channel,
+            tls.channel(self.addresses["dice"]) as dice_channel,
         ):
             ticket = await mm.join(
                 self.player, self.game, self.seats, bot_fill_after_seconds=self.bot_fill

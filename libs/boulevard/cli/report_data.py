@@ -36,6 +36,7 @@ from boulevard.cli.report import (
 from boulevard.client.dice import DiceReader, kind_name, to_recorded
 from boulevard.client.ledger import LedgerClient
 from boulevard.fairness import FairnessError, GameSeeds, check_outcome, parse_server_seed
+from boulevard.platform import tls
 
 _ENTRY = re.compile(r"\bentry (\d+)\b")
 
@@ -46,7 +47,7 @@ Uses = dict[int, tuple[int, tuple[int, ...]]]
 async def _game_uses(engine: str, game_id: str, timeout: float) -> Uses:
     """nonce -> (version, values) of each ChanceResolved in the game's public log."""
     uses: Uses = {}
-    async with grpc.aio.insecure_channel(engine) as channel:
+    async with tls.channel(engine) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         request = engine_pb2.WatchGameRequest(game_id=game_id)
         async for update in stub.WatchGame(request, timeout=max(timeout, 60.0)):
@@ -71,7 +72,7 @@ async def dice_game(
     """One game's dice evidence: its commitment, reveal and every outcome with its nonce,
     whether it re-derives from the revealed seed and which event of the game used it."""
     failures: list[Failure] = []
-    async with grpc.aio.insecure_channel(dice) as channel:
+    async with tls.channel(dice) as channel:
         reader = DiceReader(channel, timeout=timeout)
         try:
             commitment = (await reader.get_commitment(game_id)).commitment
@@ -210,7 +211,7 @@ async def ledger_audit(
     """The ledger's evidence: every signed head (signature, consistency with the one
     before), every entry (of `game`, or all) with its inclusion proof in the latest head."""
     failures: list[Failure] = []
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with tls.channel(address) as channel:
         client = LedgerClient(channel)
         try:
             _, served_key, _ = await client.tree_head()

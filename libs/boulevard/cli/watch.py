@@ -20,6 +20,7 @@ from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.cli.screen import GameScreen
 from boulevard.client.dice import DiceReader
 from boulevard.client.table import Table
+from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 
 
@@ -66,8 +67,8 @@ class WatchApp(GameScreen):
 
     async def session(self) -> None:
         async with (
-            grpc.aio.insecure_channel(self.addresses["engine"]) as engine_channel,
-            grpc.aio.insecure_channel(self.addresses["dice"]) as dice_channel,
+            tls.channel(self.addresses["engine"]) as engine_channel,
+            tls.channel(self.addresses["dice"]) as dice_channel,
         ):
             stub = engine_pb2_grpc.EngineServiceStub(engine_channel)
             got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=self.game_id), timeout=10)
@@ -83,7 +84,7 @@ class WatchApp(GameScreen):
 
 
 async def follow(address: str, game_id: str, speed: float) -> Table:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with tls.channel(address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id), timeout=10)
         table = Table(got.game, terminal=sys.stdout.isatty(), speed=speed)
