@@ -20,6 +20,8 @@ import argparse
 import asyncio
 import getpass
 
+from textual.markup import escape
+
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.cli.screen import GameScreen
 from boulevard.client.dice import DiceReader
@@ -68,7 +70,9 @@ class PlayApp(GameScreen):
             self.begin(
                 self.game, ticket.game_id, f"game {ticket.game_id} — you are seat {ticket.seat}"
             )
-            self.query_one("#seat").border_title = f"you — {self.player}, seat {ticket.seat}"
+            # A border title is markup: the name is escaped so it shows as typed.
+            who = escape(self.player)
+            self.query_one("#seat").border_title = f"you — {who}, seat {ticket.seat}"
             self.query_one("#actions").display = True
             self.say("seated; waiting for the other players…")
             engine = engine_pb2_grpc.EngineServiceStub(engine_channel)
