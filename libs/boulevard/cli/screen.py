@@ -82,8 +82,15 @@ def seat_summary(view: Any, seat: int) -> list[str]:
             break
     else:
         seats = getattr(view, "seats", None)
-        if isinstance(seats, tuple) and seat < len(seats) and hasattr(seats[seat], "cash"):
-            lines.append(f"money ${seats[seat].cash}")
+        if isinstance(seats, tuple) and seat < len(seats):
+            mine = seats[seat]
+            if hasattr(mine, "cash"):
+                lines.append(f"money ${mine.cash}")
+            lines.extend(
+                f"{name} {getattr(mine, name)}"
+                for name in ("fame", "population", "revenue")
+                if isinstance(getattr(mine, name, None), int)
+            )
     for name in ("points", "fame"):
         per_seat = getattr(view, name, None)
         if isinstance(per_seat, tuple) and seat < len(per_seat):
