@@ -35,7 +35,13 @@ from boulevard.cli.report import (
 )
 from boulevard.client.dice import DiceReader, kind_name, to_recorded
 from boulevard.client.ledger import LedgerClient
-from boulevard.fairness import FairnessError, GameSeeds, check_outcome, parse_server_seed
+from boulevard.fairness import (
+    FairnessError,
+    GameSeeds,
+    VerificationReport,
+    check_outcome,
+    parse_server_seed,
+)
 from boulevard.platform import tls
 
 _ENTRY = re.compile(r"\bentry (\d+)\b")
@@ -86,8 +92,12 @@ async def dice_game(
         outcomes = [o async for o in reader.outcomes(game_id)]
         try:
             reveal = await reader.get_reveal(game_id)
+            # The client library's verification (whatever the scheme has become) decides
+            # whether the records re-derive; the per-outcome checks below only name every
+            # record that fails when it says they do not.
+            verified = await reader.audit_game(game_id)
         except grpc.aio.AioRpcError:
-            reveal = None
+            reveal, verified = None, None
     uses: Uses = {}
     if engine is not None:
         try:
@@ -95,7 +105,12 @@ async def dice_game(
         except grpc.aio.AioRpcError as err:
             failures.append(Failure(f"game {game_id}", f"cannot read its log: {err.code().name}"))
     seeds: GameSeeds | None = None
-    if reveal is not None:
+    if verified is not None and not verified.ok and verified.mismatch is not None:
+        m = verified.mismatch
+        where = "reveal" if m.nonce is None else f"nonce {m.nonce}"
+        evidence = {"expected": list(m.expected or ()), "recorded": list(m.recorded or ())}
+        failures.append(Failure(f"game {game_id}, {where}", f"{m.code}: {m.message}", evidence))
+    if reveal is not None and verified is not None and not verified.ok:
         try:
             seeds = GameSeeds.of(
                 parse_server_seed(reveal.server_seed), list(commitment.client_seeds), game_id
@@ -126,11 +141,11 @@ async def dice_game(
             "request_id": o.request_id,
         }
         notes = []
-        status = "unchecked"
+        status = "ok" if verified is not None and verified.ok else "unchecked"
         if seeds is not None:
             mismatch = check_outcome(seeds, recorded)
             status = "ok" if mismatch is None else "fail"
-            if mismatch is not None:
+            if mismatch is not None and mismatch.nonce != _nonce_of(verified):
                 notes.append(mismatch.message)
                 failures.append(
                     Failure(
@@ -336,6 +351,13 @@ async def ledger_audit(
         entries=tuple(rows),
         failures=tuple(failures),
     )
+
+
+def _nonce_of(report: VerificationReport | None) -> int | None:
+    """The nonce the library's verification failed at (already listed), if any."""
+    if report is None or report.mismatch is None:
+        return None
+    return report.mismatch.nonce
 
 
 def _head(sth: SignedTreeHead) -> dict[str, object]:
