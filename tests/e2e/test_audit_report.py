@@ -28,6 +28,7 @@ from boulevard.cli.report_data import dice_game
 from boulevard.client.bots import play_game
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create, wait_reconciled
+from tests.support.keys import seat_key
 
 pytestmark = pytest.mark.e2e
 
@@ -144,7 +145,13 @@ def test_audit_reports_of_a_real_game_open_in_a_browser(platform: Platform, tmp_
         async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
             stub = engine_pb2_grpc.EngineServiceStub(channel)
             created = await create(stub, "lords_of_vegas", 3)
-            await play_game(channel, created.game_id, "lords_of_vegas", list(created.player_tokens))
+            await play_game(
+                channel,
+                created.game_id,
+                "lords_of_vegas",
+                list(created.player_tokens),
+                [seat_key(i) for i in range(3)],
+            )
             game_id: str = created.game_id
             return game_id
 

@@ -28,6 +28,7 @@ from boulevard.client.bots import play_game
 from boulevard.games import REGISTRY, get_game
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create
+from tests.support.keys import seat_key
 
 pytestmark = pytest.mark.e2e
 
@@ -127,7 +128,13 @@ async def test_a_spectator_watches_a_game_on_the_play_screen(
         )
         async with app.run_test(size=SIZE) as pilot:
             bots = asyncio.create_task(
-                play_game(channel, created.game_id, "lords_of_vegas", list(created.player_tokens))
+                play_game(
+                    channel,
+                    created.game_id,
+                    "lords_of_vegas",
+                    list(created.player_tokens),
+                    [seat_key(i) for i in range(3)],
+                )
             )
             await asyncio.wait_for(bots, 240)
             deadline = time.monotonic() + 60
