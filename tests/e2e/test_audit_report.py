@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -166,7 +167,20 @@ def test_audit_reports_of_a_real_game_open_in_a_browser(platform: Platform, tmp_
     assert ledger.returncode == 0, ledger.stdout + ledger.stderr
     assert f"report: {ledger_html}" in ledger.stdout
 
-    for page in (dice_html, ledger_html):
+    game_html, all_html = tmp_path / "game.html", tmp_path / "all.html"
+    game = audit(platform, "game", game_id, "--html", str(game_html))
+    assert game.returncode == 0, game.stdout + game.stderr
+    everything = audit(platform, "all", "--limit", "3", "--html", str(all_html))
+    assert everything.returncode == 0, everything.stdout + everything.stderr
+    audited = int(re.search(r"PASS: (\d+) games audited", everything.stdout).group(1))  # type: ignore[union-attr]
+    assert 1 <= audited <= 3
+    for page, games in ((game_html, 1), (all_html, audited)):
+        text = page.read_text(encoding="utf-8")
+        assert f"Game logs ({games}/{games} pass)" in text
+        assert 'class="chart histogram"' in text and 'class="chart balances"' in text
+    assert text.count('<h3 id="dice-') == audited  # every audited game's dice
+
+    for page in (dice_html, ledger_html, game_html, all_html):
         text = page.read_text(encoding="utf-8")
         assert "<script" not in text and "http://" not in text.replace(
             'xmlns="http://www.w3.org/2000/svg"', ""

@@ -100,6 +100,16 @@ class LedgerAudit:
     failures: tuple[Failure, ...] = ()
 
 
+@dataclass(frozen=True)
+class GameLogAudit:
+    """One game's log audit (`audit game`): its verdict, and where it failed."""
+
+    game_id: str
+    ok: bool
+    verdict: str
+    version: int | None = None  # the first version that does not follow
+
+
 # --- statistics ----------------------------------------------------------------------------
 
 
@@ -382,6 +392,22 @@ def _dice_section(games: Sequence[DiceGame]) -> list[str]:
     return out
 
 
+def _games_section(games: Sequence[GameLogAudit]) -> list[str]:
+    passed = sum(1 for g in games if g.ok)
+    out = [
+        f"<h2>Game logs ({passed}/{len(games)} pass)</h2>",
+        "<p>Each game's log re-run under its rules from its players' signed commands and "
+        "the recorded dice.</p><table><tr><th>game</th><th>verdict</th><th></th></tr>",
+    ]
+    for g in games:
+        out.append(
+            f'<tr class="{"row-ok" if g.ok else "row-fail"}"><td class="mono">'
+            f"{_e(g.game_id)}</td><td>{_mark(g.ok)}</td><td>{_e(g.verdict)}</td></tr>"
+        )
+    out.append("</table>")
+    return out
+
+
 def _ledger_section(ledger: LedgerAudit) -> list[str]:
     scope = f"game {ledger.game}" if ledger.game else "the whole journal"
     out = [f"<h2>Ledger — {_e(scope)}</h2>", f"<p>{_e(ledger.verdict)}</p>"]
@@ -446,17 +472,27 @@ def render_html(
     *,
     dice: Sequence[DiceGame] = (),
     ledger: LedgerAudit | None = None,
+    games: Sequence[GameLogAudit] = (),
     extra_failures: Sequence[Failure] = (),
     generated_at: datetime | None = None,
 ) -> str:
     """The whole page. The verdict passes only when every part passed; every failure is
     listed before any evidence."""
     failures = list(extra_failures)
+    for log in games:
+        if not log.ok:
+            where = f"game {log.game_id}" + (f", version {log.version}" if log.version else "")
+            failures.append(Failure(where, log.verdict, {"game_id": log.game_id}))
     for g in dice:
         failures.extend(g.failures)
     if ledger is not None:
         failures.extend(ledger.failures)
-    ok = not failures and all(g.ok for g in dice) and (ledger is None or ledger.ok)
+    ok = (
+        not failures
+        and all(g.ok for g in dice)
+        and all(g.ok for g in games)
+        and (ledger is None or ledger.ok)
+    )
     when = (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
     parts = [
         "<!DOCTYPE html>",
@@ -470,11 +506,15 @@ def render_html(
         f"<p>Written {when} by <code>boulevard audit</code> from the services' public APIs, "
         "every check recomputed locally.</p>",
         f'<div id="verdict" class="verdict {"pass" if ok else "fail"}">'
-        f"{'PASS' if ok else 'FAIL'} — " + _e(_summary(dice, ledger, len(failures))) + "</div>",
+        f"{'PASS' if ok else 'FAIL'} — "
+        + _e(_summary(dice, ledger, games, len(failures)))
+        + "</div>",
     ]
     if failures:
         parts.append(f'<h2 id="failures">Failures ({len(failures)})</h2>')
         parts.extend(_failure(f) for f in failures)
+    if games:
+        parts.extend(_games_section(games))
     if dice:
         parts.extend(_dice_section(dice))
     if ledger is not None:
@@ -483,8 +523,15 @@ def render_html(
     return "\n".join(parts)
 
 
-def _summary(dice: Sequence[DiceGame], ledger: LedgerAudit | None, failures: int) -> str:
+def _summary(
+    dice: Sequence[DiceGame],
+    ledger: LedgerAudit | None,
+    games: Sequence[GameLogAudit],
+    failures: int,
+) -> str:
     bits = []
+    if games:
+        bits.append(f"game logs: {sum(1 for g in games if g.ok)}/{len(games)} pass")
     if dice:
         outcomes = sum(len(g.outcomes) for g in dice)
         passed = sum(1 for g in dice if g.ok)
@@ -505,12 +552,11 @@ def write_report(
     *,
     dice: Sequence[DiceGame] = (),
     ledger: LedgerAudit | None = None,
+    games: Sequence[GameLogAudit] = (),
     extra_failures: Sequence[Failure] = (),
 ) -> Path:
     """Write the page to `path` (UTF-8); the path written."""
     out = Path(path)
-    out.write_text(
-        render_html(title, dice=dice, ledger=ledger, extra_failures=extra_failures),
-        encoding="utf-8",
-    )
+    page = render_html(title, dice=dice, ledger=ledger, games=games, extra_failures=extra_failures)
+    out.write_text(page, encoding="utf-8")
     return out

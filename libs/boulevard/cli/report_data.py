@@ -27,6 +27,7 @@ from boulevard.cli.report import (
     DiceGame,
     EntryRow,
     Failure,
+    GameLogAudit,
     HeadRow,
     LedgerAudit,
     OutcomeRow,
@@ -199,6 +200,8 @@ async def dice_game(
                     {"nonce": nonce, "values": list(values)},
                 )
             )
+    if not audit_said and verified is not None:
+        audit_said = f"{game_id}: {verified.describe()}"
     if not audit_ok and not failures:
         failures.append(Failure(f"audit dice {game_id}", audit_said))
     return DiceGame(
@@ -391,3 +394,34 @@ def write_ledger_report(
     ledger = asyncio.run(ledger_audit(address, game, public_key, audit_ok=ok, audit_said=said))
     title = f"Ledger audit of game {game}" if game else "Ledger audit"
     return write_report(path, title, ledger=ledger)
+
+
+async def write_audit_report(
+    path: str,
+    title: str,
+    games: list[GameLogAudit],
+    *,
+    dice: str | None,
+    engine: str | None,
+    ledger: str | None,
+    ledger_game: str = "",
+    ledger_ok: bool = True,
+    ledger_said: str = "heads and entries checked one by one (signature, consistency, inclusion)",
+    timeout: float = 30.0,
+) -> Path:
+    """`audit game --html` and `audit all --html`: the game logs' verdicts, every game's
+    dice (histograms and χ² across all of them) and, when given, the ledger."""
+    dice_games = []
+    if dice is not None:
+        for g in games:
+            dice_games.append(
+                await dice_game(
+                    dice, g.game_id, engine=engine, audit_ok=True, audit_said="", timeout=timeout
+                )
+            )
+    ledger_report = None
+    if ledger is not None:
+        ledger_report = await ledger_audit(
+            ledger, ledger_game, None, audit_ok=ledger_ok, audit_said=ledger_said
+        )
+    return write_report(path, title, dice=dice_games, ledger=ledger_report, games=games)
