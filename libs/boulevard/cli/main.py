@@ -13,6 +13,7 @@ from boulevard.cli import (
     audit_ledger,
     backup,
     nats_identities,
+    play,
     tls_certs,
     up,
     watch,
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     tls_certs.add_parser(sub)
     watch.add_parser(sub)
     backup.add_parsers(sub)
+    play.add_parser(sub)
     audit = sub.add_parser(
         "audit", help="verify a game's dice or the money ledger without trusting the operator"
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,9 @@ from boulevard.games import get_game
 from boulevard.games.base import Bot
 
 OnEvent = Callable[[engine_pb2.WatchGameResponse], None]
+Chooser = Callable[[Any, Sequence[Any], int], Awaitable[Any | None]]
+"""A person's choice: (the seat's view, its legal commands, the version they are legal at)
+-> one of the commands, or None when the game moved on before they chose (look again)."""
 
 
 @dataclass
@@ -39,6 +42,9 @@ class SeatPlayer:
     moves: int = 0
     # The engine's signed receipt for each accepted move: proof, later, that the log held it.
     receipts: list[engine_pb2.Receipt] = field(default_factory=list)
+    # A person choosing instead of the bot (`boulevard play`); everything else a seat does
+    # (tokens, seeds, signatures) stays here, the same for bots and people.
+    choose: Chooser | None = None
 
     async def play(self) -> None:
         """Play until the game ends."""
@@ -91,7 +97,10 @@ class SeatPlayer:
             return True  # the game moved between the two calls: look again
         view = proto_to_view(game, got.view)
         commands = [action_to_command(game, a) for a in legal.actions]
-        choice = self.bot(view, commands, self.seat, self.rng)
+        if self.choose is None:
+            choice = self.bot(view, commands, self.seat, self.rng)
+        elif (choice := await self.choose(view, commands, legal.version)) is None:
+            return True  # the game moved on while the person was choosing: look again
         request = signed_submit(
             self.game_id,
             self.token,
