@@ -7,6 +7,8 @@ import nats
 import pytest
 from nats.aio.client import Client as NATS
 
+from boulevard.platform.identity import LocalIssuer
+from tests.support.identity import session_issuer
 from tests.support.nats import NatsHandle, start_test_nats
 
 
@@ -27,3 +29,10 @@ async def nc(nats_server: NatsHandle) -> AsyncIterator[NATS]:
         yield client
     finally:
         await client.close()
+
+
+@pytest.fixture
+def issuer() -> LocalIssuer:
+    """The test session's token issuer: `issuer.mint("alice")` is alice's bearer token, and
+    `issuer.jwks_path` the JWKS file services under test verify against."""
+    return session_issuer()

@@ -18,6 +18,7 @@ from boulevard.client.dice import DiceClient
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from boulevard.platform.errors import BoulevardError
+from boulevard.platform.identity import TokenVerifier
 from services.engine.chance import DiceServiceChance
 from services.engine.engine import Engine, SeatRequest
 from services.engine.kv import JetStreamKeyValue
@@ -39,6 +40,11 @@ class EngineApp:
         self.token_key = settings.token_key.get_secret_value().encode()
         if not self.token_key:
             raise SystemExit("the engine needs BOULEVARD_TOKEN_KEY to verify player tokens")
+        if not settings.auth_jwks:
+            raise SystemExit(
+                "the engine needs BOULEVARD_AUTH_JWKS (the JWKS file or URL of the token issuer)"
+            )
+        self.verifier = TokenVerifier.from_settings(settings)
         self.servicer: EngineServicer | None = None
         self._match_sub: Subscription | None = None
 
@@ -58,12 +64,11 @@ class EngineApp:
             snapshots,
             self.token_key,
             snapshot_every=s.engine_snapshot_every,
+            token_ttl_seconds=s.seat_token_ttl_seconds,
             cache_size=s.engine_cache_games,
             on_finished=self._finished,
         )
-        self.servicer = EngineServicer(
-            self.engine, store, self.index, s.operator_token.get_secret_value()
-        )
+        self.servicer = EngineServicer(self.engine, store, self.index, self.verifier)
         self._match_sub = await js.subscribe(
             f"{s.matchmaking_subject_prefix}.match_formed",
             stream=s.matchmaking_stream,

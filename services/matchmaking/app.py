@@ -11,6 +11,7 @@ from nats.aio.client import Client as NATS
 from boulevard.api.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from boulevard.client.botrunner import BotRunner
 from boulevard.messaging.streams import ensure_stream, platform_streams
+from boulevard.platform.identity import TokenVerifier
 from services.matchmaking.matcher import WindowPolicy
 from services.matchmaking.matchmaker import Config, Matchmaker
 from services.matchmaking.rating_feed import RatingFeed
@@ -38,6 +39,12 @@ class MatchmakingApp:
                 "matchmaking needs BOULEVARD_TOKEN_KEY (the HMAC key of player tokens, shared "
                 "with the engine)"
             )
+        if not settings.auth_jwks:
+            raise MissingTokenKey(
+                "matchmaking needs BOULEVARD_AUTH_JWKS (the JWKS file or URL of the issuer of "
+                "players' bearer tokens)"
+            )
+        self.verifier = TokenVerifier.from_settings(settings)
         self.matchmaker: Matchmaker | None = None
         self.ratings: RatingFeed | None = None
         self.bots: BotRunner | None = None
@@ -66,6 +73,7 @@ class MatchmakingApp:
             recover_after_ms=int(s.matchmaking_recover_after_seconds * 1000),
             form_concurrency=s.matchmaking_form_concurrency,
             match_formed_subject=f"{s.matchmaking_subject_prefix}.match_formed",
+            seat_token_ttl_seconds=s.seat_token_ttl_seconds,
         )
         self.matchmaker = Matchmaker(nc, tickets, matches, ratings, config)
         await self.matchmaker.start()
@@ -85,13 +93,14 @@ class MatchmakingApp:
             self.token_key,
             subject=config.match_formed_subject,
             stream=s.matchmaking_stream,
+            token_ttl_seconds=s.seat_token_ttl_seconds,
         )
         await self.bots.start()
 
     def register(self, server: grpc.aio.Server) -> None:
         assert self.matchmaker is not None, "start() first"
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(
-            MatchmakingServicer(self.matchmaker), server
+            MatchmakingServicer(self.matchmaker, self.verifier), server
         )
 
     async def stop(self) -> None:

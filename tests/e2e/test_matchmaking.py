@@ -20,6 +20,7 @@ from boulevard.client.bots import SeatPlayer
 from boulevard.games import get_game
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create
+from tests.support.identity import player_md
 
 pytestmark = pytest.mark.e2e
 
@@ -37,12 +38,14 @@ def test_ticket_with_bot_fill_to_a_finished_game(platform: Platform) -> None:
                     max_seats=3,
                     client_seed="alice's seed",
                     bot_fill_after_seconds=1,
-                )
+                ),
+                metadata=player_md("alice"),
             )
             seen = []
             async for update in mm.WatchTicket(
                 matchmaking_pb2.WatchTicketRequest(ticket_id=created.ticket.ticket_id),
                 timeout=60,
+                metadata=player_md("alice"),
             ):
                 seen.append(update.ticket.status)
                 if update.ticket.status == matchmaking_pb2.TICKET_STATUS_ASSIGNED:

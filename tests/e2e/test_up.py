@@ -14,7 +14,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, matchmaking_pb2, matchmaking_pb2_grpc
 from boulevard.messaging.server import free_port
+from boulevard.platform.identity import bearer
 from tests.support.processes import SERVICES, address, service_env
 
 pytestmark = pytest.mark.e2e
@@ -38,6 +40,32 @@ async def check(addr: str, service: str) -> list[str]:
         async for response in stub.ServerReflectionInfo(iter([request]), timeout=5):
             return [s.name for s in response.list_services_response.service]
     raise AssertionError("no reflection answer")
+
+
+def login(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "boulevard.cli.main", "login", *args],
+        env=env, capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+async def queue(addr: str, token: str) -> matchmaking_pb2.Ticket:
+    async with grpc.aio.insecure_channel(addr) as channel:
+        stub = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
+        reply = await stub.CreateTicket(
+            matchmaking_pb2.CreateTicketRequest(game="las_vegas", min_seats=5),
+            metadata=bearer(token),
+            timeout=5,
+        )
+        return reply.ticket
+
+
+async def list_games(addr: str, token: str) -> list[engine_pb2.GameSummary]:
+    async with grpc.aio.insecure_channel(addr) as channel:
+        stub = engine_pb2_grpc.EngineServiceStub(channel)
+        reply = await stub.ListGames(engine_pb2.ListGamesRequest(), metadata=bearer(token))
+        return list(reply.games)
 
 
 def test_up_starts_every_service_healthy_and_stops_cleanly(tmp_path: Path) -> None:
@@ -67,6 +95,14 @@ def test_up_starts_every_service_healthy_and_stops_cleanly(tmp_path: Path) -> No
             listed = asyncio.run(check(address(env, name), PROTO_SERVICE[name]))
             assert PROTO_SERVICE[name] in listed
             assert "grpc.health.v1.Health" in listed
+        # `boulevard login` prints tokens of the issuer `up` made; the services accept them.
+        token = login(env, "alice")
+        ticket = asyncio.run(queue(address(env, "matchmaking"), token))
+        assert ticket.player_id == "alice"
+        (key,) = (tmp_path / "data" / "issuer" / "keys").glob("*.pem")
+        assert key.stat().st_mode & 0o777 == 0o600
+        operator = login(env, "olga", "--role", "operator")
+        assert asyncio.run(list_games(address(env, "engine"), operator)) == []
         proc.send_signal(signal.SIGINT)
         rest, _ = proc.communicate(timeout=30)
         assert proc.returncode == 0

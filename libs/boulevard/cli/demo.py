@@ -12,6 +12,7 @@ import grpc
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.client.bots import play_game
 from boulevard.games.codec import Codec
+from boulevard.platform.identity import bearer
 
 
 def describe(envelope: engine_pb2.WatchGameResponse) -> str:
@@ -36,7 +37,7 @@ async def watch(
 
 
 async def demo(engine_address: str, operator_token: str, game: str, players: int) -> None:
-    metadata = (("authorization", f"Bearer {operator_token}"),) if operator_token else ()
+    metadata = bearer(operator_token)
     async with grpc.aio.insecure_channel(engine_address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         created = await stub.CreateGame(
@@ -77,7 +78,7 @@ async def demo(engine_address: str, operator_token: str, game: str, players: int
 
 def play_demo(
     addresses: dict[str, str],
-    operator_token: str = "",
+    operator_token: str,
     game: str = "lords_of_vegas",
     players: int = 4,
 ) -> None:

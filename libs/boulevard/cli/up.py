@@ -3,7 +3,9 @@
 Starts an embedded nats-server (JetStream, `sync_interval: always`, data under
 `<data-dir>/nats`) unless NATS_URL is set, then the services as separate processes; waits
 until each reports SERVING, prints where they listen, and on Ctrl-C (or SIGTERM) stops
-everything in reverse order.
+everything in reverse order. The first start in a data dir also makes the secrets the
+services share (`secrets.env`, 0600) and a local token issuer (`issuer/`, see
+`boulevard login`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from boulevard.cli.login import local_issuer
 from boulevard.messaging.server import NatsServer
+from boulevard.platform.identity import OPERATOR
 from boulevard.platform.settings import Settings
 
 SERVICES = ("matchmaking", "engine", "dice", "ledger")
@@ -66,7 +70,7 @@ async def wait_serving(
             await asyncio.sleep(0.1)
 
 
-SECRETS = ("BOULEVARD_TOKEN_KEY", "BOULEVARD_OPERATOR_TOKEN")
+SECRETS = ("BOULEVARD_TOKEN_KEY",)
 
 
 def local_secrets(data_dir: Path) -> dict[str, str]:
@@ -87,6 +91,11 @@ def local_secrets(data_dir: Path) -> dict[str, str]:
         with os.fdopen(fd, "w") as f:
             f.writelines(f"{n}={stored[n]}\n" for n in SECRETS)
     return {n: os.environ.get(n) or stored[n] for n in SECRETS}
+
+
+def demo_operator_token(settings: Settings, data_dir: Path) -> str:
+    """An operator token for the demo (it creates the demo game), from the local issuer."""
+    return local_issuer(settings, data_dir).mint("demo-operator", (OPERATOR,), 3600)
 
 
 class Platform:
@@ -120,6 +129,9 @@ async def start_platform(
     platform = Platform()
     env = dict(os.environ)
     env.update(local_secrets(data_dir))
+    if not env.get("BOULEVARD_AUTH_JWKS"):
+        # The local issuer of players' and operators' bearer tokens (`boulevard login`).
+        env["BOULEVARD_AUTH_JWKS"] = str(local_issuer(settings, data_dir).jwks_path)
     env["BOULEVARD_DATA_DIR"] = str(data_dir)  # the services keep their key files there
     try:
         if "NATS_URL" in os.environ:
@@ -172,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_demo:
             from boulevard.cli.demo import play_demo
 
-            play_demo(addresses, platform.env.get("BOULEVARD_OPERATOR_TOKEN", ""))
+            play_demo(addresses, demo_operator_token(settings, data_dir))
             if args.exit_after_demo:
                 return 0
         say("platform up; press Ctrl-C to stop")

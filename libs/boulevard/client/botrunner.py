@@ -3,13 +3,15 @@
 Consumes `MatchFormed` (durable consumer, so a restart resumes), and for every seat marked
 `bot` plays the game's heuristic bot with a token issued for that seat, exactly like a
 client app would. A game the runner cannot reach yet (the engine has not created it) is
-retried until it appears.
+retried until it appears. Bot seats are the matchmaker's own: the runner holds the token
+key and issues their seat tokens itself (again when one expires); no one outside gets them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import random
 
 import grpc
@@ -22,7 +24,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.client.bots import SeatPlayer
 from boulevard.games import REGISTRY
-from boulevard.platform.auth import PlayerClaims, issue_token
+from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
 
 log = structlog.get_logger(__name__)
 
@@ -37,7 +39,9 @@ class BotRunner:
         stream: str,
         durable: str = "bot-runner",
         bot_name: str = "heuristic",
+        token_ttl_seconds: float = DEFAULT_TTL_SECONDS,
     ) -> None:
+        self.token_ttl_seconds = token_ttl_seconds
         self.nc = nc
         self.engine_address = engine_address
         self.token_key = token_key
@@ -83,9 +87,10 @@ class BotRunner:
                 game_id,
                 game.name,
                 s.seat,
-                issue_token(self.token_key, PlayerClaims(game_id, s.seat, s.player_id)),
+                self._token(game_id, s),
                 game.bots[self.bot_name],
                 random.Random(f"{game_id}:{s.seat}"),
+                renew=functools.partial(self._renew, game_id, s),
             )
             for s in seats
         ]
@@ -102,6 +107,13 @@ class BotRunner:
             log.info("bots finished", game_id=game_id, seats=[s.seat for s in seats])
         except Exception:
             log.exception("bots stopped playing", game_id=game_id)
+
+    def _token(self, game_id: str, seat: events_pb2.MatchSeat) -> str:
+        claims = PlayerClaims(game_id, seat.seat, seat.player_id)
+        return issue_token(self.token_key, claims, self.token_ttl_seconds)
+
+    async def _renew(self, game_id: str, seat: events_pb2.MatchSeat) -> str:
+        return self._token(game_id, seat)
 
     async def stop(self) -> None:
         if self._sub is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,10 @@ class SeatPlayer:
     bot: Bot
     rng: random.Random
     moves: int = 0
+    # Where a fresh player token comes from when this one expires (matchmaking's GetTicket,
+    # the engine's RenewPlayerToken, or the bot runner's own key); None: an expired token
+    # ends the game for this seat with the engine's UNAUTHENTICATED.
+    renew: Callable[[], Awaitable[str]] | None = None
 
     async def play(self) -> None:
         """Play until the game ends."""
@@ -64,8 +68,14 @@ class SeatPlayer:
                 if watcher.done() and watcher.exception() is not None:
                     raise watcher.exception()  # type: ignore[misc]
                 changed.clear()
-                while await self._act(game):
-                    pass
+                try:
+                    while await self._act(game):
+                        pass
+                except grpc.aio.AioRpcError as err:
+                    if err.code() != grpc.StatusCode.UNAUTHENTICATED or self.renew is None:
+                        raise
+                    self.token = await self.renew()  # expired: get a fresh one, go on
+                    changed.set()
         finally:
             watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)

@@ -1,9 +1,12 @@
 """A typed async client of the matchmaking service (what client apps and bots import).
 
-    async with MatchmakingClient("127.0.0.1:50051") as mm:
-        ticket = await mm.create_ticket("alice", "lords_of_vegas", 2, 4, request_id="r1")
+    async with MatchmakingClient("127.0.0.1:50051", token=alices_jwt) as mm:
+        ticket = await mm.create_ticket("lords_of_vegas", 2, 4)
         assigned = await mm.wait_for_assignment(ticket.ticket_id)
         # assigned.game_id, assigned.seat, assigned.player_token -> the engine
+
+`token` is the player's bearer JWT (`boulevard login alice` prints one for development); the
+player id is its subject. Player tokens expire: `get_ticket` returns a fresh one.
 
 gRPC errors come back as `grpc.aio.AioRpcError` with the precise status the service chose
 (see docs/matchmaking.md).
@@ -19,6 +22,7 @@ import grpc
 
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.api.v1 import matchmaking_pb2_grpc
+from boulevard.platform.identity import bearer
 
 FINAL = (pb.TICKET_STATUS_ASSIGNED, pb.TICKET_STATUS_CANCELLED, pb.TICKET_STATUS_EXPIRED)
 
@@ -35,9 +39,10 @@ class TicketNotAssigned(Exception):
 
 
 class MatchmakingClient:
-    def __init__(self, address: str, timeout: float = 10.0) -> None:
+    def __init__(self, address: str, timeout: float = 10.0, *, token: str = "") -> None:
         self.address = address
         self.timeout = timeout
+        self.metadata = bearer(token) if token else ()
         self._channel = grpc.aio.insecure_channel(address)
         self._stub = matchmaking_pb2_grpc.MatchmakingServiceStub(self._channel)
 
@@ -57,7 +62,6 @@ class MatchmakingClient:
 
     async def create_ticket(
         self,
-        player_id: str,
         game: str,
         min_seats: int = 0,
         max_seats: int = 0,
@@ -67,10 +71,10 @@ class MatchmakingClient:
         request_id: str | None = None,
     ) -> pb.Ticket:
         """Queue for a game. Without a request id one is made, so retrying this call (not
-        the whole function) is safe; pass your own to retry across restarts."""
+        the whole function) is safe; pass your own to retry across restarts. The ticket is
+        for the player the client's token names."""
         request = pb.CreateTicketRequest(
             request_id=request_id if request_id is not None else uuid.uuid4().hex,
-            player_id=player_id,
             game=game,
             min_seats=min_seats,
             max_seats=max_seats,
@@ -78,25 +82,29 @@ class MatchmakingClient:
             bot_fill_after_seconds=bot_fill_after_seconds,
         )
         reply: pb.CreateTicketResponse = await self._stub.CreateTicket(
-            request, timeout=self.timeout
+            request, timeout=self.timeout, metadata=self.metadata
         )
         return reply.ticket
 
     async def get_ticket(self, ticket_id: str) -> pb.Ticket:
         reply: pb.GetTicketResponse = await self._stub.GetTicket(
-            pb.GetTicketRequest(ticket_id=ticket_id), timeout=self.timeout
+            pb.GetTicketRequest(ticket_id=ticket_id), timeout=self.timeout, metadata=self.metadata
         )
         return reply.ticket
 
     async def cancel_ticket(self, ticket_id: str) -> pb.Ticket:
         reply: pb.CancelTicketResponse = await self._stub.CancelTicket(
-            pb.CancelTicketRequest(ticket_id=ticket_id), timeout=self.timeout
+            pb.CancelTicketRequest(ticket_id=ticket_id),
+            timeout=self.timeout,
+            metadata=self.metadata,
         )
         return reply.ticket
 
     async def watch_ticket(self, ticket_id: str) -> AsyncIterator[pb.Ticket]:
         """The ticket now, then each status change, until it is final."""
-        call = self._stub.WatchTicket(pb.WatchTicketRequest(ticket_id=ticket_id))
+        call = self._stub.WatchTicket(
+            pb.WatchTicketRequest(ticket_id=ticket_id), metadata=self.metadata
+        )
         async for update in call:
             yield update.ticket
 
@@ -113,6 +121,14 @@ class MatchmakingClient:
         if last.status != pb.TICKET_STATUS_ASSIGNED:
             raise TicketNotAssigned(last)
         return last
+
+    async def fresh_player_token(self, ticket_id: str) -> str:
+        """A new player token for an assigned ticket (what to do when the engine says the
+        old one expired)."""
+        ticket = await self.get_ticket(ticket_id)
+        if ticket.status != pb.TICKET_STATUS_ASSIGNED:
+            raise TicketNotAssigned(ticket)
+        return ticket.player_token
 
     async def list_queues(self, game: str = "") -> list[pb.QueueStats]:
         reply: pb.ListQueuesResponse = await self._stub.ListQueues(

@@ -118,8 +118,9 @@ class Ticket(_message.Message):
     seat: _builtins.int
     """set once assigned"""
     player_token: _builtins.str
-    """set once assigned; present it to the engine"""
+    """once assigned, to its owner only: a fresh token (it expires)"""
     client_seed: _builtins.str
+    """on every read; present it to the engine"""
     bot_fill_after_seconds: _builtins.int
     """0 = never fill with bots"""
     created_unix_ms: _builtins.int
@@ -177,7 +178,7 @@ class CreateTicketRequest(_message.Message):
     request_id: _builtins.str
     """idempotency key: a retry returns the same ticket (empty: none)"""
     player_id: _builtins.str
-    """1-128 printable characters; "bot-…" is reserved for bots"""
+    """empty or the caller's own id (the bearer token's sub)"""
     game: _builtins.str
     min_seats: _builtins.int
     """0 = the game's minimum"""
