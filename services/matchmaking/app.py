@@ -74,6 +74,9 @@ class MatchmakingApp:
             form_concurrency=s.matchmaking_form_concurrency,
             match_formed_subject=f"{s.matchmaking_subject_prefix}.match_formed",
             seat_token_ttl_seconds=s.seat_token_ttl_seconds,
+            games_stream=s.games_stream if s.matchmaking_game_wait_seconds else "",
+            games_subject_prefix=s.games_subject_prefix,
+            game_wait_seconds=s.matchmaking_game_wait_seconds,
         )
         self.matchmaker = Matchmaker(nc, tickets, matches, ratings, config)
         await self.matchmaker.start()
