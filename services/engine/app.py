@@ -49,6 +49,11 @@ class EngineApp:
         self._match_sub: Subscription | None = None
 
     async def start(self, nc: NATS) -> None:
+        try:
+            # The JWKS is read (or fetched) before serving: a bad one fails the start.
+            await asyncio.to_thread(self.verifier.warm)
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from exc
         s = self.settings
         streams = platform_streams(s)
         js = nc.jetstream()

@@ -3,6 +3,7 @@ GAMES, and the gRPC servicer."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import grpc
@@ -50,6 +51,11 @@ class MatchmakingApp:
         self.bots: BotRunner | None = None
 
     async def start(self, nc: NATS) -> None:
+        try:
+            # The JWKS is read (or fetched) before serving: a bad one fails the start.
+            await asyncio.to_thread(self.verifier.warm)
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from exc
         s = self.settings
         js = nc.jetstream()
         streams = platform_streams(s)

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import jwt
 from cryptography.hazmat.primitives import serialization
@@ -41,6 +42,7 @@ SCHEME = "Bearer "
 MAX_TOKEN_CHARS = 8192
 MAX_SUBJECT_CHARS = 128
 BOT_PREFIX = "bot-"  # player ids of bots; no person may hold one
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +104,13 @@ class _JwksFile:
         stamp = (stat.st_mtime_ns, stat.st_size)
         with self._lock:
             if self._keys is None or stamp != self._stamp:
-                self._keys = jwt.PyJWKSet.from_dict(json.loads(self.path.read_text()))
+                try:
+                    self._keys = jwt.PyJWKSet.from_dict(json.loads(self.path.read_text()))
+                except (OSError, ValueError, jwt.PyJWTError) as exc:
+                    # Half-written or broken: keep the keys we had, if any.
+                    if self._keys is None:
+                        raise Unauthenticated("the token keys (JWKS) cannot be read") from exc
+                    return self._keys
                 self._stamp = stamp
             return self._keys
 
@@ -121,8 +129,22 @@ class _JwksFile:
 
 
 class _JwksUrl:
+    """A JWKS at a URL: the set is cached 5 minutes, and an unknown kid refetches it at most
+    once per 30 s (so tokens with made-up kids cannot make us hammer the provider). Keys are
+    not cached apart from the set, so a key dropped from the JWKS stops working within 5
+    minutes. The fetch blocks the caller's thread (urllib) for at most 5 s, at most once per
+    cooldown; `warm()` does the first one before serving."""
+
     def __init__(self, url: str) -> None:
-        self.client = jwt.PyJWKClient(url, cache_keys=True, lifespan=300, timeout=5)
+        self.client = jwt.PyJWKClient(
+            url, cache_keys=False, lifespan=300, timeout=5, cooldown_duration=30
+        )
+
+    def warm(self) -> None:
+        try:
+            self.client.get_jwk_set()
+        except jwt.PyJWKClientError as exc:
+            raise ValueError(f"the JWKS cannot be fetched: {exc}") from exc
 
     def key(self, kid: str | None) -> jwt.PyJWK:
         try:
@@ -146,13 +168,30 @@ class TokenVerifier:
         if not location:
             raise ValueError("no JWKS configured (BOULEVARD_AUTH_JWKS: a file path or https URL)")
         self._source: _JwksFile | _JwksUrl
-        if location.startswith(("https://", "http://")):
+        if location.startswith("http://"):
+            host = urlsplit(location).hostname or ""
+            if host not in LOOPBACK:
+                # Keys fetched in the clear could be swapped by anyone on the path.
+                raise ValueError("a JWKS URL must be https (plain http only on loopback)")
+            self._source = _JwksUrl(location)
+        elif location.startswith("https://"):
             self._source = _JwksUrl(location)
         else:
             self._source = _JwksFile(Path(location))
         self.issuer = issuer
         self.audience = audience
         self.leeway = leeway_seconds
+
+    def warm(self) -> None:
+        """Load the keys now (a service calls this before it serves): a missing or
+        unreadable JWKS fails the start, not the first call."""
+        if isinstance(self._source, _JwksUrl):
+            self._source.warm()
+        else:
+            try:
+                self._source.keys()
+            except Unauthenticated as exc:
+                raise ValueError(f"the JWKS {self._source.path} cannot be read: {exc}") from exc
 
     @classmethod
     def from_settings(cls, settings: Any) -> TokenVerifier:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import http.server
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -161,3 +163,41 @@ def test_require_names_the_missing_role(issuer: LocalIssuer, verifier: TokenVeri
     with pytest.raises(PermissionDenied, match="operator"):
         verifier.require(md, OPERATOR, "CreateGame")
     assert verifier.require(md, PLAYER, "CreateTicket").subject == "alice"
+
+
+def test_a_jwks_url_is_https_except_on_loopback(issuer: LocalIssuer) -> None:
+    with pytest.raises(ValueError, match="https"):
+        TokenVerifier("http://id.example.com/jwks.json", "boulevard-local", "boulevard")
+    body = issuer.jwks_path.read_bytes()
+
+    class Jwks(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Jwks)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/jwks.json"
+        verifier = TokenVerifier(url, issuer.issuer, issuer.audience)
+        verifier.warm()
+        assert verifier.verify(issuer.mint("alice")).subject == "alice"
+        stranger = LocalIssuer.ensure(issuer.folder.parent / "stranger")
+        with pytest.raises(Unauthenticated):
+            verifier.verify(stranger.mint("alice"))
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_a_missing_jwks_fails_the_start_not_a_call(tmp_path: Path) -> None:
+    verifier = TokenVerifier(tmp_path / "nope.json", "boulevard-local", "boulevard")
+    with pytest.raises(ValueError, match="cannot be read"):
+        verifier.warm()
