@@ -85,6 +85,9 @@ def bearer_of(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | None:
 def check_subject(subject: str) -> None:
     if not subject or len(subject) > MAX_SUBJECT_CHARS or not subject.isprintable():
         raise Unauthenticated(f"the token's sub must be 1-{MAX_SUBJECT_CHARS} printable characters")
+    if subject.startswith(BOT_PREFIX):
+        # Bot seats are the matchmaker's own: no person may hold (or renew) one.
+        raise Unauthenticated(f"the token's sub may not start with {BOT_PREFIX!r} (bots' ids)")
 
 
 class _JwksFile:

@@ -15,6 +15,7 @@ import pytest
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.client.matchmaking import MatchmakingClient, TicketNotAssigned
 from boulevard.platform.auth import verify_token
+from boulevard.platform.errors import Unauthenticated
 from tests.integration.matchmaking.support import (
     GAME,
     TOKEN_KEY,
@@ -25,6 +26,11 @@ from tests.integration.matchmaking.support import (
     stub_for,
 )
 from tests.support.identity import mint
+
+
+def player_md_with(name: str, *roles: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {mint(name, roles)}"),)
+
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +54,11 @@ async def test_bad_input_gets_precise_status_codes(nats_server) -> None:
         assert await code_of(stub.CreateTicket(req("a", game="chess"))) == invalid
         assert await code_of(stub.CreateTicket(req("a", game=""))) == invalid
         # The player id is the token's subject: one no person may hold is refused.
-        assert await code_of(stub.CreateTicket(req("bot-7"))) == invalid
+        assert await code_of(stub.CreateTicket(req("bot-7"))) == grpc.StatusCode.UNAUTHENTICATED
+        auditor = player_md_with("ann", "auditor")
+        assert await code_of(stub.CreateTicket(req("ann"), metadata=auditor)) == (
+            grpc.StatusCode.PERMISSION_DENIED
+        )
         assert await code_of(stub.CreateTicket(req("a", min_seats=4, max_seats=3))) == invalid
         assert await code_of(stub.CreateTicket(req("a", min_seats=1))) == invalid
         assert await code_of(stub.CreateTicket(req("a", max_seats=9))) == invalid
@@ -194,7 +204,9 @@ def test_refuses_to_start_without_its_keys(given: dict[str, str], missing: str) 
 
 
 async def test_the_typed_client_waits_for_assignment(nats_server) -> None:
-    settings = mm_settings(nats_server.url, matchmaking_ticket_ttl_seconds=2)
+    settings = mm_settings(
+        nats_server.url, matchmaking_ticket_ttl_seconds=2, seat_token_ttl_seconds=1
+    )
     async with running_mm(settings) as svc:
         jo, kim, lee = (
             MatchmakingClient(svc.address, token=mint(name)) for name in ("jo", "kim", "lee")
@@ -206,8 +218,17 @@ async def test_the_typed_client_waits_for_assignment(nats_server) -> None:
             jo.wait_for_assignment(a.ticket_id), kim.wait_for_assignment(b.ticket_id)
         )
         assert got[0].game_id == got[1].game_id and {g.seat for g in got} == {0, 1}
+        # Seat tokens expire (1 s here); the owner's next read brings a fresh one.
+        token = got[0].player_token
+        assert verify_token(TOKEN_KEY.encode(), token).player_id == "jo"
+        await asyncio.sleep(1.1)
+        with pytest.raises(Unauthenticated, match="expired"):
+            verify_token(TOKEN_KEY.encode(), token)
         fresh = await jo.fresh_player_token(a.ticket_id)
         assert verify_token(TOKEN_KEY.encode(), fresh).player_id == "jo"
+        with pytest.raises(grpc.aio.AioRpcError) as denied:
+            await kim.fresh_player_token(a.ticket_id)  # not kim's ticket
+        assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
         lone = await lee.create_ticket(GAME, 5, 5)
         with pytest.raises(TicketNotAssigned):
             await lee.wait_for_assignment(lone.ticket_id)
