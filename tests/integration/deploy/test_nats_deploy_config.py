@@ -37,6 +37,7 @@ from boulevard.api.v1 import (
 from boulevard.client.bots import SeatPlayer
 from boulevard.games import get_game
 from boulevard.messaging.server import NatsServer, free_port, nats_server_binary
+from tests.support.identity import auth_env, player_md
 from tests.support.processes import SERVICES, ServiceProcess
 
 pytestmark = pytest.mark.integration
@@ -158,7 +159,10 @@ def generated_secrets() -> dict[str, str]:
     names = re.findall(r"(?m)^([A-Z_]+)=$", (ROOT / "deploy/secrets.env.example").read_text())
     secrets = {name: os.urandom(32).hex() for name in names}
     assert set(PASSWORDS) <= set(secrets)
-    return {**secrets, **PASSWORDS}
+    # The identity provider's JWKS and issuer are not random: the test issuer stands in.
+    identity = {k: v for k, v in auth_env().items() if k in secrets}
+    assert set(identity) == {"BOULEVARD_AUTH_JWKS", "BOULEVARD_AUTH_ISSUER"}
+    return {**secrets, **PASSWORDS, **identity}
 
 
 def compose_environment(
@@ -240,10 +244,13 @@ async def play_a_matchmade_game(ports: dict[str, int]) -> None:
                 max_seats=2,
                 client_seed="alice's seed",
                 bot_fill_after_seconds=1,
-            )
+            ),
+            metadata=player_md("alice"),
         )
         async for update in mm.WatchTicket(
-            matchmaking_pb2.WatchTicketRequest(ticket_id=created.ticket.ticket_id), timeout=60
+            matchmaking_pb2.WatchTicketRequest(ticket_id=created.ticket.ticket_id),
+            timeout=60,
+            metadata=player_md("alice"),
         ):
             if update.ticket.status == matchmaking_pb2.TICKET_STATUS_ASSIGNED:
                 ticket = update.ticket
