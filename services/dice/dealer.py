@@ -40,9 +40,10 @@ from boulevard.fairness import (
     commitment,
     parse_server_seed,
 )
+from boulevard.messaging.poison import poisoned
 from boulevard.platform.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
 from services.dice.mapping import KIND_TO_PROTO, kind_name
-from services.dice.store import AppendConflict, DiceLog, SeedVault
+from services.dice.store import AppendConflict, DiceLog, SeedVault, StoredRecord
 
 log = structlog.get_logger(__name__)
 
@@ -279,8 +280,13 @@ class Dealer:
             raise NotFound(f"no dice game {game_id}: open it first")
         return table
 
+    @staticmethod
+    def _out_of_sequence(stored: StoredRecord, why: str) -> None:
+        record = stored.record.WhichOneof("record") or "empty"
+        poisoned("dice.log", "out_of_sequence", seq=stored.seq, error=f"{record}: {why}")
+
     async def _load(self, game_id: str) -> Table | None:
-        records, _ = await self._log.read(game_id)
+        records, last_seq = await self._log.read(game_id)
         if not records:
             return None
         opened: dice_pb2.DiceCommitment | None = None
@@ -291,19 +297,26 @@ class Dealer:
             which = stored.record.WhichOneof("record")
             if which == "opened" and opened is None:
                 opened = stored.record.opened
+            elif opened is None:
+                self._out_of_sequence(stored, "a record before the commitment")
             elif which == "outcome":
                 outcome = stored.record.outcome
+                if outcome.nonce != next_nonce or outcome.game_id != game_id:
+                    # Nonces are consecutive: anything else was not drawn here. Skipped for
+                    # drawing (the next draw takes the next nonce); audits still see it.
+                    self._out_of_sequence(stored, f"nonce {outcome.nonce}, not {next_nonce}")
+                    continue
                 by_request.setdefault(outcome.request_id, outcome)
-                next_nonce = max(next_nonce, outcome.nonce + 1)
+                next_nonce += 1
             elif which == "revealed" and revealed is None:
+                if not _reveals(stored.record.revealed, opened):
+                    self._out_of_sequence(stored, "a reveal that is not the committed seed")
+                    continue
                 revealed = stored.record.revealed
         if opened is None:
             raise FailedPrecondition(f"the dice log of {game_id} has no commitment record")
         if revealed is not None:
-            try:
-                seed = parse_server_seed(revealed.server_seed)
-            except FairnessError:
-                raise FailedPrecondition(f"the revealed seed of {game_id} is malformed") from None
+            seed = parse_server_seed(revealed.server_seed)
         else:
             vaulted = await self._vault.get(game_id)
             if vaulted is None:
@@ -315,11 +328,19 @@ class Dealer:
             game_id=game_id,
             opened=opened,
             seeds=GameSeeds.of(seed, opened.client_seeds, game_id),
-            last_seq=records[-1].seq,
+            # The subject's last message, good or not: the next append expects it.
+            last_seq=last_seq,
             next_nonce=next_nonce,
             by_request=by_request,
             revealed=revealed,
         )
+
+
+def _reveals(reveal: dice_pb2.DiceReveal, opened: dice_pb2.DiceCommitment) -> bool:
+    try:
+        return commitment(parse_server_seed(reveal.server_seed)) == opened.commitment
+    except FairnessError:
+        return False
 
 
 def _check_client_seeds(client_seeds: Sequence[str]) -> None:

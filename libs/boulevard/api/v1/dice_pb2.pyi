@@ -376,6 +376,7 @@ class GetCommitmentRequest(_message.Message):
 
     GAME_ID_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
@@ -424,10 +425,11 @@ class ListOutcomesRequest(_message.Message):
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     page_size: _builtins.int
     """default 100, at most 1000"""
     page_token: _builtins.str
-    """from a previous response; empty for the first page"""
+    """from a previous response; empty for the first page; max 128 chars"""
     def __init__(
         self,
         *,
@@ -473,6 +475,7 @@ class GetRevealRequest(_message.Message):
 
     GAME_ID_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
@@ -512,6 +515,7 @@ class VerifyGameRequest(_message.Message):
 
     GAME_ID_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,

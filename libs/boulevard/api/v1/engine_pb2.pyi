@@ -5,6 +5,7 @@ isort:skip_file
 
 from boulevard.api.v1 import events_pb2 as _events_pb2
 from boulevard.api.v1 import las_vegas_pb2 as _las_vegas_pb2
+from boulevard.api.v1 import long_shot_pb2 as _long_shot_pb2
 from boulevard.api.v1 import lords_of_vegas_pb2 as _lords_of_vegas_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
@@ -48,7 +49,9 @@ class SeatAssignment(_message.Message):
     CLIENT_SEED_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     player_id: _builtins.str
+    """max 128 chars"""
     client_seed: _builtins.str
+    """max 256 chars"""
     def __init__(
         self,
         *,
@@ -93,13 +96,17 @@ class CreateGameRequest(_message.Message):
     SEATS_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
-    """idempotency key (the match id when matchmaking creates it)"""
+    """idempotency key (the match id when matchmaking creates it); max 128 chars"""
     game: _builtins.str
-    """registry name, e.g. "lords_of_vegas" """
+    """registry name, e.g. "lords_of_vegas"; max 64 chars"""
     @_builtins.property
-    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatAssignment]: ...
+    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatAssignment]:
+        """max 16 entries"""
+
     @_builtins.property
-    def options(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def options(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """max 16 entries, keys and values max 64 chars each"""
+
     def __init__(
         self,
         *,
@@ -152,8 +159,9 @@ class GetGameRequest(_message.Message):
     GAME_ID_FIELD_NUMBER: _builtins.int
     PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     player_token: _builtins.str
-    """empty: a spectator's view"""
+    """empty: a spectator's view; max 4096 chars"""
     def __init__(
         self,
         *,
@@ -218,24 +226,28 @@ class GameView(_message.Message):
     RENDERED_FIELD_NUMBER: _builtins.int
     LORDS_OF_VEGAS_FIELD_NUMBER: _builtins.int
     LAS_VEGAS_FIELD_NUMBER: _builtins.int
+    LONG_SHOT_FIELD_NUMBER: _builtins.int
     rendered: _builtins.str
     """the plain-text board a terminal can print"""
     @_builtins.property
     def lords_of_vegas(self) -> _lords_of_vegas_pb2.LordsOfVegasView: ...
     @_builtins.property
     def las_vegas(self) -> _las_vegas_pb2.LasVegasView: ...
+    @_builtins.property
+    def long_shot(self) -> _long_shot_pb2.LongShotView: ...
     def __init__(
         self,
         *,
         rendered: _builtins.str = ...,
         lords_of_vegas: _lords_of_vegas_pb2.LordsOfVegasView | None = ...,
         las_vegas: _las_vegas_pb2.LasVegasView | None = ...,
+        long_shot: _long_shot_pb2.LongShotView | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "lords_of_vegas", b"lords_of_vegas", "rendered", b"rendered"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas", "rendered", b"rendered"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas"]  # noqa: Y015
+    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas", "long_shot"]  # noqa: Y015
     _WhichOneofArgType_game: _TypeAlias = _typing.Literal["game", b"game"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_game) -> _WhichOneofReturnType_game | None: ...
 
@@ -249,21 +261,25 @@ class Action(_message.Message):
 
     LORDS_OF_VEGAS_FIELD_NUMBER: _builtins.int
     LAS_VEGAS_FIELD_NUMBER: _builtins.int
+    LONG_SHOT_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def lords_of_vegas(self) -> _lords_of_vegas_pb2.LordsOfVegasAction: ...
     @_builtins.property
     def las_vegas(self) -> _las_vegas_pb2.LasVegasAction: ...
+    @_builtins.property
+    def long_shot(self) -> _long_shot_pb2.LongShotAction: ...
     def __init__(
         self,
         *,
         lords_of_vegas: _lords_of_vegas_pb2.LordsOfVegasAction | None = ...,
         las_vegas: _las_vegas_pb2.LasVegasAction | None = ...,
+        long_shot: _long_shot_pb2.LongShotAction | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas"]  # noqa: Y015
+    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas", "long_shot"]  # noqa: Y015
     _WhichOneofArgType_game: _TypeAlias = _typing.Literal["game", b"game"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_game) -> _WhichOneofReturnType_game | None: ...
 
@@ -280,10 +296,12 @@ class ListGamesRequest(_message.Message):
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     status: Global___GameStatus.ValueType
     game: _builtins.str
+    """max 64 chars"""
     player_id: _builtins.str
-    """operators, or a player naming themselves (PERMISSION_DENIED else)"""
+    """max 128 chars; operators, or a player naming themselves (else PERMISSION_DENIED)"""
     page_size: _builtins.int
     page_token: _builtins.str
+    """max 128 chars"""
     def __init__(
         self,
         *,
@@ -341,6 +359,7 @@ class RenewPlayerTokenRequest(_message.Message):
 
     GAME_ID_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
@@ -409,7 +428,9 @@ class ListLegalActionsRequest(_message.Message):
     GAME_ID_FIELD_NUMBER: _builtins.int
     PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     player_token: _builtins.str
+    """max 4096 chars"""
     def __init__(
         self,
         *,
@@ -457,9 +478,12 @@ class SubmitActionRequest(_message.Message):
     EXPECTED_VERSION_FIELD_NUMBER: _builtins.int
     IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     player_token: _builtins.str
+    """max 4096 chars"""
     expected_version: _builtins.int
     idempotency_key: _builtins.str
+    """max 128 chars"""
     @_builtins.property
     def action(self) -> Global___Action: ...
     def __init__(
@@ -510,7 +534,9 @@ class WatchGameRequest(_message.Message):
     PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
     FROM_VERSION_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     player_token: _builtins.str
+    """max 4096 chars"""
     from_version: _builtins.int
     def __init__(
         self,

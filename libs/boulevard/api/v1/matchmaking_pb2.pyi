@@ -176,16 +176,17 @@ class CreateTicketRequest(_message.Message):
     CLIENT_SEED_FIELD_NUMBER: _builtins.int
     BOT_FILL_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
-    """idempotency key: a retry returns the same ticket (empty: none)"""
+    """idempotency key, scoped to the caller: a retry returns the same ticket (empty: none); max 128 chars"""
     player_id: _builtins.str
-    """empty or the caller's own id (the bearer token's sub)"""
+    """empty or the caller's own id (the bearer token's sub); max 128 chars"""
     game: _builtins.str
+    """max 64 chars"""
     min_seats: _builtins.int
     """0 = the game's minimum"""
     max_seats: _builtins.int
     """0 = the game's maximum"""
     client_seed: _builtins.str
-    """mixed into the game's dice (see docs/fairness.md); ≤ 256 chars"""
+    """mixed into the game's dice (see docs/fairness.md); max 256 chars"""
     bot_fill_after_seconds: _builtins.int
     """0 = never fill with bots"""
     def __init__(
@@ -233,6 +234,7 @@ class GetTicketRequest(_message.Message):
 
     TICKET_ID_FIELD_NUMBER: _builtins.int
     ticket_id: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
@@ -272,6 +274,7 @@ class WatchTicketRequest(_message.Message):
 
     TICKET_ID_FIELD_NUMBER: _builtins.int
     ticket_id: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
@@ -311,6 +314,7 @@ class CancelTicketRequest(_message.Message):
 
     TICKET_ID_FIELD_NUMBER: _builtins.int
     ticket_id: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
@@ -350,7 +354,7 @@ class ListQueuesRequest(_message.Message):
 
     GAME_FIELD_NUMBER: _builtins.int
     game: _builtins.str
-    """empty = every game in the registry"""
+    """empty = every game in the registry; max 64 chars"""
     def __init__(
         self,
         *,
@@ -426,7 +430,9 @@ class GetRatingRequest(_message.Message):
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     GAME_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
+    """max 128 chars"""
     game: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
