@@ -19,7 +19,8 @@ from tests.support.processes import SERVICES, ServiceProcess, service_env
 
 TOKEN_KEY = "e2e-token-key-0123456789abcdef0123456789abcdef"
 # An operator's bearer JWT from the test issuer (tests/support/identity.py).
-OPERATOR = mint("e2e-operator", (OPERATOR_ROLE,), ttl=6 * 3600)
+OPERATOR_NAME = "e2e-operator"
+OPERATOR = mint(OPERATOR_NAME, (OPERATOR_ROLE,), ttl=6 * 3600)
 
 
 @dataclass
