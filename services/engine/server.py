@@ -4,7 +4,6 @@ mapped to status codes by the platform's interceptor, not here."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import AsyncIterator
 from typing import Any, TypeAlias
 
@@ -174,9 +173,9 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
     ) -> engine_pb2.RenewPlayerTokenResponse:
         player = self.verifier.require(context.invocation_metadata(), PLAYER, "RenewPlayerToken")
         seat, token = await self.engine.renew_token(request.game_id, player.subject)
-        expires_ms = int((time.time() + self.engine.token_ttl_seconds) * 1000)
+        expires = verify_token(self.engine.token_key, token).expires_unix
         return engine_pb2.RenewPlayerTokenResponse(
-            player_token=token, seat=seat, expires_unix_ms=expires_ms
+            player_token=token, seat=seat, expires_unix_ms=expires * 1000
         )
 
     async def ListGames(
