@@ -38,6 +38,7 @@ from nats.js.kv import KeyValue
 from boulevard.api.v1 import events_pb2
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.games import REGISTRY
+from boulevard.messaging.poison import poisoned
 from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
 from boulevard.platform.errors import (
     Aborted,
@@ -191,8 +192,12 @@ class Matchmaker:
                 continue
             try:
                 ticket = pb.Ticket.FromString(entry.value)
-            except Exception:  # a foreign value in our bucket: skip it
-                log.warning("unreadable ticket in KV", key=entry.key)
+            except Exception as exc:  # a foreign value in our bucket: skip it
+                poisoned("matchmaking.tickets", "undecodable", subject=entry.key, error=exc)
+                continue
+            if ticket.ticket_id != tid:
+                # A value under another ticket's key would overwrite that ticket in the view.
+                poisoned("matchmaking.tickets", "wrong_key", subject=entry.key)
                 continue
             self._saw(ticket, entry.revision)
 

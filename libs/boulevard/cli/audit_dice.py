@@ -23,6 +23,7 @@ from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.client.dice import DiceReader, to_recorded
 from boulevard.fairness import VerificationReport
 from boulevard.fairness.verify import check_used
+from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 
 EXIT_PASS = 0
@@ -101,7 +102,7 @@ async def used_by_game(
     """nonce -> values of every ChanceResolved in the game's log, read through the engine's
     public WatchGame (a finished game's shuffles are no longer hidden)."""
     used: dict[int, tuple[int, ...]] = {}
-    async with grpc.aio.insecure_channel(engine_address) as channel:
+    async with tls.channel(engine_address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id), timeout=call_timeout)
         if got.status != engine_pb2.GAME_STATUS_FINISHED:
@@ -125,7 +126,7 @@ async def audit(
     engine: str | None = None,
 ) -> int:
     try:
-        async with grpc.aio.insecure_channel(address) as channel:
+        async with tls.channel(address) as channel:
             reader = DiceReader(channel, timeout=call_timeout)
             report = await reader.audit_game(game_id)
             if report.ok and engine is not None:

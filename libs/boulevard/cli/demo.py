@@ -12,12 +12,11 @@ import time
 import uuid
 from collections.abc import Callable
 
-import grpc
-
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.client.bots import play_game
 from boulevard.client.table import Table
 from boulevard.games import get_game
+from boulevard.platform import tls
 from boulevard.platform.identity import bearer
 
 
@@ -38,7 +37,7 @@ async def demo(
 ) -> str:
     """Play one game with bots while the table shows it; returns the game id."""
     metadata = bearer(operator_token)
-    async with grpc.aio.insecure_channel(engine_address) as channel:
+    async with tls.channel(engine_address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         created = await stub.CreateGame(
             engine_pb2.CreateGameRequest(

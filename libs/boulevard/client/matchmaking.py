@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from types import TracebackType
-
-import grpc
 
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.api.v1 import matchmaking_pb2_grpc
+from boulevard.platform import tls
 from boulevard.platform.identity import bearer
 
 FINAL = (pb.TICKET_STATUS_ASSIGNED, pb.TICKET_STATUS_CANCELLED, pb.TICKET_STATUS_EXPIRED)
@@ -39,11 +39,21 @@ class TicketNotAssigned(Exception):
 
 
 class MatchmakingClient:
-    def __init__(self, address: str, timeout: float = 10.0, *, token: str = "") -> None:
+    def __init__(
+        self,
+        address: str,
+        timeout: float = 10.0,
+        tls_ca_file: Path | str | None = None,
+        *,
+        token: str = "",
+    ) -> None:
+        """`tls_ca_file`: verify the server's TLS certificate with this CA (default:
+        BOULEVARD_TLS_CA_FILE; plaintext when neither is set). `token`: the player's bearer
+        JWT, sent with every call."""
         self.address = address
         self.timeout = timeout
         self.metadata = bearer(token) if token else ()
-        self._channel = grpc.aio.insecure_channel(address)
+        self._channel = tls.channel(address, tls_ca_file)
         self._stub = matchmaking_pb2_grpc.MatchmakingServiceStub(self._channel)
 
     async def __aenter__(self) -> MatchmakingClient:

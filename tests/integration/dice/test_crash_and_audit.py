@@ -27,7 +27,7 @@ SEEDS = ["p1", "p2", "p3", "p4"]
 
 @pytest.fixture
 def dice_process(nats_server: NatsHandle, tmp_path: Path) -> Iterator[ServiceProcess]:
-    env = service_env(nats_server.url, tmp_path / "data", {"BOULEVARD_DICE_SEED_KEY": TEST_KEY})
+    env = service_env(nats_server, tmp_path / "data", {"BOULEVARD_DICE_SEED_KEY": TEST_KEY})
     process = ServiceProcess("dice", env, tmp_path)
     try:
         yield process
