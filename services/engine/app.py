@@ -21,6 +21,7 @@ from boulevard.messaging.poison import poisoned
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from boulevard.platform.errors import BoulevardError, Unavailable, nats_unavailable
 from boulevard.platform.identity import TokenVerifier
+from boulevard.platform.keys import load_key
 from services.engine.chance import DiceServiceChance
 from services.engine.engine import Engine, SeatRequest
 from services.engine.kv import JetStreamKeyValue
@@ -76,6 +77,10 @@ class EngineApp:
             token_ttl_seconds=s.seat_token_ttl_seconds,
             cache_size=s.engine_cache_games,
             on_finished=self._finished,
+            receipt_key=load_key(
+                s.engine_signing_key.get_secret_value(),
+                s.engine_signing_key_file or s.data_dir / "engine" / "signing-key",
+            ),
         )
         self.servicer = EngineServicer(self.engine, store, self.index, self.verifier)
         self._match_sub = await js.subscribe(
@@ -110,7 +115,10 @@ class EngineApp:
             created = await self.engine.create_game(
                 match.match_id,
                 match.game,
-                [SeatRequest(s.seat, s.player_id, s.client_seed, s.bot) for s in match.seats],
+                [
+                    SeatRequest(s.seat, s.player_id, s.client_seed, s.bot, public_key=s.public_key)
+                    for s in match.seats
+                ],
                 match_id=match.match_id,
             )
             await self.index.put(

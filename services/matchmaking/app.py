@@ -13,6 +13,7 @@ from boulevard.api.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from boulevard.client.botrunner import BotRunner
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from boulevard.platform.identity import TokenVerifier
+from boulevard.platform.keys import load_key
 from services.matchmaking.matcher import WindowPolicy
 from services.matchmaking.matchmaker import Config, Matchmaker
 from services.matchmaking.rating_feed import RatingFeed
@@ -46,6 +47,11 @@ class MatchmakingApp:
                 "players' bearer tokens)"
             )
         self.verifier = TokenVerifier.from_settings(settings)
+        # The operator's bot key signs the bot seats' moves (docs/auditing.md).
+        self.bot_key = load_key(
+            settings.bot_signing_key.get_secret_value(),
+            settings.bot_signing_key_file or settings.data_dir / "bots" / "signing-key",
+        )
         self.matchmaker: Matchmaker | None = None
         self.ratings: RatingFeed | None = None
         self.bots: BotRunner | None = None
@@ -80,6 +86,7 @@ class MatchmakingApp:
             form_concurrency=s.matchmaking_form_concurrency,
             match_formed_subject=f"{s.matchmaking_subject_prefix}.match_formed",
             seat_token_ttl_seconds=s.seat_token_ttl_seconds,
+            bot_public_key=self.bot_key.public_hex,
             games_stream=s.games_stream if s.matchmaking_game_wait_seconds else "",
             games_subject_prefix=s.games_subject_prefix,
             game_wait_seconds=s.matchmaking_game_wait_seconds,
@@ -104,6 +111,7 @@ class MatchmakingApp:
             stream=s.matchmaking_stream,
             token_ttl_seconds=s.seat_token_ttl_seconds,
             tls_ca_file=s.tls_ca_file,
+            bot_key=self.bot_key,
         )
         await self.bots.start()
 

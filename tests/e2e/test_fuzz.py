@@ -35,6 +35,7 @@ from boulevard.api.v1 import (
 )
 from tests.e2e.conftest import OPERATOR, Platform
 from tests.support.identity import player_md
+from tests.support.keys import TEST_PUBLIC_KEY, seat_key
 from tests.support.processes import SERVICES
 
 FUZZ_PLAYER = f"fz-{uuid.uuid4().hex[:8]}"
@@ -210,14 +211,20 @@ def real_ids(platform: Platform) -> Pool:
             engine_pb2.CreateGameRequest(
                 request_id=uuid.uuid4().hex,
                 game="las_vegas",
-                seats=[engine_pb2.SeatAssignment(seat=i, player_id=f"fz{i}") for i in range(2)],
+                seats=[
+                    engine_pb2.SeatAssignment(
+                        seat=i, player_id=f"fz{i}", public_key=seat_key(i).public_hex
+                    )
+                    for i in range(2)
+                ],
             ),
             metadata=(("authorization", f"Bearer {OPERATOR}"),),
         )
     with grpc.insecure_channel(platform.address("matchmaking")) as channel:
         ticket = matchmaking_pb2_grpc.MatchmakingServiceStub(channel).CreateTicket(
             matchmaking_pb2.CreateTicketRequest(
-                request_id="fz", game="lords_of_vegas", min_seats=4, max_seats=4,
+                request_id="fz", game="lords_of_vegas", public_key=TEST_PUBLIC_KEY,
+                min_seats=4, max_seats=4,
             ),
             metadata=player_md(FUZZ_PLAYER),
         ).ticket  # fmt: skip
@@ -231,6 +238,7 @@ def real_ids(platform: Platform) -> Pool:
         "account": ["bank", "seat:0", "seat:1"],
         "lot": ["A1", "C12", "F9"],
         "die_from": ["A2"],
+        "public_key": [TEST_PUBLIC_KEY, seat_key(0).public_hex],
     }
     return Pool(named, [
         "",

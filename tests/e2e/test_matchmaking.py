@@ -21,6 +21,7 @@ from boulevard.games import get_game
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create
 from tests.support.identity import player_md
+from tests.support.keys import TEST_KEY, TEST_PUBLIC_KEY
 
 pytestmark = pytest.mark.e2e
 
@@ -31,6 +32,7 @@ def test_ticket_with_bot_fill_to_a_finished_game(platform: Platform) -> None:
             mm = matchmaking_pb2_grpc.MatchmakingServiceStub(mm_channel)
             created = await mm.CreateTicket(
                 matchmaking_pb2.CreateTicketRequest(
+                    public_key=TEST_PUBLIC_KEY,
                     request_id=uuid.uuid4().hex,
                     player_id="alice",
                     game="las_vegas",
@@ -61,7 +63,7 @@ def test_ticket_with_bot_fill_to_a_finished_game(platform: Platform) -> None:
             engine = engine_pb2_grpc.EngineServiceStub(channel)
             alice = SeatPlayer(
                 engine, ticket.game_id, game.name, ticket.seat, ticket.player_token,
-                game.bots["heuristic"], random.Random(1),
+                game.bots["heuristic"], random.Random(1), TEST_KEY,
             )  # fmt: skip
             await asyncio.wait_for(alice.play(), 120)
             final = await engine.GetGame(engine_pb2.GetGameRequest(game_id=ticket.game_id))
@@ -104,7 +106,11 @@ def test_assigned_means_the_game_exists(platform: Platform) -> None:
         me = player_md(f"quick-{i}-{uuid.uuid4().hex[:6]}")
         created = await mm.CreateTicket(
             matchmaking_pb2.CreateTicketRequest(
-                request_id=uuid.uuid4().hex, game="las_vegas", min_seats=2, max_seats=2
+                public_key=TEST_PUBLIC_KEY,
+                request_id=uuid.uuid4().hex,
+                game="las_vegas",
+                min_seats=2,
+                max_seats=2,
             ),
             metadata=me,
         )

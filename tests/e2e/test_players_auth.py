@@ -27,10 +27,12 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, matchmaking_pb2, matchmaking_pb2_grpc
+from boulevard.client.signing import signed_submit
 from boulevard.platform.auth import PlayerClaims, issue_token, verify_token
 from boulevard.platform.identity import LocalIssuer, bearer
 from tests.e2e.conftest import OPERATOR, TOKEN_KEY, Platform
 from tests.support.identity import mint, operator_md, player_md, session_issuer
+from tests.support.keys import TEST_PUBLIC_KEY, seat_key
 
 pytestmark = pytest.mark.e2e
 
@@ -50,7 +52,9 @@ def name() -> str:
 
 def seats(*players: str) -> list[engine_pb2.SeatAssignment]:
     return [
-        engine_pb2.SeatAssignment(seat=i, player_id=p, client_seed=f"seed-{i}")
+        engine_pb2.SeatAssignment(
+            seat=i, player_id=p, client_seed=f"seed-{i}", public_key=seat_key(i).public_hex
+        )
         for i, p in enumerate(players)
     ]
 
@@ -61,7 +65,9 @@ def test_nobody_queues_in_another_players_name(platform: Platform) -> None:
     async def run() -> None:
         async with grpc.aio.insecure_channel(platform.address("matchmaking")) as ch:
             mm = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
-            in_her_name = pb.CreateTicketRequest(player_id=victim, game="las_vegas", min_seats=5)
+            in_her_name = pb.CreateTicketRequest(
+                player_id=victim, game="las_vegas", min_seats=5, public_key=TEST_PUBLIC_KEY
+            )
             code, detail = await status_of(
                 mm.CreateTicket(in_her_name, metadata=player_md(mallory))
             )
@@ -73,7 +79,8 @@ def test_nobody_queues_in_another_players_name(platform: Platform) -> None:
             assert mine.ticket.player_id == victim
             # An empty player_id means "me".
             own = await mm.CreateTicket(
-                pb.CreateTicketRequest(game="las_vegas", min_seats=5), metadata=player_md(mallory)
+                pb.CreateTicketRequest(game="las_vegas", min_seats=5, public_key=TEST_PUBLIC_KEY),
+                metadata=player_md(mallory),
             )
             assert own.ticket.player_id == mallory
 
@@ -90,7 +97,7 @@ def test_a_replayed_request_id_never_yields_the_victims_ticket_or_token(
             mm = matchmaking_pb2_grpc.MatchmakingServiceStub(ch)
             request = pb.CreateTicketRequest(
                 request_id="r1", game="las_vegas", min_seats=2, max_seats=2,
-                bot_fill_after_seconds=1,
+                bot_fill_after_seconds=1, public_key=TEST_PUBLIC_KEY,
             )  # fmt: skip
             hers = (await mm.CreateTicket(request, metadata=player_md(victim))).ticket
             assigned = None
@@ -165,8 +172,9 @@ def test_moves_need_a_genuine_current_token_for_this_game(platform: Platform) ->
             action = legal.actions[0]
 
             def submit(token: str) -> Awaitable[Any]:
+                # Signed with the seat's key: only the token is wrong in the refused calls.
                 return engine.SubmitAction(
-                    engine_pb2.SubmitActionRequest(game_id=gid, player_token=token, action=action)
+                    signed_submit(gid, token, seat, seat_key(seat), action, before.version)
                 )
 
             genuine = created.player_tokens[seat]
@@ -215,11 +223,18 @@ def test_list_games_shows_who_plays_to_operators_only(platform: Platform) -> Non
             )
 
             async def listed(metadata: Any, **filters: Any) -> engine_pb2.GameSummary:
-                reply = await engine.ListGames(
-                    engine_pb2.ListGamesRequest(page_size=500, **filters), metadata=metadata
-                )
-                (found,) = [g for g in reply.games if g.game_id == created.game_id]
-                return found
+                token, found = "", []
+                while True:
+                    reply = await engine.ListGames(
+                        engine_pb2.ListGamesRequest(page_size=500, page_token=token, **filters),
+                        metadata=metadata,
+                    )
+                    found += [g for g in reply.games if g.game_id == created.game_id]
+                    token = reply.next_page_token
+                    if not token:
+                        break
+                assert len(found) == 1, (filters, found)
+                return found[0]
 
             for who in ((), player_md(stranger), player_md(alice)):
                 assert list((await listed(who)).player_ids) == []
@@ -335,7 +350,9 @@ def test_operator_calls_need_a_genuine_operator_bearer_token(
             for why, token in foreign_tokens(tmp_path).items():
                 code, _ = await status_of(create(bearer(token)))
                 assert code == grpc.StatusCode.UNAUTHENTICATED, why
-                ticket = pb.CreateTicketRequest(game="las_vegas", min_seats=5)
+                ticket = pb.CreateTicketRequest(
+                    game="las_vegas", min_seats=5, public_key=TEST_PUBLIC_KEY
+                )
                 code, _ = await status_of(mm.CreateTicket(ticket, metadata=bearer(token)))
                 assert code == grpc.StatusCode.UNAUTHENTICATED, why
             assert (await create(OPERATOR_MD)).game_id

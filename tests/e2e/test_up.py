@@ -21,6 +21,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, matchmaking_pb2, matchmaking_pb2_grpc
 from boulevard.messaging.server import free_port
 from boulevard.platform.identity import bearer
+from tests.support.keys import TEST_PUBLIC_KEY
 from tests.support.processes import SERVICES, address, service_env
 
 pytestmark = pytest.mark.e2e
@@ -58,7 +59,9 @@ async def queue(addr: str, token: str) -> matchmaking_pb2.Ticket:
     async with grpc.aio.insecure_channel(addr) as channel:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
         reply = await stub.CreateTicket(
-            matchmaking_pb2.CreateTicketRequest(game="las_vegas", min_seats=5),
+            matchmaking_pb2.CreateTicketRequest(
+                game="las_vegas", min_seats=5, public_key=TEST_PUBLIC_KEY
+            ),
             metadata=bearer(token),
             timeout=5,
         )
@@ -157,7 +160,7 @@ def test_up_plays_the_demo_game_to_the_end(tmp_path: Path) -> None:
     assert "dice service shuffles the deck (nonce 0" in out
     assert " builds a " in out and " draws lot " in out  # moves in words
     assert "demo: game over — 1. bot-" in out
-    assert out.count("    PASS  ") == 2, out[-2000:]
+    assert out.count("    PASS  ") == 3, out[-2000:]  # dice, ledger, game
     assert out.rstrip().endswith("stopped")
     check_readme_capture(out)
 

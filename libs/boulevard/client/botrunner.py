@@ -23,6 +23,7 @@ from nats.aio.subscription import Subscription
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+from boulevard.audit.signing import SigningKey
 from boulevard.client.bots import SeatPlayer
 from boulevard.games import REGISTRY
 from boulevard.platform import tls
@@ -39,6 +40,7 @@ class BotRunner:
         token_key: bytes,
         subject: str,
         stream: str,
+        bot_key: SigningKey,
         durable: str = "bot-runner",
         bot_name: str = "heuristic",
         token_ttl_seconds: float = DEFAULT_TTL_SECONDS,
@@ -53,6 +55,9 @@ class BotRunner:
         self.durable = durable
         self.bot_name = bot_name
         self.tls_ca_file = tls_ca_file  # the engine serves TLS: verify it with this CA
+        # The operator's bot key: the matchmaker binds its public half to every bot seat,
+        # so an auditor sees which seats the operator played.
+        self.bot_key = bot_key
         self._channel: grpc.aio.Channel | None = None
         self._sub: Subscription | None = None
         self._games: set[asyncio.Task[None]] = set()
@@ -94,6 +99,7 @@ class BotRunner:
                 self._token(game_id, s),
                 game.bots[self.bot_name],
                 random.Random(f"{game_id}:{s.seat}"),
+                self.bot_key,
                 renew=functools.partial(self._renew, game_id, s),
             )
             for s in seats

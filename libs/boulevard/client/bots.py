@@ -11,13 +11,15 @@ import asyncio
 import random
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.audit.signing import SigningKey
 from boulevard.client.mapping import action_to_command, command_to_action, proto_to_view
+from boulevard.client.signing import signed_submit
 from boulevard.games import get_game
 from boulevard.games.base import Bot
 
@@ -33,7 +35,10 @@ class SeatPlayer:
     token: str
     bot: Bot
     rng: random.Random
+    key: SigningKey  # the seat's key, bound to it when the game was created
     moves: int = 0
+    # The engine's signed receipt for each accepted move: proof, later, that the log held it.
+    receipts: list[engine_pb2.Receipt] = field(default_factory=list)
     # Where a fresh player token comes from when this one expires (matchmaking's GetTicket,
     # the engine's RenewPlayerToken, or the bot runner's own key); None: an expired token
     # ends the game for this seat with the engine's UNAUTHENTICATED.
@@ -95,16 +100,18 @@ class SeatPlayer:
         view = proto_to_view(game, got.view)
         commands = [action_to_command(game, a) for a in legal.actions]
         choice = self.bot(view, commands, self.seat, self.rng)
-        request = engine_pb2.SubmitActionRequest(
-            game_id=self.game_id,
-            player_token=self.token,
-            action=command_to_action(game, choice),
-            expected_version=legal.version,
-            idempotency_key=uuid.uuid4().hex,
+        request = signed_submit(
+            self.game_id,
+            self.token,
+            self.seat,
+            self.key,
+            command_to_action(game, choice),
+            legal.version,
+            uuid.uuid4().hex,
         )
         for attempt in range(SUBMIT_ATTEMPTS):
             try:
-                await self.stub.SubmitAction(request)
+                reply = await self.stub.SubmitAction(request)
                 break
             except grpc.aio.AioRpcError as err:
                 if err.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION):
@@ -115,6 +122,7 @@ class SeatPlayer:
                 # applied at most once, so retrying it is safe (docs/security.md).
                 await asyncio.sleep(0.5 * 2**attempt)
         self.moves += 1
+        self.receipts.append(reply.receipt)
         return True
 
 
@@ -134,16 +142,25 @@ async def play_game(
     game_id: str,
     game_name: str,
     tokens: list[str],
+    keys: list[SigningKey],
     bot_name: str = "heuristic",
     seed: int | None = None,
 ) -> list[SeatPlayer]:
-    """Play every seat of a game with bots until it ends."""
+    """Play every seat of a game with bots until it ends, signing each seat's moves with
+    its key (`keys[seat]`, the keys the game was created with)."""
     stub = engine_pb2_grpc.EngineServiceStub(channel)
     game = get_game(game_name)
     rng = random.Random(seed)
     players = [
         SeatPlayer(
-            stub, game_id, game_name, seat, token, game.bots[bot_name], random.Random(rng.random())
+            stub,
+            game_id,
+            game_name,
+            seat,
+            token,
+            game.bots[bot_name],
+            random.Random(rng.random()),
+            keys[seat],
         )
         for seat, token in enumerate(tokens)
     ]

@@ -3,7 +3,8 @@
     async with MatchmakingClient("127.0.0.1:50051", token=alices_jwt) as mm:
         ticket = await mm.create_ticket("lords_of_vegas", 2, 4)
         assigned = await mm.wait_for_assignment(ticket.ticket_id)
-        # assigned.game_id, assigned.seat, assigned.player_token -> the engine
+        # assigned.game_id, assigned.seat, assigned.player_token -> the engine;
+        # sign each move with mm.key (boulevard.client.signing.signed_submit)
 
 `token` is the player's bearer JWT (`boulevard login alice` prints one for development); the
 player id is its subject. Player tokens expire: `get_ticket` returns a fresh one.
@@ -21,6 +22,7 @@ from types import TracebackType
 
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.api.v1 import matchmaking_pb2_grpc
+from boulevard.audit.signing import SigningKey
 from boulevard.platform import tls
 from boulevard.platform.identity import bearer
 
@@ -43,6 +45,7 @@ class MatchmakingClient:
         self,
         address: str,
         timeout: float = 10.0,
+        key: SigningKey | None = None,
         tls_ca_file: Path | str | None = None,
         *,
         token: str = "",
@@ -53,6 +56,9 @@ class MatchmakingClient:
         self.address = address
         self.timeout = timeout
         self.metadata = bearer(token) if token else ()
+        # The player's move-signing key: its public half goes on every ticket, so the seat
+        # it gets is bound to it; keep it (key.seed) to play the game. Made when not given.
+        self.key = key or SigningKey.generate()
         self._channel = tls.channel(address, tls_ca_file)
         self._stub = matchmaking_pb2_grpc.MatchmakingServiceStub(self._channel)
 
@@ -79,6 +85,7 @@ class MatchmakingClient:
         client_seed: str = "",
         bot_fill_after_seconds: int = 0,
         request_id: str | None = None,
+        public_key: str = "",
     ) -> pb.Ticket:
         """Queue for a game. Without a request id one is made, so retrying this call (not
         the whole function) is safe; pass your own to retry across restarts. The ticket is
@@ -90,6 +97,7 @@ class MatchmakingClient:
             max_seats=max_seats,
             client_seed=client_seed,
             bot_fill_after_seconds=bot_fill_after_seconds,
+            public_key=public_key or self.key.public_hex,
         )
         reply: pb.CreateTicketResponse = await self._stub.CreateTicket(
             request, timeout=self.timeout, metadata=self.metadata

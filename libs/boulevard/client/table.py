@@ -98,6 +98,8 @@ class Table:
             self.finished = data
             self._turn_over = True
             return "game over" + (f" ({data['reason']})" if data.get("reason") else "")
+        if event.type == "CommandAccepted":
+            return ""  # the signed record of the move (for auditors); its events say it
         if event.type == "ChanceResolved":
             values = data.get("values") or []
             nonce = data.get("nonce", "?")

@@ -33,6 +33,7 @@ def mm_settings(nats_url: str, **overrides: Any) -> MatchmakingSettings:
         "NATS_URL": nats_url,
         "token_key": TOKEN_KEY,
         "auth_jwks": jwks_path(),
+        "bot_signing_key": "42" * 32,  # the operator's bot key (else a file in data_dir)
         "log_format": "console",
         "log_level": "warning",
         "shutdown_grace_seconds": 0.5,
