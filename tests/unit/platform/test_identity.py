@@ -147,8 +147,9 @@ def test_an_rs256_jwks_works_too(tmp_path: Path) -> None:
     path = tmp_path / "jwks.json"
     path.write_text(json.dumps({"keys": [{**jwk, "kid": "r1", "alg": "RS256"}]}))
     verifier = TokenVerifier(path, "boulevard-local", "boulevard")
-    token = jwt.encode(claims(roles=["auditor"]), key, algorithm="RS256", headers={"kid": "r1"})
-    assert verifier.verify(token) == Principal("alice", frozenset({"auditor"}), claims()["exp"])  # type: ignore[arg-type]
+    auditor = claims(roles=["auditor"])
+    token = jwt.encode(auditor, key, algorithm="RS256", headers={"kid": "r1"})
+    assert verifier.verify(token) == Principal("alice", frozenset({"auditor"}), auditor["exp"])  # type: ignore[arg-type]
     # an EdDSA header against the RSA key is refused
     stranger = Ed25519PrivateKey.generate()
     ed = jwt.encode(claims(), stranger, algorithm="EdDSA", headers={"kid": "r1"})
