@@ -38,13 +38,14 @@ from common import Timer, rate
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash, command_signing_bytes, verify
-from boulevard.cli.up import start_platform
+from boulevard.cli.up import demo_operator_token, start_platform
 from boulevard.client.bots import SeatPlayer
 from boulevard.client.signing import sign_submit
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.games import get_game
 from boulevard.games.lords_of_vegas.types import ProposeTrade, RejectTrade
 from boulevard.messaging.server import NatsServer, free_port
+from boulevard.platform.identity import bearer
 from boulevard.platform.keys import load_key
 from boulevard.platform.settings import Settings
 from services.engine.chance import LocalChance
@@ -128,7 +129,7 @@ async def create_game(stub: Any, operator: str, players: int = 4) -> engine_pb2.
                 for i in range(players)
             ],
         ),
-        metadata=(("authorization", f"Bearer {operator}"),),
+        metadata=bearer(operator),
     )
 
 
@@ -302,7 +303,7 @@ async def main(quick: bool) -> None:
         noop = subprocess.Popen([sys.executable, "-c", NOOP_SERVER, noop_address])
         try:
             assert platform.nats is not None
-            operator = platform.env["BOULEVARD_OPERATOR_TOKEN"]
+            operator = demo_operator_token(settings, Path(tmp))
             raw1 = await raw_grpc(noop_address, seconds / 2, 1)
             raw64 = await raw_grpc(noop_address, seconds / 2, 64)
             raw_js = await raw_jetstream(platform.nats, 500 if quick else 2000)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import os
 import secrets
 import statistics
@@ -48,6 +49,7 @@ from boulevard.api.v1 import matchmaking_pb2 as pb  # noqa: E402
 from boulevard.api.v1 import matchmaking_pb2_grpc  # noqa: E402
 from boulevard.audit.signing import SigningKey  # noqa: E402
 from boulevard.messaging.server import NatsServer, free_port  # noqa: E402
+from boulevard.platform.identity import LocalIssuer, bearer  # noqa: E402
 from services.matchmaking.store import Records, open_bucket, rating_key  # noqa: E402
 
 GAME = "las_vegas"
@@ -145,14 +147,9 @@ async def drain(
         async with gate:
             t0 = time.time()
             r = await stub.CreateTicket(
-                pb.CreateTicketRequest(
-                    public_key=BENCH_KEY,
-                    player_id=f"d{tag}-{i}",
-                    game=GAME,
-                    min_seats=2,
-                    max_seats=4,
-                ),
+                pb.CreateTicketRequest(public_key=BENCH_KEY, game=GAME, min_seats=2, max_seats=4),
                 timeout=30,
+                metadata=as_player(f"d{tag}-{i}"),
             )
             started[r.ticket.ticket_id] = t0
 
@@ -189,13 +186,16 @@ async def steady(
             n += 1
             t0 = time.perf_counter()
             r = await stub.CreateTicket(
-                pb.CreateTicketRequest(public_key=BENCH_KEY,
-                    player_id=f"s{tag}-{i}", game=GAME, min_seats=2, max_seats=2,
-                    request_id=f"{n}",
-                ), timeout=30,
-            )  # fmt: skip
+                pb.CreateTicketRequest(
+                    public_key=BENCH_KEY, game=GAME, min_seats=2, max_seats=2, request_id=f"{n}"
+                ),
+                timeout=30,
+                metadata=as_player(f"s{tag}-{i}"),
+            )
             async for update in stub.WatchTicket(
-                pb.WatchTicketRequest(ticket_id=r.ticket.ticket_id), timeout=30
+                pb.WatchTicketRequest(ticket_id=r.ticket.ticket_id),
+                timeout=30,
+                metadata=as_player(f"s{tag}-{i}"),
             ):
                 if update.ticket.status == pb.TICKET_STATUS_ASSIGNED:
                     latencies.append(time.perf_counter() - t0)
@@ -228,13 +228,26 @@ async def fill_unmatchable(
                 pb.PlayerRating(player_id=player, game=GAME, mu=1000.0 + 500 * i, sigma=1),
             )
             await stub.CreateTicket(
-                pb.CreateTicketRequest(
-                    public_key=BENCH_KEY, player_id=player, game=GAME, min_seats=5, max_seats=5
-                ),
+                pb.CreateTicketRequest(public_key=BENCH_KEY, game=GAME, min_seats=5, max_seats=5),
                 timeout=30,
+                metadata=as_player(player),
             )
 
     await asyncio.gather(*(one(i) for i in range(n)))
+
+
+# The bench's token issuer (made in measure()); each player's bearer token is minted once,
+# outside the timed calls, as a client app would hold its player's token.
+ISSUER: dict[str, LocalIssuer] = {}
+
+
+def issuer(folder: Path) -> LocalIssuer:
+    return LocalIssuer.ensure(folder / "issuer")
+
+
+@functools.cache
+def as_player(player: str) -> tuple[tuple[str, str], ...]:
+    return bearer(ISSUER[""].mint(player, ttl_seconds=3600))
 
 
 async def wait_serving(stub: matchmaking_pb2_grpc.MatchmakingServiceStub) -> None:
@@ -277,6 +290,7 @@ async def measure(seconds: float, clients: int, runs: int, waiting: int) -> None
             BOULEVARD_DATA_DIR=str(Path(tmp) / "data"),
             BOULEVARD_MATCHMAKING_PORT=str(mm_port),
             BOULEVARD_TOKEN_KEY=secrets.token_hex(32),
+            BOULEVARD_AUTH_JWKS=str(ISSUER.setdefault("", issuer(Path(tmp))).jwks_path),
             BOULEVARD_LOG_LEVEL="warning",
             BOULEVARD_MATCHMAKING_GAME_WAIT_SECONDS="0",  # matchmaking alone, no engine
             PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "libs")]),

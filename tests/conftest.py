@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from nats.aio.client import Client as NATS
 
+from boulevard.platform.identity import LocalIssuer
+from tests.support.identity import session_issuer
 from tests.support.nats import DockerNats, TestNats, start_test_nats
 
 
@@ -31,3 +33,10 @@ async def nc(nats_server: TestNats | DockerNats) -> AsyncIterator[NATS]:
         yield client
     finally:
         await client.close()
+
+
+@pytest.fixture
+def issuer() -> LocalIssuer:
+    """The test session's token issuer: `issuer.mint("alice")` is alice's bearer token, and
+    `issuer.jwks_path` the JWKS file services under test verify against."""
+    return session_issuer()

@@ -21,6 +21,7 @@ from boulevard.messaging.poison import poisoned
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from boulevard.platform import metrics
 from boulevard.platform.errors import BoulevardError, Unavailable, nats_unavailable
+from boulevard.platform.identity import TokenVerifier
 from boulevard.platform.keys import load_key
 from services.engine.chance import DiceServiceChance
 from services.engine.engine import Engine, SeatRequest
@@ -45,10 +46,20 @@ class EngineApp:
         self.token_key = settings.token_key.get_secret_value().encode()
         if not self.token_key:
             raise SystemExit("the engine needs BOULEVARD_TOKEN_KEY to verify player tokens")
+        if not settings.auth_jwks:
+            raise SystemExit(
+                "the engine needs BOULEVARD_AUTH_JWKS (the JWKS file or URL of the token issuer)"
+            )
+        self.verifier = TokenVerifier.from_settings(settings)
         self.servicer: EngineServicer | None = None
         self._match_sub: Subscription | None = None
 
     async def start(self, nc: NATS) -> None:
+        try:
+            # The JWKS is read (or fetched) before serving: a bad one fails the start.
+            await asyncio.to_thread(self.verifier.warm)
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from exc
         s = self.settings
         streams = platform_streams(s)
         js = nc.jetstream()
@@ -64,6 +75,7 @@ class EngineApp:
             snapshots,
             self.token_key,
             snapshot_every=s.engine_snapshot_every,
+            token_ttl_seconds=s.seat_token_ttl_seconds,
             cache_size=s.engine_cache_games,
             on_finished=self._finished,
             receipt_key=load_key(
@@ -72,9 +84,7 @@ class EngineApp:
             ),
         )
         metrics.GAMES_LIVE.set_function(self.engine.live_games)
-        self.servicer = EngineServicer(
-            self.engine, store, self.index, s.operator_token.get_secret_value()
-        )
+        self.servicer = EngineServicer(self.engine, store, self.index, self.verifier)
         self._match_sub = await js.subscribe(
             f"{s.matchmaking_subject_prefix}.match_formed",
             stream=s.matchmaking_stream,

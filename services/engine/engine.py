@@ -37,7 +37,7 @@ from boulevard.games.base import (
 )
 from boulevard.games.codec import Codec
 from boulevard.platform import metrics, tracing
-from boulevard.platform.auth import PlayerClaims, issue_token
+from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
 from boulevard.platform.errors import (
     Aborted,
     FailedPrecondition,
@@ -116,12 +116,12 @@ class Submitted:
     head: bytes = b""  # the chain hash at `version` (what a receipt signs)
 
 
-def game_id_for(request_id: str) -> str:
-    """A game's id from its creation request id: the id itself when it is a valid stream
-    id (a match id), else a digest of it. Same request, same game, forever."""
-    if _GAME_ID.match(request_id):
-        return request_id
-    return "g" + hashlib.sha256(request_id.encode()).hexdigest()[:31]
+def game_id_for(creator: str, request_id: str) -> str:
+    """The id of a game an operator creates: a digest of who asked and their request id.
+    Same caller and request, same game, forever; a request id equal to an existing game's id
+    (or another caller's request id) names a different game, never that one."""
+    digest = hashlib.sha256(f"create\0{creator}\0{request_id}".encode()).hexdigest()
+    return "g" + digest[:31]
 
 
 class Engine:
@@ -132,6 +132,7 @@ class Engine:
         snapshots: KeyValue,
         token_key: bytes,
         snapshot_every: int = 100,
+        token_ttl_seconds: float = DEFAULT_TTL_SECONDS,
         cache_size: int = 10_000,
         clock: Callable[[], int] = lambda: int(time.time() * 1000),
         on_finished: Callable[[Session], Awaitable[None]] | None = None,
@@ -141,6 +142,7 @@ class Engine:
         self.chance = chance
         self.snapshots = snapshots
         self.token_key = token_key
+        self.token_ttl_seconds = token_ttl_seconds
         self.snapshot_every = snapshot_every
         self.clock = clock
         self.on_finished = on_finished
@@ -160,7 +162,10 @@ class Engine:
         seats: Sequence[SeatRequest],
         options: Sequence[tuple[str, str]] = (),
         match_id: str = "",
+        creator: str = "",
     ) -> Created:
+        """Create (or, for a retry, find) a game. A matched game's id is its match id; any
+        other game's id is `game_id_for(creator, request_id)`."""
         if not request_id:
             raise InvalidArgument("request_id is required (it makes CreateGame idempotent)")
         if game_name not in REGISTRY:
@@ -177,6 +182,8 @@ class Engine:
             raise InvalidArgument("seats must be numbered 0..n-1, each once")
         if any(not s.player_id for s in seats):
             raise InvalidArgument("every seat needs a player_id")
+        if len({s.player_id for s in seats}) != len(seats):
+            raise InvalidArgument("a player may take one seat only; player ids repeat")
         try:
             check_options(game, options)
         except RulesError as err:
@@ -184,7 +191,12 @@ class Engine:
         for s in seats:
             check_public_key(s.seat, s.public_key)
         ordered = sorted(seats, key=lambda s: s.seat)
-        game_id = game_id_for(request_id)
+        if match_id:
+            if not _GAME_ID.match(match_id):
+                raise InvalidArgument("malformed match id")
+            game_id = match_id
+        else:
+            game_id = game_id_for(creator, request_id)
         async with self._lock(game_id):
             session = await self._load_or_none(game_id)
             if session is None:
@@ -213,12 +225,24 @@ class Engine:
                     self._sessions.pop(game_id, None)
                     session = await self._load(game_id)
                 await self._settle(session)
+            else:
+                _same_game(session.created, game_name, ordered)
             log.info("game ready", game_id=game_id, game=game_name, version=session.version)
-        tokens = tuple(
-            issue_token(self.token_key, PlayerClaims(game_id, s.seat, s.player_id))
-            for s in session.created.seats
-        )
+        tokens = tuple(self.seat_token(game_id, s.seat, s.player_id) for s in session.created.seats)
         return Created(game_id, tokens, session.created.seed_commitment)
+
+    def seat_token(self, game_id: str, seat: int, player_id: str) -> str:
+        return issue_token(
+            self.token_key, PlayerClaims(game_id, seat, player_id), self.token_ttl_seconds
+        )
+
+    async def renew_token(self, game_id: str, player_id: str) -> tuple[int, str]:
+        """A fresh token for the seat `player_id` holds in the game (its seat and token)."""
+        session = await self.load(game_id)
+        for s in session.created.seats:
+            if s.player_id == player_id and not s.bot:
+                return s.seat, self.seat_token(game_id, s.seat, player_id)
+        raise PermissionDenied(f"you hold no seat in game {game_id}")
 
     # -- loading --------------------------------------------------------------------------
 
@@ -508,6 +532,14 @@ def _count_appended(game: str, events: Sequence[Any], seconds: float) -> None:
             metrics.GAMES_STARTED.labels(game).inc()
         elif isinstance(event, GameFinished):
             metrics.GAMES_FINISHED.labels(game).inc()
+
+
+def _same_game(created: GameCreated, game_name: str, seats: Sequence[SeatRequest]) -> None:
+    """A retried CreateGame must ask for the game its request id made."""
+    wanted = (game_name, tuple((s.seat, s.player_id) for s in seats))
+    have = (created.game, tuple((s.seat, s.player_id) for s in created.seats))
+    if wanted != have:
+        raise InvalidArgument("this request_id was already used to create a different game")
 
 
 def created_of(envelope: events_pb2.EventEnvelope) -> GameCreated:

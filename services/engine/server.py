@@ -3,7 +3,6 @@ mapped to status codes by the platform's interceptor, not here."""
 
 from __future__ import annotations
 
-import hmac
 import json
 from collections.abc import AsyncIterator
 from typing import Any, TypeAlias
@@ -16,6 +15,7 @@ from boulevard.client import mapping
 from boulevard.eventlog.jetstream import JetStreamEventStore, follow
 from boulevard.platform.auth import authorize, verify_token
 from boulevard.platform.errors import InvalidArgument, PermissionDenied, Unauthenticated
+from boulevard.platform.identity import OPERATOR, PLAYER, TokenVerifier
 from services.engine.chain import receipt_pb
 from services.engine.engine import Engine, SeatRequest
 from services.engine.kv import JetStreamKeyValue
@@ -46,27 +46,17 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         engine: Engine,
         store: JetStreamEventStore,
         games_index: JetStreamKeyValue,
-        operator_token: str,
+        verifier: TokenVerifier,
     ) -> None:
         self.engine = engine
         self.store = store
         self.index = games_index
-        self.operator_token = operator_token
-
-    def _check_operator(self, context: Context) -> None:
-        if not self.operator_token:
-            return
-        metadata = dict(context.invocation_metadata() or ())
-        given = str(metadata.get("authorization", "")).removeprefix("Bearer ").strip()
-        if not given:
-            raise Unauthenticated("CreateGame is for operators: send 'authorization: Bearer …'")
-        if not hmac.compare_digest(given, self.operator_token):
-            raise PermissionDenied("not an operator token")
+        self.verifier = verifier
 
     async def CreateGame(
         self, request: engine_pb2.CreateGameRequest, context: Context
     ) -> engine_pb2.CreateGameResponse:
-        self._check_operator(context)
+        operator = self.verifier.require(context.invocation_metadata(), OPERATOR, "CreateGame")
         created = await self.engine.create_game(
             request.request_id,
             request.game,
@@ -75,6 +65,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                 for s in request.seats
             ],
             tuple(sorted(request.options.items())),
+            creator=operator.subject,
         )
         session = await self.engine.load(created.game_id)
         await self.index.put(created.game_id, summary_json(session))
@@ -236,9 +227,25 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                 if finished:
                     return
 
+    async def RenewPlayerToken(
+        self, request: engine_pb2.RenewPlayerTokenRequest, context: Context
+    ) -> engine_pb2.RenewPlayerTokenResponse:
+        player = self.verifier.require(context.invocation_metadata(), PLAYER, "RenewPlayerToken")
+        seat, token = await self.engine.renew_token(request.game_id, player.subject)
+        expires = verify_token(self.engine.token_key, token).expires_unix
+        return engine_pb2.RenewPlayerTokenResponse(
+            player_token=token, seat=seat, expires_unix_ms=expires * 1000
+        )
+
     async def ListGames(
         self, request: engine_pb2.ListGamesRequest, context: Context
     ) -> engine_pb2.ListGamesResponse:
+        # Who plays what is the operator's to see; a player may list their own games.
+        caller = self.verifier.principal(context.invocation_metadata())
+        operator = caller is not None and caller.is_operator
+        mine = caller is not None and caller.subject == request.player_id
+        if request.player_id and not (operator or mine):
+            raise PermissionDenied("only operators may list another player's games")
         size = request.page_size or 50
         if size > 500:
             raise InvalidArgument("page_size is at most 500")
@@ -272,7 +279,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                     if info["status"] == "finished"
                     else engine_pb2.GAME_STATUS_ACTIVE,
                     version=info["version"],
-                    player_ids=info["players"],
+                    player_ids=info["players"] if operator else [],
                 )
             )
         return engine_pb2.ListGamesResponse(games=games, next_page_token=next_token)

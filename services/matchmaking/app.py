@@ -3,6 +3,7 @@ GAMES, and the gRPC servicer."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import grpc
@@ -11,6 +12,7 @@ from nats.aio.client import Client as NATS
 from boulevard.api.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from boulevard.client.botrunner import BotRunner
 from boulevard.messaging.streams import ensure_stream, platform_streams
+from boulevard.platform.identity import TokenVerifier
 from boulevard.platform.keys import load_key
 from services.matchmaking.matcher import WindowPolicy
 from services.matchmaking.matchmaker import Config, Matchmaker
@@ -39,6 +41,12 @@ class MatchmakingApp:
                 "matchmaking needs BOULEVARD_TOKEN_KEY (the HMAC key of player tokens, shared "
                 "with the engine)"
             )
+        if not settings.auth_jwks:
+            raise MissingTokenKey(
+                "matchmaking needs BOULEVARD_AUTH_JWKS (the JWKS file or URL of the issuer of "
+                "players' bearer tokens)"
+            )
+        self.verifier = TokenVerifier.from_settings(settings)
         # The operator's bot key signs the bot seats' moves (docs/auditing.md).
         self.bot_key = load_key(
             settings.bot_signing_key.get_secret_value(),
@@ -49,6 +57,11 @@ class MatchmakingApp:
         self.bots: BotRunner | None = None
 
     async def start(self, nc: NATS) -> None:
+        try:
+            # The JWKS is read (or fetched) before serving: a bad one fails the start.
+            await asyncio.to_thread(self.verifier.warm)
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from exc
         s = self.settings
         js = nc.jetstream()
         streams = platform_streams(s)
@@ -72,6 +85,7 @@ class MatchmakingApp:
             recover_after_ms=int(s.matchmaking_recover_after_seconds * 1000),
             form_concurrency=s.matchmaking_form_concurrency,
             match_formed_subject=f"{s.matchmaking_subject_prefix}.match_formed",
+            seat_token_ttl_seconds=s.seat_token_ttl_seconds,
             bot_public_key=self.bot_key.public_hex,
             games_stream=s.games_stream if s.matchmaking_game_wait_seconds else "",
             games_subject_prefix=s.games_subject_prefix,
@@ -97,6 +111,7 @@ class MatchmakingApp:
             stream=s.matchmaking_stream,
             lease_seconds=s.matchmaking_bot_lease_seconds,
             max_games=s.matchmaking_bot_max_games,
+            token_ttl_seconds=s.seat_token_ttl_seconds,
             tls_ca_file=s.tls_ca_file,
             bot_key=self.bot_key,
         )
@@ -105,7 +120,7 @@ class MatchmakingApp:
     def register(self, server: grpc.aio.Server) -> None:
         assert self.matchmaker is not None, "start() first"
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(
-            MatchmakingServicer(self.matchmaker), server
+            MatchmakingServicer(self.matchmaker, self.verifier), server
         )
 
     async def stop(self) -> None:

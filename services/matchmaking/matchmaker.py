@@ -41,12 +41,13 @@ from boulevard.audit.signing import parse_public_key
 from boulevard.games import REGISTRY
 from boulevard.messaging.poison import poisoned
 from boulevard.platform import metrics
-from boulevard.platform.auth import PlayerClaims, issue_token
+from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
 from boulevard.platform.errors import (
     Aborted,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
+    PermissionDenied,
     Unavailable,
 )
 from services.matchmaking.matcher import (
@@ -98,6 +99,7 @@ class Config:
     recover_after_ms: int
     form_concurrency: int
     match_formed_subject: str
+    seat_token_ttl_seconds: float = DEFAULT_TTL_SECONDS
     # Hex of the operator's bot key: bound to every bot seat (docs/auditing.md).
     bot_public_key: str = ""
     # Where the engine writes games: a ticket turns ASSIGNED only once its game's first
@@ -232,7 +234,9 @@ class Matchmaker:
     # ---- tickets ----
 
     def ticket_id_for(self, player_id: str, request_id: str) -> str:
-        """A retried request maps to the same ticket; without the key nobody can guess it."""
+        """A retried request maps to the same ticket; without the key nobody can guess it.
+        The player id is the caller's verified identity, so a request id is scoped to its
+        player: another caller repeating it gets a ticket of their own."""
         if not request_id:
             return secrets.token_hex(16)
         msg = f"ticket\0{player_id}\0{request_id}".encode()
@@ -336,16 +340,26 @@ class Matchmaker:
                 continue
         raise Aborted("too many concurrent ticket requests for this player and game; retry")
 
-    async def get_ticket(self, ticket_id: str) -> tuple[pb.Ticket, int]:
+    async def get_ticket(self, ticket_id: str, owner: str | None = None) -> tuple[pb.Ticket, int]:
+        """The ticket and its revision. With `owner`, only that player's ticket (an operator
+        passes None)."""
         check_ticket_id(ticket_id)
         found = await self.tickets.get(ticket_key(ticket_id), pb.Ticket)
         if found is None:
             raise NotFound(f"no ticket {ticket_id!r}")
+        if owner is not None and found[0].player_id != owner:
+            raise PermissionDenied("this ticket is another player's")
         return found
 
-    async def cancel_ticket(self, ticket_id: str) -> pb.Ticket:
+    def seat_token(self, ticket: pb.Ticket) -> str:
+        """A fresh player token for an assigned ticket's seat (tokens expire; each read by
+        the owner gets one valid for the full lifetime)."""
+        claims = PlayerClaims(ticket.game_id, ticket.seat, ticket.player_id)
+        return issue_token(self.config.token_key, claims, self.config.seat_token_ttl_seconds)
+
+    async def cancel_ticket(self, ticket_id: str, owner: str | None = None) -> pb.Ticket:
         for _ in range(CAS_ATTEMPTS):
-            ticket, revision = await self.get_ticket(ticket_id)
+            ticket, revision = await self.get_ticket(ticket_id, owner)
             if ticket.status == pb.TICKET_STATUS_CANCELLED:
                 return ticket
             if ticket.status == pb.TICKET_STATUS_MATCHED:
@@ -394,13 +408,15 @@ class Matchmaker:
             return True
         raise Aborted(f"ticket {ticket.ticket_id} keeps changing; retry")
 
-    async def watch_ticket(self, ticket_id: str) -> AsyncIterator[pb.Ticket]:
+    async def watch_ticket(
+        self, ticket_id: str, owner: str | None = None
+    ) -> AsyncIterator[pb.Ticket]:
         """The ticket now, then each change, until it is final."""
         check_ticket_id(ticket_id)
         queue: asyncio.Queue[Viewed] = asyncio.Queue()
         self._watchers[ticket_id].add(queue)
         try:
-            ticket, revision = await self.get_ticket(ticket_id)
+            ticket, revision = await self.get_ticket(ticket_id, owner)
             yield ticket
             while ticket.status not in FINAL:
                 try:
@@ -833,9 +849,7 @@ class Matchmaker:
             t.status = pb.TICKET_STATUS_ASSIGNED
             t.game_id = match_id
             t.seat = seat
-            t.player_token = issue_token(
-                self.config.token_key, PlayerClaims(match_id, seat, player_id)
-            )
+            # No token is stored: the owner gets a fresh one with each read (they expire).
             t.updated_unix_ms = self.clock()
             try:
                 revision = await self.tickets.update(ticket_key(ticket_id), t, revision)

@@ -1,5 +1,10 @@
 """Matchmaking's gRPC servicer: requests in, `Matchmaker` calls, responses out. Errors are
-raised as platform errors; the interceptor maps them to status codes."""
+raised as platform errors; the interceptor maps them to status codes.
+
+Every call but ListQueues and GetRating needs the caller's bearer JWT. The player id is its
+`sub`: CreateTicket's `player_id` must be empty or equal to it (PERMISSION_DENIED otherwise),
+a ticket is read, watched and cancelled by its owner (or an operator), and only the owner
+sees its player token, minted fresh on each read."""
 
 from __future__ import annotations
 
@@ -10,36 +15,73 @@ import grpc
 
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.api.v1 import matchmaking_pb2_grpc
+from boulevard.platform.errors import PermissionDenied, Unauthenticated
+from boulevard.platform.identity import PLAYER, Principal, TokenVerifier
 from services.matchmaking.matchmaker import Matchmaker
 
 Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 
 
 class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
-    def __init__(self, matchmaker: Matchmaker) -> None:
+    def __init__(self, matchmaker: Matchmaker, verifier: TokenVerifier) -> None:
         self.mm = matchmaker
+        self.verifier = verifier
+
+    def _caller(self, context: Context, what: str) -> Principal:
+        caller = self.verifier.principal(context.invocation_metadata())
+        if caller is None:
+            raise Unauthenticated(f"{what} needs 'authorization: Bearer <token>'")
+        return caller
+
+    @staticmethod
+    def _owner(caller: Principal) -> str | None:
+        """Whose tickets the caller may touch: their own, or (operators) any."""
+        return None if caller.is_operator else caller.subject
+
+    def _shown(self, ticket: pb.Ticket, caller: Principal) -> pb.Ticket:
+        """The ticket as the caller may see it: its player token for its owner only."""
+        shown = pb.Ticket()
+        shown.CopyFrom(ticket)
+        shown.player_token = ""
+        if ticket.status == pb.TICKET_STATUS_ASSIGNED and ticket.player_id == caller.subject:
+            shown.player_token = self.mm.seat_token(ticket)
+        return shown
 
     async def CreateTicket(
         self, request: pb.CreateTicketRequest, context: Context
     ) -> pb.CreateTicketResponse:
-        return pb.CreateTicketResponse(ticket=await self.mm.create_ticket(request))
+        caller = self.verifier.require(context.invocation_metadata(), PLAYER, "CreateTicket")
+        if request.player_id and request.player_id != caller.subject:
+            raise PermissionDenied(
+                "player_id must be empty or your own (the token's subject); "
+                "you cannot queue for someone else"
+            )
+        mine = pb.CreateTicketRequest()
+        mine.CopyFrom(request)
+        mine.player_id = caller.subject
+        ticket = await self.mm.create_ticket(mine)
+        return pb.CreateTicketResponse(ticket=self._shown(ticket, caller))
 
     async def GetTicket(
         self, request: pb.GetTicketRequest, context: Context
     ) -> pb.GetTicketResponse:
-        ticket, _ = await self.mm.get_ticket(request.ticket_id)
-        return pb.GetTicketResponse(ticket=ticket)
+        caller = self._caller(context, "GetTicket")
+        ticket, _ = await self.mm.get_ticket(request.ticket_id, self._owner(caller))
+        return pb.GetTicketResponse(ticket=self._shown(ticket, caller))
 
     async def WatchTicket(
         self, request: pb.WatchTicketRequest, context: Context
     ) -> AsyncIterator[pb.WatchTicketResponse]:
-        async for ticket in self.mm.watch_ticket(request.ticket_id):
-            yield pb.WatchTicketResponse(ticket=ticket)
+        caller = self._caller(context, "WatchTicket")
+        async for ticket in self.mm.watch_ticket(request.ticket_id, self._owner(caller)):
+            yield pb.WatchTicketResponse(ticket=self._shown(ticket, caller))
 
     async def CancelTicket(
         self, request: pb.CancelTicketRequest, context: Context
     ) -> pb.CancelTicketResponse:
-        return pb.CancelTicketResponse(ticket=await self.mm.cancel_ticket(request.ticket_id))
+        caller = self._caller(context, "CancelTicket")
+        ticket = await self.mm.cancel_ticket(request.ticket_id, self._owner(caller))
+        return pb.CancelTicketResponse(ticket=self._shown(ticket, caller))
 
     async def ListQueues(
         self, request: pb.ListQueuesRequest, context: Context

@@ -12,11 +12,15 @@ from pathlib import Path
 import pytest
 
 from boulevard.cli.up import wait_serving
+from boulevard.platform.identity import OPERATOR as OPERATOR_ROLE
+from tests.support.identity import auth_env, mint
 from tests.support.nats import NatsHandle, start_test_nats
 from tests.support.processes import SERVICES, ServiceProcess, service_env
 
 TOKEN_KEY = "e2e-token-key-0123456789abcdef0123456789abcdef"
-OPERATOR = "e2e-operator"
+# An operator's bearer JWT from the test issuer (tests/support/identity.py).
+OPERATOR_NAME = "e2e-operator"
+OPERATOR = mint(OPERATOR_NAME, (OPERATOR_ROLE,), ttl=6 * 3600)
 
 
 @dataclass
@@ -66,7 +70,7 @@ def shared_platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platfo
     env = service_env(
         nats,
         tmp_path / "data",
-        {"BOULEVARD_TOKEN_KEY": TOKEN_KEY, "BOULEVARD_OPERATOR_TOKEN": OPERATOR},
+        {"BOULEVARD_TOKEN_KEY": TOKEN_KEY, **auth_env()},
     )
     p = Platform(nats, env, tmp_path)
     try:

@@ -34,8 +34,11 @@ from boulevard.api.v1 import (
     matchmaking_pb2_grpc,
 )
 from tests.e2e.conftest import OPERATOR, Platform
+from tests.support.identity import player_md
 from tests.support.keys import TEST_PUBLIC_KEY, seat_key
 from tests.support.processes import SERVICES
+
+FUZZ_PLAYER = f"fz-{uuid.uuid4().hex[:8]}"
 
 pytestmark = pytest.mark.e2e
 
@@ -220,10 +223,10 @@ def real_ids(platform: Platform) -> Pool:
     with grpc.insecure_channel(platform.address("matchmaking")) as channel:
         ticket = matchmaking_pb2_grpc.MatchmakingServiceStub(channel).CreateTicket(
             matchmaking_pb2.CreateTicketRequest(
-                request_id="fz", player_id=f"fz-{uuid.uuid4().hex[:8]}", game="lords_of_vegas",
-                public_key=TEST_PUBLIC_KEY,
+                request_id="fz", game="lords_of_vegas", public_key=TEST_PUBLIC_KEY,
                 min_seats=4, max_seats=4,
-            )
+            ),
+            metadata=player_md(FUZZ_PLAYER),
         ).ticket  # fmt: skip
     named = {
         "game_id": [created.game_id],
@@ -264,6 +267,7 @@ def test_fuzz_every_rpc(platform: Platform) -> None:
     before = {name: rss_kb(pid) for name, pid in pids.items()}
     channels = {name: grpc.insecure_channel(platform.address(name)) for name in SERVICES}
     operator = (("authorization", f"Bearer {OPERATOR}"),)
+    callers = [(), operator, player_md(FUZZ_PLAYER)]
     codes: dict[str, set[grpc.StatusCode]] = {}
     try:
         for service, method in methods():
@@ -276,9 +280,9 @@ def test_fuzz_every_rpc(platform: Platform) -> None:
                 database=None,
                 suppress_health_check=list(HealthCheck),
             )
-            @given(message_of(method.input_type, pool), st.booleans())
-            def generated(request: Message, as_operator: bool) -> None:
-                metadata = operator if as_operator else ()
+            # As a stranger, an operator, or the player who owns the real ticket.
+            @given(message_of(method.input_type, pool), st.sampled_from(callers))
+            def generated(request: Message, metadata: tuple[tuple[str, str], ...]) -> None:
                 seen.add(call(channel, method, request.SerializeToString(), metadata))  # noqa: B023
 
             @settings(

@@ -154,7 +154,8 @@ def test_list_games_filters_by_status_game_and_player(platform: Platform) -> Non
                 token = ""
                 while True:
                     reply = await stub.ListGames(
-                        engine_pb2.ListGamesRequest(page_size=2, page_token=token, **kw)  # type: ignore[arg-type]
+                        engine_pb2.ListGamesRequest(page_size=2, page_token=token, **kw),  # type: ignore[arg-type]
+                        metadata=OPERATOR_MD,  # filtering by player is the operator's
                     )
                     found |= {g.game_id for g in reply.games}
                     if not reply.next_page_token:

@@ -12,7 +12,7 @@ from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.api.v1 import matchmaking_pb2 as mm_pb2
 from boulevard.api.v1 import matchmaking_pb2_grpc as mm_grpc
 from services.engine.engine import game_id_for
-from tests.e2e.conftest import Platform
+from tests.e2e.conftest import OPERATOR_NAME, Platform
 from tests.e2e.test_games import OPERATOR_MD, create
 
 pytestmark = pytest.mark.e2e
@@ -89,7 +89,9 @@ async def test_an_undeclared_game_option_is_refused_and_nothing_is_stored(
             assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
             assert "bad options" in (err.value.details() or "")
         with pytest.raises(grpc.aio.AioRpcError) as err:
-            await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id_for(request_id)))
+            await stub.GetGame(
+                engine_pb2.GetGameRequest(game_id=game_id_for(OPERATOR_NAME, request_id))
+            )
         assert err.value.code() == grpc.StatusCode.NOT_FOUND
         # The declared option still works.
         created = await create(stub, "las_vegas", 3, white_dice="true")

@@ -20,6 +20,7 @@ from boulevard.client.bots import SeatPlayer
 from boulevard.games import get_game
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create
+from tests.support.identity import player_md
 from tests.support.keys import TEST_KEY, TEST_PUBLIC_KEY
 
 pytestmark = pytest.mark.e2e
@@ -39,12 +40,14 @@ def test_ticket_with_bot_fill_to_a_finished_game(platform: Platform) -> None:
                     max_seats=3,
                     client_seed="alice's seed",
                     bot_fill_after_seconds=1,
-                )
+                ),
+                metadata=player_md("alice"),
             )
             seen = []
             async for update in mm.WatchTicket(
                 matchmaking_pb2.WatchTicketRequest(ticket_id=created.ticket.ticket_id),
                 timeout=60,
+                metadata=player_md("alice"),
             ):
                 seen.append(update.ticket.status)
                 if update.ticket.status == matchmaking_pb2.TICKET_STATUS_ASSIGNED:
@@ -100,18 +103,21 @@ def test_assigned_means_the_game_exists(platform: Platform) -> None:
     Many pairs matched at once, each checked at once."""
 
     async def one_player(mm: matchmaking_pb2_grpc.MatchmakingServiceStub, i: int) -> str:
+        me = player_md(f"quick-{i}-{uuid.uuid4().hex[:6]}")
         created = await mm.CreateTicket(
             matchmaking_pb2.CreateTicketRequest(
                 public_key=TEST_PUBLIC_KEY,
                 request_id=uuid.uuid4().hex,
-                player_id=f"quick-{i}-{uuid.uuid4().hex[:6]}",
                 game="las_vegas",
                 min_seats=2,
                 max_seats=2,
-            )
+            ),
+            metadata=me,
         )
         async for update in mm.WatchTicket(
-            matchmaking_pb2.WatchTicketRequest(ticket_id=created.ticket.ticket_id), timeout=60
+            matchmaking_pb2.WatchTicketRequest(ticket_id=created.ticket.ticket_id),
+            timeout=60,
+            metadata=me,
         ):
             if update.ticket.status == matchmaking_pb2.TICKET_STATUS_ASSIGNED:
                 return update.ticket.game_id

@@ -20,8 +20,9 @@ from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2, ledger_pb2
 from boulevard.cli.up import wait_serving
 from boulevard.client.signing import signed_submit
 from boulevard.eventlog.jetstream import JetStreamEventStore
-from tests.e2e.conftest import OPERATOR, TOKEN_KEY
+from tests.e2e.conftest import TOKEN_KEY
 from tests.e2e.test_games import create
+from tests.support.identity import auth_env
 from tests.support.keys import seat_key
 from tests.support.nats import NatsHandle, start_test_nats
 from tests.support.processes import ServiceProcess, service_env
@@ -38,7 +39,7 @@ class Outage:
         env = service_env(
             self.nats,
             tmp_path / "data",
-            {"BOULEVARD_TOKEN_KEY": TOKEN_KEY, "BOULEVARD_OPERATOR_TOKEN": OPERATOR},
+            {"BOULEVARD_TOKEN_KEY": TOKEN_KEY, **auth_env()},
         )
         self.procs = {n: ServiceProcess(n, env, tmp_path) for n in ("dice", "engine", "ledger")}
 

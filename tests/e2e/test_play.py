@@ -28,6 +28,7 @@ from boulevard.client.bots import play_game
 from boulevard.games import REGISTRY, get_game
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create
+from tests.support.identity import mint
 from tests.support.keys import seat_key
 
 pytestmark = pytest.mark.e2e
@@ -64,6 +65,7 @@ async def test_a_person_plays_a_whole_game_against_bots(
         game,
         player,
         seats_for(game),
+        token=mint(player, ("player",), ttl=3600),
         matchmaking=platform.address("matchmaking"),
         engine=platform.address("engine"),
         dice=platform.address("dice"),
@@ -155,7 +157,13 @@ async def test_a_spectator_watches_a_game_on_the_play_screen(
 async def test_an_unreachable_platform_closes_the_screen_with_the_reason() -> None:
     """Nothing listens on port 1: the screen closes, exit code 2, and says why."""
     app = PlayApp(
-        "las_vegas", "alice", 3, matchmaking="127.0.0.1:1", engine="127.0.0.1:1", dice="127.0.0.1:1"
+        "las_vegas",
+        "alice",
+        3,
+        token=mint("alice", ("player",), ttl=60),
+        matchmaking="127.0.0.1:1",
+        engine="127.0.0.1:1",
+        dice="127.0.0.1:1",
     )
     async with app.run_test(size=SIZE) as pilot:
         for _ in range(200):

@@ -24,15 +24,11 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from boulevard.api.v1 import (
-    engine_pb2,
-    engine_pb2_grpc,
-    matchmaking_pb2,
-    matchmaking_pb2_grpc,
-)
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, matchmaking_pb2, matchmaking_pb2_grpc
 from boulevard.client.bots import SeatPlayer, play_game
 from boulevard.games import get_game
 from boulevard.messaging.server import free_port
+from boulevard.platform.identity import bearer
 from tests.support.keys import TEST_KEY, TEST_PUBLIC_KEY, seat_key, seat_keys
 from tests.support.processes import SERVICES, address, metrics_url, service_env
 
@@ -57,6 +53,34 @@ async def check(addr: str, service: str) -> list[str]:
         async for response in stub.ServerReflectionInfo(iter([request]), timeout=5):
             return [s.name for s in response.list_services_response.service]
     raise AssertionError("no reflection answer")
+
+
+def login(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "boulevard.cli.main", "login", *args],
+        env=env, capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+async def queue_ticket(addr: str, token: str) -> matchmaking_pb2.Ticket:
+    async with grpc.aio.insecure_channel(addr) as channel:
+        stub = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
+        reply = await stub.CreateTicket(
+            matchmaking_pb2.CreateTicketRequest(
+                game="las_vegas", min_seats=5, public_key=TEST_PUBLIC_KEY
+            ),
+            metadata=bearer(token),
+            timeout=5,
+        )
+        return reply.ticket
+
+
+async def list_games(addr: str, token: str) -> list[engine_pb2.GameSummary]:
+    async with grpc.aio.insecure_channel(addr) as channel:
+        stub = engine_pb2_grpc.EngineServiceStub(channel)
+        reply = await stub.ListGames(engine_pb2.ListGamesRequest(), metadata=bearer(token))
+        return list(reply.games)
 
 
 async def refused_without_credentials(port: int) -> None:
@@ -95,6 +119,14 @@ def test_up_starts_every_service_healthy_and_stops_cleanly(tmp_path: Path) -> No
             listed = asyncio.run(check(address(env, name), PROTO_SERVICE[name]))
             assert PROTO_SERVICE[name] in listed
             assert "grpc.health.v1.Health" in listed
+        # `boulevard login` prints tokens of the issuer `up` made; the services accept them.
+        token = login(env, "alice")
+        ticket = asyncio.run(queue_ticket(address(env, "matchmaking"), token))
+        assert ticket.player_id == "alice"
+        (key,) = (tmp_path / "data" / "issuer" / "keys").glob("*.pem")
+        assert key.stat().st_mode & 0o777 == 0o600
+        operator = login(env, "olga", "--role", "operator")
+        assert asyncio.run(list_games(address(env, "engine"), operator)) == []
         # The embedded NATS of `make run` is closed: no anonymous client gets in.
         asyncio.run(refused_without_credentials(int(env["BOULEVARD_EMBEDDED_NATS_PORT"])))
         identities = tmp_path / "data" / "nats-identities"
@@ -307,14 +339,6 @@ class UpProcess:
                 self.proc.wait()
 
 
-def operator_token(data_dir: Path) -> str:
-    for line in (data_dir / "secrets.env").read_text().splitlines():
-        name, _, value = line.partition("=")
-        if name == "BOULEVARD_OPERATOR_TOKEN":
-            return value
-    raise AssertionError("no operator token in secrets.env")
-
-
 def test_up_restarts_a_killed_service_and_resumes_bot_seats(tmp_path: Path) -> None:
     """SIGKILL the engine: `up` restarts it (restart count in its output) and a game goes on
     to the end. SIGKILL matchmaking while its bots play: the restarted process resumes their
@@ -326,7 +350,8 @@ def test_up_restarts_a_killed_service_and_resumes_bot_seats(tmp_path: Path) -> N
     try:
         up.wait_for("platform up")
         pids = {name: up.child_pid(name) for name in SERVICES}
-        token = operator_token(tmp_path / "data")
+        token = login(env, "ops", "--role", "operator")
+        alice_token = login(env, "alice")
 
         async def engine_game() -> None:
             async with grpc.aio.insecure_channel(address(env, "engine")) as channel:
@@ -362,13 +387,16 @@ def test_up_restarts_a_killed_service_and_resumes_bot_seats(tmp_path: Path) -> N
                 mm = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
                 made = await mm.CreateTicket(
                     matchmaking_pb2.CreateTicketRequest(
-                        request_id=uuid.uuid4().hex, player_id="alice", game="las_vegas",
+                        request_id=uuid.uuid4().hex, game="las_vegas",
                         public_key=TEST_PUBLIC_KEY,
                         min_seats=3, max_seats=3, client_seed="alice", bot_fill_after_seconds=1,
-                    )
+                    ),
+                    metadata=bearer(alice_token),
                 )  # fmt: skip
                 async for update in mm.WatchTicket(
-                    matchmaking_pb2.WatchTicketRequest(ticket_id=made.ticket.ticket_id), timeout=60
+                    matchmaking_pb2.WatchTicketRequest(ticket_id=made.ticket.ticket_id),
+                    timeout=60,
+                    metadata=bearer(alice_token),
                 ):
                     if update.ticket.status == matchmaking_pb2.TICKET_STATUS_ASSIGNED:
                         ticket = update.ticket

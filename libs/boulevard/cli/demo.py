@@ -18,6 +18,7 @@ from boulevard.client.bots import play_game
 from boulevard.client.table import Table
 from boulevard.games import get_game
 from boulevard.platform import tls
+from boulevard.platform.identity import bearer
 
 
 async def watch(stub: engine_pb2_grpc.EngineServiceStub, game_id: str, table: Table) -> None:
@@ -36,7 +37,7 @@ async def demo(
     say: Callable[[str], None],
 ) -> str:
     """Play one game with bots while the table shows it; returns the game id."""
-    metadata = (("authorization", f"Bearer {operator_token}"),) if operator_token else ()
+    metadata = bearer(operator_token)
     async with tls.channel(engine_address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         keys = [SigningKey.generate() for _ in range(players)]  # each seat signs its moves
@@ -94,7 +95,7 @@ def _verdict(ok: bool) -> str:
 
 def play_demo(
     addresses: dict[str, str],
-    operator_token: str = "",
+    operator_token: str,
     game: str = "lords_of_vegas",
     players: int | None = None,
     *,

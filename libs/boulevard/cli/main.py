@@ -12,6 +12,7 @@ from boulevard.cli import (
     audit_game,
     audit_ledger,
     backup,
+    login,
     nats_identities,
     play,
     tls_certs,
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     up.add_parser(sub)
+    login.add_parser(sub)
     nats_identities.add_parser(sub)
     tls_certs.add_parser(sub)
     watch.add_parser(sub)

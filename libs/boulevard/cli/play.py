@@ -19,10 +19,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import getpass
+import os
+from pathlib import Path
 
 from textual.markup import escape
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.cli.login import issuer_folder, local_issuer
 from boulevard.cli.screen import GameScreen
 from boulevard.client.dice import DiceReader
 from boulevard.client.matchmaking import MatchmakingClient
@@ -40,13 +43,15 @@ class PlayApp(GameScreen):
         player: str,
         seats: int,
         *,
+        token: str,
         matchmaking: str,
         engine: str,
         dice: str,
         bot_fill: int = 2,
     ) -> None:
         super().__init__(game, seat=None)
-        self.player = player
+        self.player = player  # the token's subject: the name the table shows
+        self.token = token  # the player's bearer JWT (boulevard login)
         self.seats = seats
         self.addresses = {"matchmaking": matchmaking, "engine": engine, "dice": dice}
         self.bot_fill = bot_fill
@@ -59,13 +64,11 @@ class PlayApp(GameScreen):
             f"bots take the empty seats after {self.bot_fill}s…"
         )
         async with (
-            MatchmakingClient(self.addresses["matchmaking"]) as mm,
+            MatchmakingClient(self.addresses["matchmaking"], token=self.token) as mm,
             tls.channel(self.addresses["engine"]) as engine_channel,
             tls.channel(self.addresses["dice"]) as dice_channel,
         ):
-            ticket = await mm.join(
-                self.player, self.game, self.seats, bot_fill_after_seconds=self.bot_fill
-            )
+            ticket = await mm.join(self.game, self.seats, bot_fill_after_seconds=self.bot_fill)
             self.seat = ticket.seat
             self.begin(
                 self.game, ticket.game_id, f"game {ticket.game_id} — you are seat {ticket.seat}"
@@ -105,7 +108,16 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("game", choices=sorted(REGISTRY), help="the game to play")
-    p.add_argument("--player", default=None, help="your player id (default: your login name)")
+    p.add_argument(
+        "--token",
+        default=None,
+        help="your bearer token (default: BOULEVARD_PLAYER_TOKEN; else, next to a local "
+        "`boulevard up`, one its issuer makes for --player)",
+    )
+    p.add_argument(
+        "--player", default=None, help="with a local issuer: your player id (default: your login)"
+    )
+    p.add_argument("--data-dir", type=Path, default=None, help="the data dir of `boulevard up`")
     p.add_argument("--seats", type=int, default=0, help="table size (default: the game's usual)")
     p.add_argument(
         "--bot-fill",
@@ -131,10 +143,24 @@ def run(args: argparse.Namespace) -> int:
     if not definition.min_players <= seats <= definition.max_players:
         print(f"{definition.title} seats {definition.min_players}-{definition.max_players}")
         return 2
+    token = args.token or os.environ.get("BOULEVARD_PLAYER_TOKEN", "")
+    player = args.player or getpass.getuser()
+    if token:
+        player = token_subject(token) or player
+    else:
+        data_dir = args.data_dir or settings.data_dir
+        if not (issuer_folder(data_dir) / "jwks.json").exists():
+            print(
+                "no token: pass --token (from your identity provider, or `boulevard login`), "
+                "or run next to a local `boulevard up`"
+            )
+            return 2
+        token = local_issuer(settings, data_dir).mint(player, ("player",), 6 * 3600)
     app = PlayApp(
         args.game,
-        args.player or f"{getpass.getuser()}",
+        player,
         seats,
+        token=token,
         matchmaking=args.matchmaking or f"{settings.grpc_host}:{settings.matchmaking_port}",
         engine=args.engine or f"{settings.grpc_host}:{settings.engine_port}",
         dice=args.dice or f"{settings.grpc_host}:{settings.dice_port}",
@@ -152,3 +178,17 @@ def exit_code(app: GameScreen) -> int:
         return 0 if app.dice_ok else 1
     print(app.last_status or "left before the end")
     return 2 if app.failed else 130
+
+
+def token_subject(token: str) -> str:
+    """The `sub` a JWT names, read without verifying it (only to show a name; the services
+    verify the token)."""
+    import base64
+    import json
+
+    try:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        return str(claims.get("sub", ""))
+    except (IndexError, ValueError):
+        return ""

@@ -5,7 +5,9 @@ Starts an embedded nats-server (JetStream, `sync_interval: always`, data under
 logs in `<data-dir>/logs/<service>.log`, or on this terminal with `--verbose`); waits until
 each reports SERVING, prints where they listen, plays a demo game that a person can follow
 (the same table as `boulevard watch`), audits it, and on Ctrl-C (or SIGTERM) stops
-everything in reverse order.
+everything in reverse order. The first start in a data dir also makes the secrets the
+services share (`secrets.env`, 0600) and a local token issuer (`issuer/`, see
+`boulevard login`).
 
 It supervises the services: one that exits, for whatever reason, is started again after a
 backoff (0.5 s, doubling to 30 s, back to 0.5 s once it has stayed up a minute), and the
@@ -35,11 +37,13 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from boulevard.cli.healthcheck import SERVING, check, parse_target
+from boulevard.cli.login import local_issuer
 from boulevard.games import REGISTRY
 from boulevard.messaging.cluster import ClusterNode, NatsCluster
 from boulevard.messaging.identities import NatsNames
 from boulevard.messaging.server import NatsServer
 from boulevard.platform import tls
+from boulevard.platform.identity import OPERATOR
 from boulevard.platform.settings import Settings
 from boulevard.platform.tls import Pki, make_pki
 
@@ -117,7 +121,7 @@ async def wait_serving(
 
 # BOT_SIGNING_KEY: the Ed25519 seed the operator's bots sign their moves with
 # (docs/auditing.md); the engine's receipt key is kept in <data_dir>/engine/signing-key.
-SECRETS = ("BOULEVARD_TOKEN_KEY", "BOULEVARD_OPERATOR_TOKEN", "BOULEVARD_BOT_SIGNING_KEY")
+SECRETS = ("BOULEVARD_TOKEN_KEY", "BOULEVARD_BOT_SIGNING_KEY")
 
 
 def local_secrets(data_dir: Path) -> dict[str, str]:
@@ -157,6 +161,11 @@ class Child:
     started: float = field(default_factory=time.monotonic)
     restart_at: float | None = None  # set while it is down, waiting for its backoff
     announced: bool = True  # said SERVING since the last (re)start
+
+
+def demo_operator_token(settings: Settings, data_dir: Path) -> str:
+    """An operator token for the demo (it creates the demo game), from the local issuer."""
+    return local_issuer(settings, data_dir).mint("demo-operator", (OPERATOR,), 3600)
 
 
 class Platform:
@@ -291,6 +300,9 @@ async def start_platform(
     platform = Platform()
     env = dict(os.environ)
     env.update(local_secrets(data_dir))
+    if not env.get("BOULEVARD_AUTH_JWKS"):
+        # The local issuer of players' and operators' bearer tokens (`boulevard login`).
+        env["BOULEVARD_AUTH_JWKS"] = str(local_issuer(settings, data_dir).jwks_path)
     env["BOULEVARD_DATA_DIR"] = str(data_dir)  # the services keep their key files there
     pki: Pki | None = None
     if use_tls:
@@ -414,7 +426,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 passed = play_demo(
                     addresses,
-                    platform.env.get("BOULEVARD_OPERATOR_TOKEN", ""),
+                    demo_operator_token(settings, data_dir),
                     args.demo,
                     terminal=sys.stdout.isatty(),
                     speed=args.speed,

@@ -12,12 +12,16 @@ saying so; after `lease` seconds (the consumer's ack wait) JetStream hands the m
 next live runner of the queue group (or the same one restarted), which picks the seats up
 from the game as it stands. Two runners can never both hold one game: the message is
 delivered to one at a time, and a late duplicate move is only a lost race (ABORTED).
+
+Bot seats are the matchmaker's own: the runner holds the token key and issues their seat
+tokens itself (again when one expires); no one outside gets them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import random
 from pathlib import Path
 
@@ -34,7 +38,7 @@ from boulevard.audit.signing import SigningKey
 from boulevard.client.bots import SeatPlayer
 from boulevard.games import REGISTRY
 from boulevard.platform import metrics, tls
-from boulevard.platform.auth import PlayerClaims, issue_token
+from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
 
 log = structlog.get_logger(__name__)
 
@@ -52,8 +56,10 @@ class BotRunner:
         bot_name: str = "heuristic",
         lease_seconds: float = 15.0,
         max_games: int = 10_000,
+        token_ttl_seconds: float = DEFAULT_TTL_SECONDS,
         tls_ca_file: Path | None = None,
     ) -> None:
+        self.token_ttl_seconds = token_ttl_seconds
         self.nc = nc
         self.engine_address = engine_address
         self.token_key = token_key
@@ -163,10 +169,11 @@ class BotRunner:
                 game_id,
                 game.name,
                 s.seat,
-                issue_token(self.token_key, PlayerClaims(game_id, s.seat, s.player_id)),
+                self._token(game_id, s),
                 game.bots[self.bot_name],
                 random.Random(f"{game_id}:{s.seat}"),
                 self.bot_key,
+                renew=functools.partial(self._renew, game_id, s),
             )
             for s in seats
         ]
@@ -196,6 +203,13 @@ class BotRunner:
                     log.warning("bots waiting for the engine", game_id=game_id, code=code.name)
             await asyncio.sleep(pause)
             pause = min(pause * 2, 2.0)
+
+    def _token(self, game_id: str, seat: events_pb2.MatchSeat) -> str:
+        claims = PlayerClaims(game_id, seat.seat, seat.player_id)
+        return issue_token(self.token_key, claims, self.token_ttl_seconds)
+
+    async def _renew(self, game_id: str, seat: events_pb2.MatchSeat) -> str:
+        return self._token(game_id, seat)
 
     async def stop(self) -> None:
         if self._sub is not None:

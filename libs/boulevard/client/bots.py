@@ -45,6 +45,10 @@ class SeatPlayer:
     # A person choosing instead of the bot (`boulevard play`); everything else a seat does
     # (tokens, seeds, signatures) stays here, the same for bots and people.
     choose: Chooser | None = None
+    # Where a fresh player token comes from when this one expires (matchmaking's GetTicket,
+    # the engine's RenewPlayerToken, or the bot runner's own key); None: an expired token
+    # ends the game for this seat with the engine's UNAUTHENTICATED.
+    renew: Callable[[], Awaitable[str]] | None = None
 
     async def play(self) -> None:
         """Play until the game ends."""
@@ -77,8 +81,14 @@ class SeatPlayer:
                 if watcher.done() and watcher.exception() is not None:
                     raise watcher.exception()  # type: ignore[misc]
                 changed.clear()
-                while await self._act(game):
-                    pass
+                try:
+                    while await self._act(game):
+                        pass
+                except grpc.aio.AioRpcError as err:
+                    if err.code() != grpc.StatusCode.UNAUTHENTICATED or self.renew is None:
+                        raise
+                    self.token = await self.renew()  # expired: get a fresh one, go on
+                    changed.set()
         finally:
             watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)

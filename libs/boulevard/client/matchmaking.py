@@ -1,10 +1,13 @@
 """A typed async client of the matchmaking service (what client apps and bots import).
 
-    async with MatchmakingClient("127.0.0.1:50051") as mm:
-        ticket = await mm.create_ticket("alice", "lords_of_vegas", 2, 4, request_id="r1")
+    async with MatchmakingClient("127.0.0.1:50051", token=alices_jwt) as mm:
+        ticket = await mm.create_ticket("lords_of_vegas", 2, 4)
         assigned = await mm.wait_for_assignment(ticket.ticket_id)
         # assigned.game_id, assigned.seat, assigned.player_token -> the engine;
         # sign each move with mm.key (boulevard.client.signing.signed_submit)
+
+`token` is the player's bearer JWT (`boulevard login alice` prints one for development); the
+player id is its subject. Player tokens expire: `get_ticket` returns a fresh one.
 
 gRPC errors come back as `grpc.aio.AioRpcError` with the precise status the service chose
 (see docs/matchmaking.md).
@@ -24,6 +27,7 @@ from boulevard.audit.signing import SigningKey
 from boulevard.client.bots import Chooser, SeatPlayer
 from boulevard.games import get_game
 from boulevard.platform import tls
+from boulevard.platform.identity import bearer
 
 FINAL = (pb.TICKET_STATUS_ASSIGNED, pb.TICKET_STATUS_CANCELLED, pb.TICKET_STATUS_EXPIRED)
 
@@ -46,11 +50,15 @@ class MatchmakingClient:
         timeout: float = 10.0,
         key: SigningKey | None = None,
         tls_ca_file: Path | str | None = None,
+        *,
+        token: str = "",
     ) -> None:
         """`tls_ca_file`: verify the server's TLS certificate with this CA (default:
-        BOULEVARD_TLS_CA_FILE; plaintext when neither is set)."""
+        BOULEVARD_TLS_CA_FILE; plaintext when neither is set). `token`: the player's bearer
+        JWT, sent with every call."""
         self.address = address
         self.timeout = timeout
+        self.metadata = bearer(token) if token else ()
         # The player's move-signing key: its public half goes on every ticket, so the seat
         # it gets is bound to it; keep it (key.seed) to play the game. Made when not given.
         self.key = key or SigningKey.generate()
@@ -73,7 +81,6 @@ class MatchmakingClient:
 
     async def create_ticket(
         self,
-        player_id: str,
         game: str,
         min_seats: int = 0,
         max_seats: int = 0,
@@ -84,10 +91,10 @@ class MatchmakingClient:
         public_key: str = "",
     ) -> pb.Ticket:
         """Queue for a game. Without a request id one is made, so retrying this call (not
-        the whole function) is safe; pass your own to retry across restarts."""
+        the whole function) is safe; pass your own to retry across restarts. The ticket is
+        for the player the client's token names."""
         request = pb.CreateTicketRequest(
             request_id=request_id if request_id is not None else uuid.uuid4().hex,
-            player_id=player_id,
             game=game,
             min_seats=min_seats,
             max_seats=max_seats,
@@ -96,25 +103,29 @@ class MatchmakingClient:
             public_key=public_key or self.key.public_hex,
         )
         reply: pb.CreateTicketResponse = await self._stub.CreateTicket(
-            request, timeout=self.timeout
+            request, timeout=self.timeout, metadata=self.metadata
         )
         return reply.ticket
 
     async def get_ticket(self, ticket_id: str) -> pb.Ticket:
         reply: pb.GetTicketResponse = await self._stub.GetTicket(
-            pb.GetTicketRequest(ticket_id=ticket_id), timeout=self.timeout
+            pb.GetTicketRequest(ticket_id=ticket_id), timeout=self.timeout, metadata=self.metadata
         )
         return reply.ticket
 
     async def cancel_ticket(self, ticket_id: str) -> pb.Ticket:
         reply: pb.CancelTicketResponse = await self._stub.CancelTicket(
-            pb.CancelTicketRequest(ticket_id=ticket_id), timeout=self.timeout
+            pb.CancelTicketRequest(ticket_id=ticket_id),
+            timeout=self.timeout,
+            metadata=self.metadata,
         )
         return reply.ticket
 
     async def watch_ticket(self, ticket_id: str) -> AsyncIterator[pb.Ticket]:
         """The ticket now, then each status change, until it is final."""
-        call = self._stub.WatchTicket(pb.WatchTicketRequest(ticket_id=ticket_id))
+        call = self._stub.WatchTicket(
+            pb.WatchTicketRequest(ticket_id=ticket_id), metadata=self.metadata
+        )
         async for update in call:
             yield update.ticket
 
@@ -132,13 +143,12 @@ class MatchmakingClient:
             raise TicketNotAssigned(last)
         return last
 
-    async def join(
-        self, player_id: str, game: str, seats: int, *, bot_fill_after_seconds: int = 0
-    ) -> pb.Ticket:
-        """Queue for a table of `seats` and wait for the seat: the assigned ticket. With
-        `bot_fill_after_seconds`, bots take the seats nobody took by then."""
+    async def join(self, game: str, seats: int, *, bot_fill_after_seconds: int = 0) -> pb.Ticket:
+        """Queue (as the player the client's token names) for a table of `seats` and wait
+        for the seat: the assigned ticket. With `bot_fill_after_seconds`, bots take the
+        seats nobody took by then."""
         ticket = await self.create_ticket(
-            player_id, game, seats, seats, bot_fill_after_seconds=bot_fill_after_seconds
+            game, seats, seats, bot_fill_after_seconds=bot_fill_after_seconds
         )
         return await self.wait_for_assignment(ticket.ticket_id)
 
@@ -164,7 +174,16 @@ class MatchmakingClient:
             random.Random(f"{ticket.game_id}:{ticket.seat}"),
             self.key,  # the key whose public half this client put on its tickets
             choose=choose,
+            renew=lambda: self.fresh_player_token(ticket.ticket_id),
         )
+
+    async def fresh_player_token(self, ticket_id: str) -> str:
+        """A new player token for an assigned ticket (what to do when the engine says the
+        old one expired)."""
+        ticket = await self.get_ticket(ticket_id)
+        if ticket.status != pb.TICKET_STATUS_ASSIGNED:
+            raise TicketNotAssigned(ticket)
+        return ticket.player_token
 
     async def list_queues(self, game: str = "") -> list[pb.QueueStats]:
         reply: pb.ListQueuesResponse = await self._stub.ListQueues(

@@ -74,6 +74,7 @@ LIMITS: Mapping[str, Limit] = {
         "ListGamesRequest.game": Limit(ID),
         "ListGamesRequest.player_id": Limit(PLAYER_ID),
         "ListGamesRequest.page_token": Limit(PAGE_TOKEN),
+        "RenewPlayerTokenRequest.game_id": Limit(ID),
         "ListLegalActionsRequest.game_id": Limit(ID),
         "ListLegalActionsRequest.player_token": Limit(TOKEN),
         "SubmitActionRequest.game_id": Limit(ID),

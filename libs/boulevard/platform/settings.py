@@ -67,7 +67,15 @@ class Settings(BaseSettings):
     # Secrets. `boulevard up` makes them once per data folder (<data_dir>/secrets.env) when
     # unset; services refuse to start without the ones they need.
     token_key: SecretStr = SecretStr("")  # HMAC key of player tokens (matchmaking, engine)
-    operator_token: SecretStr = SecretStr("")  # bearer token for operator-only RPCs
+    seat_token_ttl_seconds: float = Field(default=6 * 3600.0, gt=0, le=7 * 86400)
+
+    # Who callers are: bearer JWTs verified against this JWKS (a file path or an https URL),
+    # issuer and audience (docs/security.md). `boulevard up` makes a local issuer and sets
+    # the JWKS to its file; matchmaking and the engine refuse to start without one.
+    auth_jwks: str = ""
+    auth_issuer: str = "boulevard-local"
+    auth_audience: str = "boulevard"
+    auth_leeway_seconds: float = Field(default=5.0, ge=0, le=60)
 
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["auto", "json", "console"] = "auto"

@@ -42,6 +42,7 @@ from boulevard.messaging.identities import IDENTITIES, inbox_prefix, key_variabl
 from boulevard.messaging.server import NatsServer, free_port, nats_server_binary
 from boulevard.platform import tls
 from boulevard.platform.tls import Pki, client_ssl_context, make_pki
+from tests.support.identity import auth_env, player_md
 from tests.support.keys import TEST_KEY, TEST_PUBLIC_KEY
 from tests.support.processes import SERVICES, ServiceProcess
 
@@ -204,7 +205,10 @@ def generated_secrets(identities: dict[str, str]) -> dict[str, str]:
     names = re.findall(r"(?m)^([A-Z_]+)=$", (ROOT / "deploy/secrets.env.example").read_text())
     secrets = {name: os.urandom(32).hex() for name in names}
     assert set(identities) <= set(secrets)
-    return {**secrets, **identities}
+    # The identity provider's JWKS and issuer are not random: the test issuer stands in.
+    identity = {k: v for k, v in auth_env().items() if k in secrets}
+    assert set(identity) == {"BOULEVARD_AUTH_JWKS", "BOULEVARD_AUTH_ISSUER"}
+    return {**secrets, **identities, **identity}
 
 
 def compose_environment(
@@ -295,10 +299,13 @@ async def play_a_matchmade_game(ports: dict[str, int], ca: Path) -> None:
                 max_seats=2,
                 client_seed="alice's seed",
                 bot_fill_after_seconds=1,
-            )
+            ),
+            metadata=player_md("alice"),
         )
         async for update in mm.WatchTicket(
-            matchmaking_pb2.WatchTicketRequest(ticket_id=created.ticket.ticket_id), timeout=60
+            matchmaking_pb2.WatchTicketRequest(ticket_id=created.ticket.ticket_id),
+            timeout=60,
+            metadata=player_md("alice"),
         ):
             if update.ticket.status == matchmaking_pb2.TICKET_STATUS_ASSIGNED:
                 ticket = update.ticket

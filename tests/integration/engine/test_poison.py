@@ -20,6 +20,7 @@ from services.engine.app import EngineApp
 from services.engine.settings import EngineSettings
 from tests.integration.dice.support import dice_settings, running_dice
 from tests.integration.matchmaking.support import eventually
+from tests.support.identity import jwks_path
 from tests.support.keys import seat_key
 from tests.support.nats import NatsHandle
 
@@ -31,6 +32,7 @@ async def running_engine(nats_url: str) -> AsyncIterator[RunningService]:
     settings = EngineSettings(
         NATS_URL=nats_url,  # type: ignore[call-arg]
         token_key="engine-test-token-key-0123456789abcdef",  # type: ignore[arg-type]
+        auth_jwks=jwks_path(),
         shutdown_grace_seconds=0.5,
     )
     service = await start_service(EngineApp(settings), settings, port=0)

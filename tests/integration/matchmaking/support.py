@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-import grpc
 from nats.aio.client import Client as NATS
 from nats.js.api import DeliverPolicy
 
@@ -23,6 +22,7 @@ from boulevard.platform.server import RunningService, start_service
 from services.matchmaking.app import MatchmakingApp
 from services.matchmaking.settings import MatchmakingSettings
 from services.matchmaking.store import Records, ticket_key
+from tests.support.identity import as_players_channel, jwks_path
 
 TOKEN_KEY = "test-token-key"
 GAME = "las_vegas"  # 2-5 players
@@ -32,6 +32,7 @@ def mm_settings(nats_url: str, **overrides: Any) -> MatchmakingSettings:
     values: dict[str, Any] = {
         "NATS_URL": nats_url,
         "token_key": TOKEN_KEY,
+        "auth_jwks": jwks_path(),
         "bot_signing_key": "42" * 32,  # the operator's bot key (else a file in data_dir)
         "log_format": "console",
         "log_level": "warning",
@@ -56,7 +57,8 @@ async def running_mm(settings: MatchmakingSettings) -> AsyncIterator[RunningServ
 
 @asynccontextmanager
 async def stub_for(address: str) -> AsyncIterator[matchmaking_pb2_grpc.MatchmakingServiceStub]:
-    async with grpc.aio.insecure_channel(address) as channel:
+    """A stub whose calls act as the player they concern (tests/support/identity.py)."""
+    async with as_players_channel(address) as channel:
         yield matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
 
 
@@ -128,9 +130,12 @@ async def read_tickets(nc: NATS, ids: list[str]) -> dict[str, pb.Ticket]:
 
 
 def check_matches(
-    matches: list[events_pb2.MatchFormed], tickets: dict[str, pb.Ticket]
+    matches: list[events_pb2.MatchFormed],
+    tickets: dict[str, pb.Ticket],
+    shown: dict[str, pb.Ticket] | None = None,
 ) -> dict[str, str]:
-    """Every match valid; returns player -> match id, failing if a player is in two."""
+    """Every match valid; returns player -> match id, failing if a player is in two.
+    `tickets` as stored; `shown`, when given, as their owners read them (with tokens)."""
     game = REGISTRY[GAME]
     ids = Counter(m.match_id for m in matches)
     assert not [i for i, n in ids.items() if n > 1], "a match published twice"
@@ -149,12 +154,15 @@ def check_matches(
             placed[s.player_id] = m.match_id
             assert t.status == pb.TICKET_STATUS_ASSIGNED
             assert (t.game_id, t.seat, t.match_id) == (m.match_id, s.seat, m.match_id)
-            claims = verify_token(TOKEN_KEY.encode(), t.player_token)
-            assert (claims.game_id, claims.seat, claims.player_id) == (
-                m.match_id,
-                s.seat,
-                s.player_id,
-            )
+            assert not t.player_token, "a player token stored in KV"
+            if shown is not None:
+                token = shown[t.ticket_id].player_token
+                claims = verify_token(TOKEN_KEY.encode(), token)
+                assert (claims.game_id, claims.seat, claims.player_id) == (
+                    m.match_id,
+                    s.seat,
+                    s.player_id,
+                )
     for t in tickets.values():
         assert t.status != pb.TICKET_STATUS_MATCHED, "a ticket stuck in a half-made match"
         if t.status == pb.TICKET_STATUS_ASSIGNED:

@@ -16,6 +16,7 @@ from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.audit.signing import SigningKey
 from boulevard.client.matchmaking import MatchmakingClient, TicketNotAssigned
 from boulevard.platform.auth import verify_token
+from boulevard.platform.errors import Unauthenticated
 from tests.integration.matchmaking.support import (
     GAME,
     TOKEN_KEY,
@@ -25,7 +26,13 @@ from tests.integration.matchmaking.support import (
     running_mm,
     stub_for,
 )
+from tests.support.identity import mint
 from tests.support.keys import TEST_PUBLIC_KEY
+
+
+def player_md_with(name: str, *roles: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {mint(name, roles)}"),)
+
 
 pytestmark = pytest.mark.integration
 
@@ -49,9 +56,12 @@ async def test_bad_input_gets_precise_status_codes(nats_server) -> None:
         invalid = grpc.StatusCode.INVALID_ARGUMENT
         assert await code_of(stub.CreateTicket(req("a", game="chess"))) == invalid
         assert await code_of(stub.CreateTicket(req("a", game=""))) == invalid
-        assert await code_of(stub.CreateTicket(req(""))) == invalid
-        assert await code_of(stub.CreateTicket(req("x" * 129))) == invalid
-        assert await code_of(stub.CreateTicket(req("bot-7"))) == invalid
+        # The player id is the token's subject: one no person may hold is refused.
+        assert await code_of(stub.CreateTicket(req("bot-7"))) == grpc.StatusCode.UNAUTHENTICATED
+        auditor = player_md_with("ann", "auditor")
+        assert await code_of(stub.CreateTicket(req("ann"), metadata=auditor)) == (
+            grpc.StatusCode.PERMISSION_DENIED
+        )
         assert await code_of(stub.CreateTicket(req("a", min_seats=4, max_seats=3))) == invalid
         assert await code_of(stub.CreateTicket(req("a", min_seats=1))) == invalid
         assert await code_of(stub.CreateTicket(req("a", max_seats=9))) == invalid
@@ -188,29 +198,53 @@ async def test_bot_fill_gives_bot_seats_and_a_token_for_the_human(nats_server, n
         assert (claims.game_id, claims.seat) == (match.match_id, done.seat)
 
 
-def test_refuses_to_start_without_a_token_key(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("given", "missing"),
+    [({}, "BOULEVARD_TOKEN_KEY"), ({"BOULEVARD_TOKEN_KEY": "k"}, "BOULEVARD_AUTH_JWKS")],
+)
+def test_refuses_to_start_without_its_keys(given: dict[str, str], missing: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOULEVARD_")}
     env["NATS_URL"] = "nats://127.0.0.1:1"
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "libs")])
+    env.update(given)
     proc = subprocess.run(
         [sys.executable, "-m", "services.matchmaking"],
         env=env, cwd=ROOT, capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert proc.returncode != 0
-    assert "BOULEVARD_TOKEN_KEY" in proc.stderr
+    assert missing in proc.stderr
 
 
 async def test_the_typed_client_waits_for_assignment(nats_server) -> None:
-    settings = mm_settings(nats_server.url, matchmaking_ticket_ttl_seconds=2)
-    async with running_mm(settings) as svc, MatchmakingClient(svc.address) as mm:
-        a = await mm.create_ticket("jo", GAME, 2, 2, client_seed="j")
-        b = await mm.create_ticket("kim", GAME, 2, 3)
+    settings = mm_settings(
+        nats_server.url, matchmaking_ticket_ttl_seconds=2, seat_token_ttl_seconds=1
+    )
+    async with running_mm(settings) as svc:
+        jo, kim, lee = (
+            MatchmakingClient(svc.address, token=mint(name)) for name in ("jo", "kim", "lee")
+        )
+        a = await jo.create_ticket(GAME, 2, 2, client_seed="j")
+        b = await kim.create_ticket(GAME, 2, 3)
+        assert (a.player_id, b.player_id) == ("jo", "kim")  # from the tokens
         got = await asyncio.gather(
-            mm.wait_for_assignment(a.ticket_id), mm.wait_for_assignment(b.ticket_id)
+            jo.wait_for_assignment(a.ticket_id), kim.wait_for_assignment(b.ticket_id)
         )
         assert got[0].game_id == got[1].game_id and {g.seat for g in got} == {0, 1}
-        lone = await mm.create_ticket("lee", GAME, 5, 5)
+        # Seat tokens expire (1 s here); the owner's next read brings a fresh one.
+        token = got[0].player_token
+        assert verify_token(TOKEN_KEY.encode(), token).player_id == "jo"
+        await asyncio.sleep(1.1)
+        with pytest.raises(Unauthenticated, match="expired"):
+            verify_token(TOKEN_KEY.encode(), token)
+        fresh = await jo.fresh_player_token(a.ticket_id)
+        assert verify_token(TOKEN_KEY.encode(), fresh).player_id == "jo"
+        with pytest.raises(grpc.aio.AioRpcError) as denied:
+            await kim.fresh_player_token(a.ticket_id)  # not kim's ticket
+        assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        lone = await lee.create_ticket(GAME, 5, 5)
         with pytest.raises(TicketNotAssigned):
-            await mm.wait_for_assignment(lone.ticket_id)
-        assert (await mm.get_rating("lee", GAME)).games == 0
-        assert [q.game for q in await mm.list_queues(GAME)] == [GAME]
+            await lee.wait_for_assignment(lone.ticket_id)
+        assert (await lee.get_rating("lee", GAME)).games == 0
+        assert [q.game for q in await lee.list_queues(GAME)] == [GAME]
+        for client in (jo, kim, lee):
+            await client.close()

@@ -28,6 +28,7 @@ from tests.integration.matchmaking.support import (
     settled,
     stub_for,
 )
+from tests.support.identity import auth_env
 from tests.support.keys import TEST_PUBLIC_KEY
 from tests.support.processes import ServiceProcess, service_env
 
@@ -61,6 +62,7 @@ async def test_sigkill_during_matching_loses_no_ticket_and_matches_none_twice(
         tmp_path / "data",
         {
             "BOULEVARD_TOKEN_KEY": TOKEN_KEY,
+            **auth_env(),
             "BOULEVARD_MATCHMAKING_TICK_SECONDS": "0.02",
             "BOULEVARD_MATCHMAKING_RECOVER_AFTER_SECONDS": "1",
             "BOULEVARD_MATCHMAKING_GAME_WAIT_SECONDS": "0",  # no engine in this test
@@ -124,11 +126,11 @@ async def test_sigkill_during_matching_loses_no_ticket_and_matches_none_twice(
             for i, t in created.items():
                 assert again[i].ticket.ticket_id == t.ticket_id, "a ticket was lost or remade"
             ids = [r.ticket.ticket_id for r in again]
-            await settled((stub,), ids)
+            shown = await settled((stub,), ids)
         assert second.stop() == 0
         tickets = await read_tickets(nc, ids)
         matches = await formed_matches(nc)
-        placed = check_matches(matches, tickets)
+        placed = check_matches(matches, tickets, shown)
         assert len(placed) >= 200
         print(
             f"killed after {len(created)} tickets with {half_made} in half-made matches; "

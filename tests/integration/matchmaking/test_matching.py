@@ -62,11 +62,11 @@ async def test_two_hundred_tickets_form_only_valid_matches(nats_server, nc) -> N
             return (await stub.CreateTicket(r)).ticket
 
         made = await asyncio.gather(*(create(i, p) for i, p in enumerate(players)))
-        await settled((a, b), [t.ticket_id for t in made])
+        shown = await settled((a, b), [t.ticket_id for t in made])
     # Both replicas stopped (each finishes the matches it was forming): nothing changes now.
     tickets = await read_tickets(nc, [t.ticket_id for t in made])
     matches = await formed_matches(nc)
-    placed = check_matches(matches, tickets)
+    placed = check_matches(matches, tickets, shown)
     waiting = [t for t in tickets.values() if t.status == pb.TICKET_STATUS_WAITING]
     assert len(placed) + len(waiting) == 200
     # Leftovers are only those whose seat ranges no one else waiting can meet.

@@ -26,8 +26,8 @@ from tests.unit.deploy.support import (
 INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[?-][^}]*)?\}")
 # The secrets each service needs to start (the others must not be handed to it).
 SECRETS = {
-    "matchmaking": {"BOULEVARD_TOKEN_KEY"},
-    "engine": {"BOULEVARD_TOKEN_KEY", "BOULEVARD_OPERATOR_TOKEN"},
+    "matchmaking": {"BOULEVARD_TOKEN_KEY", "BOULEVARD_AUTH_JWKS", "BOULEVARD_AUTH_ISSUER"},
+    "engine": {"BOULEVARD_TOKEN_KEY", "BOULEVARD_AUTH_JWKS", "BOULEVARD_AUTH_ISSUER"},
     "dice": {"BOULEVARD_DICE_SEED_KEY"},
     "ledger": {"BOULEVARD_LEDGER_SIGNING_KEY"},
 }

@@ -117,9 +117,9 @@ async def test_a_whole_game_and_its_rebuild(game_name: str, players: int) -> Non
 
 async def test_create_is_idempotent_and_validates() -> None:
     engine = make_engine()
-    one = await engine.create_game("match-1", "las_vegas", seats(3))
-    two = await engine.create_game("match-1", "las_vegas", seats(3))
-    assert one == two
+    one = await engine.create_game("match-1", "las_vegas", seats(3), match_id="match-1")
+    two = await engine.create_game("match-1", "las_vegas", seats(3), match_id="match-1")
+    assert (one.game_id, one.seed_commitment) == (two.game_id, two.seed_commitment)
     assert one.game_id == "match-1"
     with pytest.raises(InvalidArgument):
         await engine.create_game("x", "chess", seats(2))
@@ -129,6 +129,44 @@ async def test_create_is_idempotent_and_validates() -> None:
         await engine.create_game("z", "las_vegas", [SeatRequest(0, "a"), SeatRequest(0, "b")])
     with pytest.raises(InvalidArgument):
         await engine.create_game("", "las_vegas", seats(2))
+    with pytest.raises(InvalidArgument, match="one seat"):
+        await engine.create_game("w", "las_vegas", [SeatRequest(0, "a"), SeatRequest(1, "a")])
+
+
+async def test_an_operators_request_id_names_its_own_game_only() -> None:
+    engine = make_engine()
+    victim = await engine.create_game("m1", "las_vegas", seats(2), match_id="m1")
+    # A request id equal to an existing game's id makes a new game, never that one.
+    mine = await engine.create_game("m1", "las_vegas", seats(2), creator="olga")
+    assert mine.game_id != victim.game_id
+    assert not set(mine.tokens) & set(victim.tokens)
+    # Scoped by the caller: the same request id from another operator is another game.
+    again = await engine.create_game("m1", "las_vegas", seats(2), creator="olga")
+    other = await engine.create_game("m1", "las_vegas", seats(2), creator="oscar")
+    assert again.game_id == mine.game_id and other.game_id != mine.game_id
+    # A retry must ask for the same game.
+    with pytest.raises(InvalidArgument, match="different game"):
+        await engine.create_game("m1", "las_vegas", seats(3), creator="olga")
+
+
+async def test_a_seat_owner_renews_their_token_and_no_one_else() -> None:
+    engine = make_engine()
+    await engine.create_game("m", "las_vegas", seats(2), match_id="m")
+    seat, token = await engine.renew_token("m", "player-1")
+    claims = verify_token(KEY, token)
+    assert (seat, claims.seat, claims.player_id, claims.game_id) == (1, 1, "player-1", "m")
+    with pytest.raises(PermissionDenied):
+        await engine.renew_token("m", "mallory")
+
+
+async def test_an_expired_token_cannot_act() -> None:
+    engine = Engine(
+        InMemoryEventStore(), LocalChance(random.Random(7)), MemoryKeyValue(), KEY,
+        token_ttl_seconds=-1,
+    )  # fmt: skip
+    created = await engine.create_game("m", "las_vegas", seats(2), match_id="m")
+    with pytest.raises(Unauthenticated, match="expired"):
+        verify_token(KEY, created.tokens[0])
 
 
 def first_legal(session: Session) -> tuple[int, Any]:
@@ -141,7 +179,7 @@ def first_legal(session: Session) -> tuple[int, Any]:
 
 async def test_a_retried_command_returns_the_first_result() -> None:
     engine = make_engine()
-    created = await engine.create_game("m", "las_vegas", seats(2))
+    created = await engine.create_game("m", "las_vegas", seats(2), match_id="m")
     session = await engine.load("m")
     seat, command = first_legal(session)
     claims = verify_token(KEY, created.tokens[seat])
@@ -155,13 +193,13 @@ async def test_a_retried_command_returns_the_first_result() -> None:
 
 async def test_acting_for_another_seat_or_game_is_denied() -> None:
     engine = make_engine()
-    created = await engine.create_game("m", "las_vegas", seats(2))
+    created = await engine.create_game("m", "las_vegas", seats(2), match_id="m")
     session = await engine.load("m")
     seat, command = first_legal(session)
     other = verify_token(KEY, created.tokens[1 - seat])
     with pytest.raises(PermissionDenied):
         await submit(engine, "m", other, command, 0, "k")
-    other_game = await engine.create_game("n", "las_vegas", seats(2))
+    other_game = await engine.create_game("n", "las_vegas", seats(2), match_id="n")
     with pytest.raises(PermissionDenied):
         await submit(engine, "m", verify_token(KEY, other_game.tokens[seat]), command, 0, "k")
     assert (await engine.load("m")).version == session.version
@@ -169,7 +207,7 @@ async def test_acting_for_another_seat_or_game_is_denied() -> None:
 
 async def test_wrong_version_illegal_and_unknown_game() -> None:
     engine = make_engine()
-    created = await engine.create_game("m", "las_vegas", seats(2))
+    created = await engine.create_game("m", "las_vegas", seats(2), match_id="m")
     session = await engine.load("m")
     seat, command = first_legal(session)
     claims = verify_token(KEY, created.tokens[seat])
@@ -184,7 +222,7 @@ async def test_wrong_version_illegal_and_unknown_game() -> None:
 
 async def test_a_finished_game_refuses_actions_and_reveals() -> None:
     engine = make_engine()
-    created = await engine.create_game("fin", "las_vegas", seats(2))
+    created = await engine.create_game("fin", "las_vegas", seats(2), match_id="fin")
     session = await play_to_end(engine, "fin", created.tokens, seed=3)
     assert "fin" in engine.chance.revealed  # type: ignore[attr-defined]
     with pytest.raises(FailedPrecondition):
@@ -204,7 +242,7 @@ async def test_a_seat_without_a_key_is_refused_at_creation() -> None:
 
 async def test_unsigned_or_badly_signed_commands_are_refused() -> None:
     engine = make_engine()
-    created = await engine.create_game("m", "las_vegas", seats(2))
+    created = await engine.create_game("m", "las_vegas", seats(2), match_id="m")
     session = await engine.load("m")
     seat, command = first_legal(session)
     claims = verify_token(KEY, created.tokens[seat])
@@ -232,7 +270,7 @@ async def test_unsigned_or_badly_signed_commands_are_refused() -> None:
 async def test_a_forged_snapshot_is_not_used() -> None:
     store = InMemoryEventStore()
     engine = make_engine(store, snapshot_every=5)
-    created = await engine.create_game("snap", "las_vegas", seats(2))
+    created = await engine.create_game("snap", "las_vegas", seats(2), match_id="snap")
     honest = await play_to_end(engine, "snap", created.tokens, seed=5)
     sealed = await engine.snapshots.get("snap")
     assert sealed is not None

@@ -140,7 +140,7 @@ class CreateGameResponse(_message.Message):
     """SHA-256 of the dice server seed, hex"""
     @_builtins.property
     def player_tokens(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """one per seat, in seat order"""
+        """one per seat, in seat order; they expire"""
 
     def __init__(
         self,
@@ -311,7 +311,7 @@ class ListGamesRequest(_message.Message):
     game: _builtins.str
     """max 64 chars"""
     player_id: _builtins.str
-    """max 128 chars"""
+    """max 128 chars; operators, or a player naming themselves (else PERMISSION_DENIED)"""
     page_size: _builtins.int
     page_token: _builtins.str
     """max 128 chars"""
@@ -346,7 +346,9 @@ class GameSummary(_message.Message):
     status: Global___GameStatus.ValueType
     version: _builtins.int
     @_builtins.property
-    def player_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def player_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """operators only; empty for everyone else"""
+
     def __init__(
         self,
         *,
@@ -363,6 +365,51 @@ class GameSummary(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GameSummary: _TypeAlias = GameSummary  # noqa: Y015
+
+@_typing.final
+class RenewPlayerTokenRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    """max 64 chars"""
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game_id", b"game_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RenewPlayerTokenRequest: _TypeAlias = RenewPlayerTokenRequest  # noqa: Y015
+
+@_typing.final
+class RenewPlayerTokenResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    EXPIRES_UNIX_MS_FIELD_NUMBER: _builtins.int
+    player_token: _builtins.str
+    seat: _builtins.int
+    expires_unix_ms: _builtins.int
+    def __init__(
+        self,
+        *,
+        player_token: _builtins.str = ...,
+        seat: _builtins.int = ...,
+        expires_unix_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expires_unix_ms", b"expires_unix_ms", "player_token", b"player_token", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RenewPlayerTokenResponse: _TypeAlias = RenewPlayerTokenResponse  # noqa: Y015
 
 @_typing.final
 class ListGamesResponse(_message.Message):

@@ -28,6 +28,11 @@ if _version_not_supported:
 class EngineServiceStub:
     """Hosts every game: turns player actions into events on the GAMES stream and rebuilds any
     game from its log.
+
+    Who may call what (docs/security.md): CreateGame needs an operator's bearer JWT
+    (`authorization: Bearer <jwt>`, role operator); moves and private views need the seat's
+    player token (expires); RenewPlayerToken needs the seat owner's bearer JWT; ListGames shows
+    player ids to operators only.
     """
 
     def __init__(self, channel):
@@ -50,6 +55,11 @@ class EngineServiceStub:
                 '/boulevard.v1.EngineService/ListGames',
                 request_serializer=boulevard_dot_v1_dot_engine__pb2.ListGamesRequest.SerializeToString,
                 response_deserializer=boulevard_dot_v1_dot_engine__pb2.ListGamesResponse.FromString,
+                _registered_method=True)
+        self.RenewPlayerToken = channel.unary_unary(
+                '/boulevard.v1.EngineService/RenewPlayerToken',
+                request_serializer=boulevard_dot_v1_dot_engine__pb2.RenewPlayerTokenRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_engine__pb2.RenewPlayerTokenResponse.FromString,
                 _registered_method=True)
         self.ListLegalActions = channel.unary_unary(
                 '/boulevard.v1.EngineService/ListLegalActions',
@@ -81,10 +91,17 @@ class EngineServiceStub:
 class EngineServiceServicer:
     """Hosts every game: turns player actions into events on the GAMES stream and rebuilds any
     game from its log.
+
+    Who may call what (docs/security.md): CreateGame needs an operator's bearer JWT
+    (`authorization: Bearer <jwt>`, role operator); moves and private views need the seat's
+    player token (expires); RenewPlayerToken needs the seat owner's bearer JWT; ListGames shows
+    player ids to operators only.
     """
 
     def CreateGame(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Operators only. The game id is derived from the caller and request_id, so a retry
+        returns the same game and a request id can never name someone else's game.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -97,6 +114,14 @@ class EngineServiceServicer:
 
     def ListGames(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RenewPlayerToken(self, request, context):
+        """A fresh player token for the caller's own seat in a game (the caller's bearer JWT `sub`
+        must be that seat's player id); what a player whose token expired asks for.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -152,6 +177,11 @@ def add_EngineServiceServicer_to_server(servicer, server):
                     request_deserializer=boulevard_dot_v1_dot_engine__pb2.ListGamesRequest.FromString,
                     response_serializer=boulevard_dot_v1_dot_engine__pb2.ListGamesResponse.SerializeToString,
             ),
+            'RenewPlayerToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.RenewPlayerToken,
+                    request_deserializer=boulevard_dot_v1_dot_engine__pb2.RenewPlayerTokenRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_engine__pb2.RenewPlayerTokenResponse.SerializeToString,
+            ),
             'ListLegalActions': grpc.unary_unary_rpc_method_handler(
                     servicer.ListLegalActions,
                     request_deserializer=boulevard_dot_v1_dot_engine__pb2.ListLegalActionsRequest.FromString,
@@ -188,6 +218,11 @@ def add_EngineServiceServicer_to_server(servicer, server):
 class EngineService:
     """Hosts every game: turns player actions into events on the GAMES stream and rebuilds any
     game from its log.
+
+    Who may call what (docs/security.md): CreateGame needs an operator's bearer JWT
+    (`authorization: Bearer <jwt>`, role operator); moves and private views need the seat's
+    player token (expires); RenewPlayerToken needs the seat owner's bearer JWT; ListGames shows
+    player ids to operators only.
     """
 
     @staticmethod
@@ -261,6 +296,33 @@ class EngineService:
             '/boulevard.v1.EngineService/ListGames',
             boulevard_dot_v1_dot_engine__pb2.ListGamesRequest.SerializeToString,
             boulevard_dot_v1_dot_engine__pb2.ListGamesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RenewPlayerToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/boulevard.v1.EngineService/RenewPlayerToken',
+            boulevard_dot_v1_dot_engine__pb2.RenewPlayerTokenRequest.SerializeToString,
+            boulevard_dot_v1_dot_engine__pb2.RenewPlayerTokenResponse.FromString,
             options,
             channel_credentials,
             insecure,

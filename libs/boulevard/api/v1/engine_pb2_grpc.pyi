@@ -29,6 +29,11 @@ GRPC_VERSION: str
 class EngineServiceStub:
     """Hosts every game: turns player actions into events on the GAMES stream and rebuilds any
     game from its log.
+
+    Who may call what (docs/security.md): CreateGame needs an operator's bearer JWT
+    (`authorization: Bearer <jwt>`, role operator); moves and private views need the seat's
+    player token (expires); RenewPlayerToken needs the seat owner's bearer JWT; ListGames shows
+    player ids to operators only.
     """
 
     @_typing.overload
@@ -36,8 +41,15 @@ class EngineServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> EngineServiceAsyncStub: ...
     CreateGame: _grpc.UnaryUnaryMultiCallable[_engine_pb2.CreateGameRequest, _engine_pb2.CreateGameResponse]
+    """Operators only. The game id is derived from the caller and request_id, so a retry
+    returns the same game and a request id can never name someone else's game.
+    """
     GetGame: _grpc.UnaryUnaryMultiCallable[_engine_pb2.GetGameRequest, _engine_pb2.GetGameResponse]
     ListGames: _grpc.UnaryUnaryMultiCallable[_engine_pb2.ListGamesRequest, _engine_pb2.ListGamesResponse]
+    RenewPlayerToken: _grpc.UnaryUnaryMultiCallable[_engine_pb2.RenewPlayerTokenRequest, _engine_pb2.RenewPlayerTokenResponse]
+    """A fresh player token for the caller's own seat in a game (the caller's bearer JWT `sub`
+    must be that seat's player id); what a player whose token expired asks for.
+    """
     ListLegalActions: _grpc.UnaryUnaryMultiCallable[_engine_pb2.ListLegalActionsRequest, _engine_pb2.ListLegalActionsResponse]
     SubmitAction: _grpc.UnaryUnaryMultiCallable[_engine_pb2.SubmitActionRequest, _engine_pb2.SubmitActionResponse]
     WatchGame: _grpc.UnaryStreamMultiCallable[_engine_pb2.WatchGameRequest, _engine_pb2.WatchGameResponse]
@@ -52,12 +64,24 @@ class EngineServiceStub:
 class EngineServiceAsyncStub(EngineServiceStub):
     """Hosts every game: turns player actions into events on the GAMES stream and rebuilds any
     game from its log.
+
+    Who may call what (docs/security.md): CreateGame needs an operator's bearer JWT
+    (`authorization: Bearer <jwt>`, role operator); moves and private views need the seat's
+    player token (expires); RenewPlayerToken needs the seat owner's bearer JWT; ListGames shows
+    player ids to operators only.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     CreateGame: _aio.UnaryUnaryMultiCallable[_engine_pb2.CreateGameRequest, _engine_pb2.CreateGameResponse]  # type: ignore[assignment]
+    """Operators only. The game id is derived from the caller and request_id, so a retry
+    returns the same game and a request id can never name someone else's game.
+    """
     GetGame: _aio.UnaryUnaryMultiCallable[_engine_pb2.GetGameRequest, _engine_pb2.GetGameResponse]  # type: ignore[assignment]
     ListGames: _aio.UnaryUnaryMultiCallable[_engine_pb2.ListGamesRequest, _engine_pb2.ListGamesResponse]  # type: ignore[assignment]
+    RenewPlayerToken: _aio.UnaryUnaryMultiCallable[_engine_pb2.RenewPlayerTokenRequest, _engine_pb2.RenewPlayerTokenResponse]  # type: ignore[assignment]
+    """A fresh player token for the caller's own seat in a game (the caller's bearer JWT `sub`
+    must be that seat's player id); what a player whose token expired asks for.
+    """
     ListLegalActions: _aio.UnaryUnaryMultiCallable[_engine_pb2.ListLegalActionsRequest, _engine_pb2.ListLegalActionsResponse]  # type: ignore[assignment]
     SubmitAction: _aio.UnaryUnaryMultiCallable[_engine_pb2.SubmitActionRequest, _engine_pb2.SubmitActionResponse]  # type: ignore[assignment]
     WatchGame: _aio.UnaryStreamMultiCallable[_engine_pb2.WatchGameRequest, _engine_pb2.WatchGameResponse]  # type: ignore[assignment]
@@ -71,6 +95,11 @@ class EngineServiceAsyncStub(EngineServiceStub):
 class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
     """Hosts every game: turns player actions into events on the GAMES stream and rebuilds any
     game from its log.
+
+    Who may call what (docs/security.md): CreateGame needs an operator's bearer JWT
+    (`authorization: Bearer <jwt>`, role operator); moves and private views need the seat's
+    player token (expires); RenewPlayerToken needs the seat owner's bearer JWT; ListGames shows
+    player ids to operators only.
     """
 
     @_abc_1.abstractmethod
@@ -78,7 +107,10 @@ class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _engine_pb2.CreateGameRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_engine_pb2.CreateGameResponse, _abc.Awaitable[_engine_pb2.CreateGameResponse]]: ...
+    ) -> _typing.Union[_engine_pb2.CreateGameResponse, _abc.Awaitable[_engine_pb2.CreateGameResponse]]:
+        """Operators only. The game id is derived from the caller and request_id, so a retry
+        returns the same game and a request id can never name someone else's game.
+        """
 
     @_abc_1.abstractmethod
     def GetGame(
@@ -93,6 +125,16 @@ class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _engine_pb2.ListGamesRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_engine_pb2.ListGamesResponse, _abc.Awaitable[_engine_pb2.ListGamesResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def RenewPlayerToken(
+        self,
+        request: _engine_pb2.RenewPlayerTokenRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_engine_pb2.RenewPlayerTokenResponse, _abc.Awaitable[_engine_pb2.RenewPlayerTokenResponse]]:
+        """A fresh player token for the caller's own seat in a game (the caller's bearer JWT `sub`
+        must be that seat's player id); what a player whose token expired asks for.
+        """
 
     @_abc_1.abstractmethod
     def ListLegalActions(

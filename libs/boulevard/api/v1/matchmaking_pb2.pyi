@@ -119,8 +119,9 @@ class Ticket(_message.Message):
     seat: _builtins.int
     """set once assigned"""
     player_token: _builtins.str
-    """set once assigned; present it to the engine"""
+    """once assigned, to its owner only: a fresh token (it expires)"""
     client_seed: _builtins.str
+    """on every read; present it to the engine"""
     bot_fill_after_seconds: _builtins.int
     """0 = never fill with bots"""
     created_unix_ms: _builtins.int
@@ -182,9 +183,9 @@ class CreateTicketRequest(_message.Message):
     BOT_FILL_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
     PUBLIC_KEY_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
-    """idempotency key: a retry returns the same ticket (empty: none); max 128 chars"""
+    """idempotency key, scoped to the caller: a retry returns the same ticket (empty: none); max 128 chars"""
     player_id: _builtins.str
-    """1-128 printable characters; "bot-…" is reserved for bots; max 128 chars"""
+    """empty or the caller's own id (the bearer token's sub); max 128 chars"""
     game: _builtins.str
     """max 64 chars"""
     min_seats: _builtins.int

@@ -31,8 +31,10 @@ class MatchmakingServiceStub:
     ticket allows it), then carries the game id, the seat and the player token to present to
     the engine. See docs/matchmaking.md.
 
-    A ticket id is a capability: whoever holds it may read, watch and cancel the ticket (and
-    see its player token), so ticket ids are unguessable.
+    Callers send their bearer JWT (`authorization: Bearer <jwt>`, docs/security.md); the
+    player id is its `sub`. A ticket is read, watched and cancelled by its owner (operators:
+    any ticket, never its player token); a ticket id alone gives a stranger nothing
+    (PERMISSION_DENIED). ListQueues and GetRating need no token.
     """
 
     def __init__(self, channel):
@@ -79,13 +81,17 @@ class MatchmakingServiceServicer:
     ticket allows it), then carries the game id, the seat and the player token to present to
     the engine. See docs/matchmaking.md.
 
-    A ticket id is a capability: whoever holds it may read, watch and cancel the ticket (and
-    see its player token), so ticket ids are unguessable.
+    Callers send their bearer JWT (`authorization: Bearer <jwt>`, docs/security.md); the
+    player id is its `sub`. A ticket is read, watched and cancelled by its owner (operators:
+    any ticket, never its player token); a ticket id alone gives a stranger nothing
+    (PERMISSION_DENIED). ListQueues and GetRating need no token.
     """
 
     def CreateTicket(self, request, context):
-        """Queue a player for a game. Retrying with the same (player_id, request_id) returns the
-        same ticket. A player has at most one waiting ticket per game (FAILED_PRECONDITION).
+        """Queue the caller for a game. `player_id` must be empty or the caller's own
+        (PERMISSION_DENIED otherwise). Retrying with the same request_id (by the same player)
+        returns the same ticket; another player's same request_id is another ticket. A player
+        has at most one waiting ticket per game (FAILED_PRECONDITION).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -175,8 +181,10 @@ class MatchmakingService:
     ticket allows it), then carries the game id, the seat and the player token to present to
     the engine. See docs/matchmaking.md.
 
-    A ticket id is a capability: whoever holds it may read, watch and cancel the ticket (and
-    see its player token), so ticket ids are unguessable.
+    Callers send their bearer JWT (`authorization: Bearer <jwt>`, docs/security.md); the
+    player id is its `sub`. A ticket is read, watched and cancelled by its owner (operators:
+    any ticket, never its player token); a ticket id alone gives a stranger nothing
+    (PERMISSION_DENIED). ListQueues and GetRating need no token.
     """
 
     @staticmethod

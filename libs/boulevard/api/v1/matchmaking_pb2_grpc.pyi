@@ -32,8 +32,10 @@ class MatchmakingServiceStub:
     ticket allows it), then carries the game id, the seat and the player token to present to
     the engine. See docs/matchmaking.md.
 
-    A ticket id is a capability: whoever holds it may read, watch and cancel the ticket (and
-    see its player token), so ticket ids are unguessable.
+    Callers send their bearer JWT (`authorization: Bearer <jwt>`, docs/security.md); the
+    player id is its `sub`. A ticket is read, watched and cancelled by its owner (operators:
+    any ticket, never its player token); a ticket id alone gives a stranger nothing
+    (PERMISSION_DENIED). ListQueues and GetRating need no token.
     """
 
     @_typing.overload
@@ -41,8 +43,10 @@ class MatchmakingServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> MatchmakingServiceAsyncStub: ...
     CreateTicket: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.CreateTicketRequest, _matchmaking_pb2.CreateTicketResponse]
-    """Queue a player for a game. Retrying with the same (player_id, request_id) returns the
-    same ticket. A player has at most one waiting ticket per game (FAILED_PRECONDITION).
+    """Queue the caller for a game. `player_id` must be empty or the caller's own
+    (PERMISSION_DENIED otherwise). Retrying with the same request_id (by the same player)
+    returns the same ticket; another player's same request_id is another ticket. A player
+    has at most one waiting ticket per game (FAILED_PRECONDITION).
     """
     GetTicket: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.GetTicketRequest, _matchmaking_pb2.GetTicketResponse]
     WatchTicket: _grpc.UnaryStreamMultiCallable[_matchmaking_pb2.WatchTicketRequest, _matchmaking_pb2.WatchTicketResponse]
@@ -65,14 +69,18 @@ class MatchmakingServiceAsyncStub(MatchmakingServiceStub):
     ticket allows it), then carries the game id, the seat and the player token to present to
     the engine. See docs/matchmaking.md.
 
-    A ticket id is a capability: whoever holds it may read, watch and cancel the ticket (and
-    see its player token), so ticket ids are unguessable.
+    Callers send their bearer JWT (`authorization: Bearer <jwt>`, docs/security.md); the
+    player id is its `sub`. A ticket is read, watched and cancelled by its owner (operators:
+    any ticket, never its player token); a ticket id alone gives a stranger nothing
+    (PERMISSION_DENIED). ListQueues and GetRating need no token.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     CreateTicket: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.CreateTicketRequest, _matchmaking_pb2.CreateTicketResponse]  # type: ignore[assignment]
-    """Queue a player for a game. Retrying with the same (player_id, request_id) returns the
-    same ticket. A player has at most one waiting ticket per game (FAILED_PRECONDITION).
+    """Queue the caller for a game. `player_id` must be empty or the caller's own
+    (PERMISSION_DENIED otherwise). Retrying with the same request_id (by the same player)
+    returns the same ticket; another player's same request_id is another ticket. A player
+    has at most one waiting ticket per game (FAILED_PRECONDITION).
     """
     GetTicket: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.GetTicketRequest, _matchmaking_pb2.GetTicketResponse]  # type: ignore[assignment]
     WatchTicket: _aio.UnaryStreamMultiCallable[_matchmaking_pb2.WatchTicketRequest, _matchmaking_pb2.WatchTicketResponse]  # type: ignore[assignment]
@@ -94,8 +102,10 @@ class MatchmakingServiceServicer(metaclass=_abc_1.ABCMeta):
     ticket allows it), then carries the game id, the seat and the player token to present to
     the engine. See docs/matchmaking.md.
 
-    A ticket id is a capability: whoever holds it may read, watch and cancel the ticket (and
-    see its player token), so ticket ids are unguessable.
+    Callers send their bearer JWT (`authorization: Bearer <jwt>`, docs/security.md); the
+    player id is its `sub`. A ticket is read, watched and cancelled by its owner (operators:
+    any ticket, never its player token); a ticket id alone gives a stranger nothing
+    (PERMISSION_DENIED). ListQueues and GetRating need no token.
     """
 
     @_abc_1.abstractmethod
@@ -104,8 +114,10 @@ class MatchmakingServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _matchmaking_pb2.CreateTicketRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_matchmaking_pb2.CreateTicketResponse, _abc.Awaitable[_matchmaking_pb2.CreateTicketResponse]]:
-        """Queue a player for a game. Retrying with the same (player_id, request_id) returns the
-        same ticket. A player has at most one waiting ticket per game (FAILED_PRECONDITION).
+        """Queue the caller for a game. `player_id` must be empty or the caller's own
+        (PERMISSION_DENIED otherwise). Retrying with the same request_id (by the same player)
+        returns the same ticket; another player's same request_id is another ticket. A player
+        has at most one waiting ticket per game (FAILED_PRECONDITION).
         """
 
     @_abc_1.abstractmethod
