@@ -315,6 +315,7 @@ async def start_platform(
                 names=NatsNames.from_settings(settings),
                 tls=pki,
             ).start()
+            await platform.cluster.wait_jetstream(timeout)
             env["NATS_URL"] = platform.cluster.url
             env["BOULEVARD_STREAM_REPLICAS"] = str(min(cluster, 3))
             for node in platform.cluster.nodes:
