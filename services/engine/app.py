@@ -21,6 +21,7 @@ from boulevard.messaging.poison import poisoned
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from boulevard.platform import metrics
 from boulevard.platform.errors import BoulevardError, Unavailable, nats_unavailable
+from boulevard.platform.keys import load_key
 from services.engine.chance import DiceServiceChance
 from services.engine.engine import Engine, SeatRequest
 from services.engine.kv import JetStreamKeyValue
@@ -65,6 +66,10 @@ class EngineApp:
             snapshot_every=s.engine_snapshot_every,
             cache_size=s.engine_cache_games,
             on_finished=self._finished,
+            receipt_key=load_key(
+                s.engine_signing_key.get_secret_value(),
+                s.engine_signing_key_file or s.data_dir / "engine" / "signing-key",
+            ),
         )
         metrics.GAMES_LIVE.set_function(self.engine.live_games)
         self.servicer = EngineServicer(
@@ -102,7 +107,10 @@ class EngineApp:
             created = await self.engine.create_game(
                 match.match_id,
                 match.game,
-                [SeatRequest(s.seat, s.player_id, s.client_seed, s.bot) for s in match.seats],
+                [
+                    SeatRequest(s.seat, s.player_id, s.client_seed, s.bot, public_key=s.public_key)
+                    for s in match.seats
+                ],
                 match_id=match.match_id,
             )
             await self.index.put(

@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from boulevard.api.v1 import events_pb2
+from boulevard.audit.signing import ZERO_HASH, chain_hash
 from boulevard.games import get_game
 from boulevard.games.base import (
     ChanceKind,
+    CommandAccepted,
     GameCreated,
     GameDefinition,
     GameFinished,
@@ -44,6 +46,9 @@ class Session:
     commands: dict[str, CommandResult] = field(default_factory=dict)
     last_causation: str = ""
     revealed: bool = False  # this process has seen the dice seed revealed
+    # The chain hash of the envelope at `version` (docs/auditing.md): what the next
+    # envelope names as its prev_hash, and what a receipt signs.
+    head_hash: bytes = ZERO_HASH
     # The latest envelopes this process appended or read, by version: a command's result
     # comes from here instead of re-reading the log (bounded; older results are read).
     recent: dict[int, events_pb2.EventEnvelope] = field(default_factory=dict)
@@ -89,6 +94,8 @@ class Session:
                 self.created = event
             case GameFinished():
                 self.finished = event
+            case CommandAccepted():
+                pass  # who asked: recorded for auditors, no change to the game
             case _:
                 self.state = self.game.evolve(self.state, event)
         self.version = version
@@ -98,7 +105,11 @@ class Session:
             self.commands[causation_id] = CommandResult(first, version)
             self.last_causation = causation_id
 
-    def apply_envelope(self, envelope: events_pb2.EventEnvelope) -> None:
+    def apply_envelope(self, envelope: events_pb2.EventEnvelope, stored: bytes = b"") -> None:
+        """Fold one envelope read from the log; `stored` (its bytes as stored) moves the
+        chain head along."""
+        if stored:
+            self.head_hash = chain_hash(stored)
         self.remember(envelope)
         self.apply(self.codec.loads(envelope.payload), int(envelope.version), envelope.causation_id)
 
@@ -112,6 +123,7 @@ class Session:
             "state": to_plain(self.state),
             "commands": {k: [v.first, v.last] for k, v in self.commands.items()},
             "last_causation": self.last_causation,
+            "chain_hash": self.head_hash.hex(),
         }
         return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
 
@@ -129,6 +141,7 @@ class Session:
             finished=from_plain(GameFinished, data["finished"]) if data["finished"] else None,
             commands={k: CommandResult(a, b) for k, (a, b) in data["commands"].items()},
             last_causation=data["last_causation"],
+            head_hash=bytes.fromhex(data.get("chain_hash", "")),
         )
 
     @classmethod

@@ -37,6 +37,7 @@ from nats.js.kv import KeyValue
 
 from boulevard.api.v1 import events_pb2
 from boulevard.api.v1 import matchmaking_pb2 as pb
+from boulevard.audit.signing import parse_public_key
 from boulevard.games import REGISTRY
 from boulevard.messaging.poison import poisoned
 from boulevard.platform import metrics
@@ -97,6 +98,8 @@ class Config:
     recover_after_ms: int
     form_concurrency: int
     match_formed_subject: str
+    # Hex of the operator's bot key: bound to every bot seat (docs/auditing.md).
+    bot_public_key: str = ""
     # Where the engine writes games: a ticket turns ASSIGNED only once its game's first
     # event is there, so a client that calls GetGame right after ASSIGNED finds the game.
     # Empty: do not wait (unit tests with no engine).
@@ -262,6 +265,7 @@ class Matchmaker:
             status=pb.TICKET_STATUS_WAITING,
             client_seed=req.client_seed,
             bot_fill_after_seconds=req.bot_fill_after_seconds,
+            public_key=req.public_key,
             created_unix_ms=now,
             expires_unix_ms=now + self.config.ticket_ttl_ms,
             updated_unix_ms=now,
@@ -595,14 +599,22 @@ class Matchmaker:
                 if tid is None:
                     bots += 1
                     seats.append(
-                        events_pb2.MatchSeat(seat=seat, player_id=bot_player_id(bots), bot=True)
+                        events_pb2.MatchSeat(
+                            seat=seat,
+                            player_id=bot_player_id(bots),
+                            bot=True,
+                            public_key=self.config.bot_public_key,
+                        )
                     )
                     ticket_ids.append("")
                 else:
                     t = by_id[tid].ticket
                     seats.append(
                         events_pb2.MatchSeat(
-                            seat=seat, player_id=t.player_id, client_seed=t.client_seed
+                            seat=seat,
+                            player_id=t.player_id,
+                            client_seed=t.client_seed,
+                            public_key=t.public_key,
                         )
                     )
                     ticket_ids.append(tid)
@@ -896,6 +908,11 @@ def validate_create(req: pb.CreateTicketRequest) -> tuple[int, int]:
         raise InvalidArgument(f"request_id must be at most {MAX_REQUEST_ID} characters")
     if len(req.client_seed) > MAX_CLIENT_SEED:
         raise InvalidArgument(f"client_seed must be at most {MAX_CLIENT_SEED} characters")
+    try:
+        parse_public_key(req.public_key)
+    except ValueError as err:
+        # Without a key the seat could never sign a move; refuse now, not at the engine.
+        raise InvalidArgument(f"public_key: {err}") from None
     if not req.game:
         raise InvalidArgument(f"game is required; known: {', '.join(sorted(REGISTRY))}")
     game = REGISTRY.get(req.game)

@@ -33,6 +33,7 @@ from boulevard.api.v1 import (
 from boulevard.client.bots import SeatPlayer, play_game
 from boulevard.games import get_game
 from boulevard.messaging.server import free_port
+from tests.support.keys import TEST_KEY, TEST_PUBLIC_KEY, seat_key, seat_keys
 from tests.support.processes import SERVICES, address, metrics_url, service_env
 
 pytestmark = pytest.mark.e2e
@@ -135,7 +136,7 @@ def test_up_plays_the_demo_game_to_the_end(tmp_path: Path) -> None:
     assert "dice service shuffles the deck (nonce 0" in out
     assert " builds a " in out and " draws lot " in out  # moves in words
     assert "demo: game over — 1. bot-" in out
-    assert out.count("    PASS  ") == 2, out[-2000:]
+    assert out.count("    PASS  ") == 3, out[-2000:]  # dice, ledger, game
     assert out.rstrip().endswith("stopped")
     check_readme_capture(out)
 
@@ -335,7 +336,12 @@ def test_up_restarts_a_killed_service_and_resumes_bot_seats(tmp_path: Path) -> N
                         request_id=uuid.uuid4().hex,
                         game="las_vegas",
                         seats=[
-                            engine_pb2.SeatAssignment(seat=i, player_id=f"p{i}", client_seed="s")
+                            engine_pb2.SeatAssignment(
+                                seat=i,
+                                player_id=f"p{i}",
+                                client_seed="s",
+                                public_key=seat_key(i).public_hex,
+                            )
                             for i in range(3)
                         ],
                     ),
@@ -345,7 +351,7 @@ def test_up_restarts_a_killed_service_and_resumes_bot_seats(tmp_path: Path) -> N
                 up.wait_for(r"engine\s+exited with code -9; restarting in [\d.]+s \(restart 1\)")
                 up.wait_for(r"engine\s+SERVING again on .*restart 1\)")
                 await play_game(channel, created.game_id, "las_vegas",
-                                list(created.player_tokens), seed=5)  # fmt: skip
+                                list(created.player_tokens), seat_keys(3), seed=5)  # fmt: skip
                 final = await engine.GetGame(engine_pb2.GetGameRequest(game_id=created.game_id))
                 assert final.status == engine_pb2.GAME_STATUS_FINISHED
 
@@ -357,6 +363,7 @@ def test_up_restarts_a_killed_service_and_resumes_bot_seats(tmp_path: Path) -> N
                 made = await mm.CreateTicket(
                     matchmaking_pb2.CreateTicketRequest(
                         request_id=uuid.uuid4().hex, player_id="alice", game="las_vegas",
+                        public_key=TEST_PUBLIC_KEY,
                         min_seats=3, max_seats=3, client_seed="alice", bot_fill_after_seconds=1,
                     )
                 )  # fmt: skip
@@ -371,7 +378,7 @@ def test_up_restarts_a_killed_service_and_resumes_bot_seats(tmp_path: Path) -> N
                 engine = engine_pb2_grpc.EngineServiceStub(channel)
                 alice = SeatPlayer(
                     engine, ticket.game_id, game.name, ticket.seat, ticket.player_token,
-                    game.bots["heuristic"], random.Random(1),
+                    game.bots["heuristic"], random.Random(1), TEST_KEY,
                 )  # fmt: skip
                 first = None
                 for _ in range(100):

@@ -1,6 +1,6 @@
 """The demo game `boulevard up` plays once the platform is healthy: bots play a game through
 the public gRPC API while a spectator shows it as `boulevard watch` would (the same table,
-`boulevard.client.table`), then the two audits run and print their verdicts."""
+`boulevard.client.table`), then the three audits run and print their verdicts."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.audit.signing import SigningKey
 from boulevard.client.bots import play_game
 from boulevard.client.table import Table
 from boulevard.games import get_game
@@ -38,13 +39,17 @@ async def demo(
     metadata = (("authorization", f"Bearer {operator_token}"),) if operator_token else ()
     async with tls.channel(engine_address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
+        keys = [SigningKey.generate() for _ in range(players)]  # each seat signs its moves
         created = await stub.CreateGame(
             engine_pb2.CreateGameRequest(
                 request_id=f"demo-{uuid.uuid4().hex[:12]}",
                 game=game,
                 seats=[
                     engine_pb2.SeatAssignment(
-                        seat=i, player_id=f"bot-{i}", client_seed=uuid.uuid4().hex
+                        seat=i,
+                        player_id=f"bot-{i}",
+                        client_seed=uuid.uuid4().hex,
+                        public_key=keys[i].public_hex,
                     )
                     for i in range(players)
                 ],
@@ -56,7 +61,7 @@ async def demo(
             f"dice commitment {created.seed_commitment[:16]}… (published before any roll)"
         )
         watcher = asyncio.create_task(watch(stub, created.game_id, table))
-        await play_game(channel, created.game_id, game, list(created.player_tokens))
+        await play_game(channel, created.game_id, game, list(created.player_tokens), keys)
         await watcher
         game_id: str = created.game_id
         return game_id
@@ -98,7 +103,7 @@ def play_demo(
     env: dict[str, str] | None = None,
     say: Callable[[str], None] = print,
 ) -> bool:
-    """Play the demo and audit it; True when both audits pass."""
+    """Play the demo and audit it; True when all three audits pass."""
     definition = get_game(game)
     seats = players or min(4, definition.max_players)
     table = Table(game, out=say, terminal=terminal, speed=speed)
@@ -121,4 +126,8 @@ def play_demo(
     say(f"  boulevard audit ledger --game {game_id}")
     say(f"    {_verdict(ledger_ok)}  every dollar balanced, hash-chained, signed and reconciled")
     say(f"          {ledger}")
-    return dice_ok and ledger_ok
+    game_ok, replay = run_audit(["game", game_id], audit_env)
+    say(f"  boulevard audit game {game_id}")
+    say(f"    {_verdict(game_ok)}  every event re-decided from a signed move or a recorded roll")
+    say(f"          {replay}")
+    return dice_ok and ledger_ok and game_ok

@@ -7,7 +7,17 @@ import os
 import sys
 from collections.abc import Sequence
 
-from boulevard.cli import audit_dice, audit_ledger, backup, nats_identities, tls_certs, up, watch
+from boulevard.cli import (
+    audit_dice,
+    audit_game,
+    audit_ledger,
+    backup,
+    nats_identities,
+    play,
+    tls_certs,
+    up,
+    watch,
+)
 from boulevard.platform import tls
 
 
@@ -29,12 +39,14 @@ def build_parser() -> argparse.ArgumentParser:
     tls_certs.add_parser(sub)
     watch.add_parser(sub)
     backup.add_parsers(sub)
+    play.add_parser(sub)
     audit = sub.add_parser(
         "audit", help="verify a game's dice or the money ledger without trusting the operator"
     )
     audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="WHAT")
     audit_ledger.add_parser(audit_sub)
     audit_dice.add_parser(sub)  # finds `audit` and adds `dice` beside `ledger`
+    audit_game.add_parser(sub)  # `game` and `all`
     return parser
 
 

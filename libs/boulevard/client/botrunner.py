@@ -30,6 +30,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+from boulevard.audit.signing import SigningKey
 from boulevard.client.bots import SeatPlayer
 from boulevard.games import REGISTRY
 from boulevard.platform import metrics, tls
@@ -46,6 +47,7 @@ class BotRunner:
         token_key: bytes,
         subject: str,
         stream: str,
+        bot_key: SigningKey,
         durable: str = "bot-runner",
         bot_name: str = "heuristic",
         lease_seconds: float = 15.0,
@@ -62,6 +64,9 @@ class BotRunner:
         self.lease_seconds = lease_seconds
         self.max_games = max_games
         self.tls_ca_file = tls_ca_file  # the engine serves TLS: verify it with this CA
+        # The operator's bot key: the matchmaker binds its public half to every bot seat,
+        # so an auditor sees which seats the operator played.
+        self.bot_key = bot_key
         self._channel: grpc.aio.Channel | None = None
         self._sub: Subscription | None = None
         self._games: set[asyncio.Task[None]] = set()
@@ -161,6 +166,7 @@ class BotRunner:
                 issue_token(self.token_key, PlayerClaims(game_id, s.seat, s.player_id)),
                 game.bots[self.bot_name],
                 random.Random(f"{game_id}:{s.seat}"),
+                self.bot_key,
             )
             for s in seats
         ]

@@ -10,18 +10,23 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.audit.signing import SigningKey
 from boulevard.client.mapping import action_to_command, command_to_action, proto_to_view
+from boulevard.client.signing import signed_submit
 from boulevard.games import get_game
 from boulevard.games.base import Bot
 
 OnEvent = Callable[[engine_pb2.WatchGameResponse], None]
+Chooser = Callable[[Any, Sequence[Any], int], Awaitable[Any | None]]
+"""A person's choice: (the seat's view, its legal commands, the version they are legal at)
+-> one of the commands, or None when the game moved on before they chose (look again)."""
 
 
 @dataclass
@@ -33,7 +38,13 @@ class SeatPlayer:
     token: str
     bot: Bot
     rng: random.Random
+    key: SigningKey  # the seat's key, bound to it when the game was created
     moves: int = 0
+    # The engine's signed receipt for each accepted move: proof, later, that the log held it.
+    receipts: list[engine_pb2.Receipt] = field(default_factory=list)
+    # A person choosing instead of the bot (`boulevard play`); everything else a seat does
+    # (tokens, seeds, signatures) stays here, the same for bots and people.
+    choose: Chooser | None = None
 
     async def play(self) -> None:
         """Play until the game ends."""
@@ -86,17 +97,22 @@ class SeatPlayer:
             return True  # the game moved between the two calls: look again
         view = proto_to_view(game, got.view)
         commands = [action_to_command(game, a) for a in legal.actions]
-        choice = self.bot(view, commands, self.seat, self.rng)
-        request = engine_pb2.SubmitActionRequest(
-            game_id=self.game_id,
-            player_token=self.token,
-            action=command_to_action(game, choice),
-            expected_version=legal.version,
-            idempotency_key=uuid.uuid4().hex,
+        if self.choose is None:
+            choice = self.bot(view, commands, self.seat, self.rng)
+        elif (choice := await self.choose(view, commands, legal.version)) is None:
+            return True  # the game moved on while the person was choosing: look again
+        request = signed_submit(
+            self.game_id,
+            self.token,
+            self.seat,
+            self.key,
+            command_to_action(game, choice),
+            legal.version,
+            uuid.uuid4().hex,
         )
         for attempt in range(SUBMIT_ATTEMPTS):
             try:
-                await self.stub.SubmitAction(request)
+                reply = await self.stub.SubmitAction(request)
                 break
             except grpc.aio.AioRpcError as err:
                 if err.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION):
@@ -107,6 +123,7 @@ class SeatPlayer:
                 # applied at most once, so retrying it is safe (docs/security.md).
                 await asyncio.sleep(0.5 * 2**attempt)
         self.moves += 1
+        self.receipts.append(reply.receipt)
         return True
 
 
@@ -126,16 +143,25 @@ async def play_game(
     game_id: str,
     game_name: str,
     tokens: list[str],
+    keys: list[SigningKey],
     bot_name: str = "heuristic",
     seed: int | None = None,
 ) -> list[SeatPlayer]:
-    """Play every seat of a game with bots until it ends."""
+    """Play every seat of a game with bots until it ends, signing each seat's moves with
+    its key (`keys[seat]`, the keys the game was created with)."""
     stub = engine_pb2_grpc.EngineServiceStub(channel)
     game = get_game(game_name)
     rng = random.Random(seed)
     players = [
         SeatPlayer(
-            stub, game_id, game_name, seat, token, game.bots[bot_name], random.Random(rng.random())
+            stub,
+            game_id,
+            game_name,
+            seat,
+            token,
+            game.bots[bot_name],
+            random.Random(rng.random()),
+            keys[seat],
         )
         for seat, token in enumerate(tokens)
     ]

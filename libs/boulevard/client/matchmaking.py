@@ -3,7 +3,8 @@
     async with MatchmakingClient("127.0.0.1:50051") as mm:
         ticket = await mm.create_ticket("alice", "lords_of_vegas", 2, 4, request_id="r1")
         assigned = await mm.wait_for_assignment(ticket.ticket_id)
-        # assigned.game_id, assigned.seat, assigned.player_token -> the engine
+        # assigned.game_id, assigned.seat, assigned.player_token -> the engine;
+        # sign each move with mm.key (boulevard.client.signing.signed_submit)
 
 gRPC errors come back as `grpc.aio.AioRpcError` with the precise status the service chose
 (see docs/matchmaking.md).
@@ -11,13 +12,17 @@ gRPC errors come back as `grpc.aio.AioRpcError` with the precise status the serv
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import TracebackType
 
+from boulevard.api.v1 import engine_pb2_grpc, matchmaking_pb2_grpc
 from boulevard.api.v1 import matchmaking_pb2 as pb
-from boulevard.api.v1 import matchmaking_pb2_grpc
+from boulevard.audit.signing import SigningKey
+from boulevard.client.bots import Chooser, SeatPlayer
+from boulevard.games import get_game
 from boulevard.platform import tls
 
 FINAL = (pb.TICKET_STATUS_ASSIGNED, pb.TICKET_STATUS_CANCELLED, pb.TICKET_STATUS_EXPIRED)
@@ -36,12 +41,19 @@ class TicketNotAssigned(Exception):
 
 class MatchmakingClient:
     def __init__(
-        self, address: str, timeout: float = 10.0, tls_ca_file: Path | str | None = None
+        self,
+        address: str,
+        timeout: float = 10.0,
+        key: SigningKey | None = None,
+        tls_ca_file: Path | str | None = None,
     ) -> None:
         """`tls_ca_file`: verify the server's TLS certificate with this CA (default:
         BOULEVARD_TLS_CA_FILE; plaintext when neither is set)."""
         self.address = address
         self.timeout = timeout
+        # The player's move-signing key: its public half goes on every ticket, so the seat
+        # it gets is bound to it; keep it (key.seed) to play the game. Made when not given.
+        self.key = key or SigningKey.generate()
         self._channel = tls.channel(address, tls_ca_file)
         self._stub = matchmaking_pb2_grpc.MatchmakingServiceStub(self._channel)
 
@@ -69,6 +81,7 @@ class MatchmakingClient:
         client_seed: str = "",
         bot_fill_after_seconds: int = 0,
         request_id: str | None = None,
+        public_key: str = "",
     ) -> pb.Ticket:
         """Queue for a game. Without a request id one is made, so retrying this call (not
         the whole function) is safe; pass your own to retry across restarts."""
@@ -80,6 +93,7 @@ class MatchmakingClient:
             max_seats=max_seats,
             client_seed=client_seed,
             bot_fill_after_seconds=bot_fill_after_seconds,
+            public_key=public_key or self.key.public_hex,
         )
         reply: pb.CreateTicketResponse = await self._stub.CreateTicket(
             request, timeout=self.timeout
@@ -117,6 +131,40 @@ class MatchmakingClient:
         if last.status != pb.TICKET_STATUS_ASSIGNED:
             raise TicketNotAssigned(last)
         return last
+
+    async def join(
+        self, player_id: str, game: str, seats: int, *, bot_fill_after_seconds: int = 0
+    ) -> pb.Ticket:
+        """Queue for a table of `seats` and wait for the seat: the assigned ticket. With
+        `bot_fill_after_seconds`, bots take the seats nobody took by then."""
+        ticket = await self.create_ticket(
+            player_id, game, seats, seats, bot_fill_after_seconds=bot_fill_after_seconds
+        )
+        return await self.wait_for_assignment(ticket.ticket_id)
+
+    def seat_player(
+        self,
+        engine: engine_pb2_grpc.EngineServiceStub,
+        ticket: pb.Ticket,
+        *,
+        choose: Chooser | None = None,
+        bot: str = "heuristic",
+    ) -> SeatPlayer:
+        """The player of an assigned ticket's seat: everything this client made for the
+        ticket goes with it, so an app plays the seat without knowing what a seat needs.
+        `choose` lets a person pick the moves; without it the game's `bot` plays."""
+        game = get_game(ticket.game)
+        return SeatPlayer(
+            engine,
+            ticket.game_id,
+            game.name,
+            ticket.seat,
+            ticket.player_token,
+            game.bots[bot],
+            random.Random(f"{ticket.game_id}:{ticket.seat}"),
+            self.key,  # the key whose public half this client put on its tickets
+            choose=choose,
+        )
 
     async def list_queues(self, game: str = "") -> list[pb.QueueStats]:
         reply: pb.ListQueuesResponse = await self._stub.ListQueues(

@@ -83,6 +83,12 @@ class Table:
             self._to_act = to_act
             self.frame(update)
 
+    def words(self, update: engine_pb2.WatchGameResponse) -> str:
+        """One update in words ('' when it says nothing to a person), noting the names, the
+        dice commitment and the end it reveals: for screens that draw their own board
+        (`boulevard play`, `boulevard watch --tui`) and so do not use `feed`."""
+        return self._describe(update)
+
     def _describe(self, update: engine_pb2.WatchGameResponse) -> str:
         event = update.event
         data = _payload(update)
@@ -98,6 +104,8 @@ class Table:
             self.finished = data
             self._turn_over = True
             return "game over" + (f" ({data['reason']})" if data.get("reason") else "")
+        if event.type == "CommandAccepted":
+            return ""  # the signed record of the move (for auditors); its events say it
         if event.type == "ChanceResolved":
             values = data.get("values") or []
             nonce = data.get("nonce", "?")

@@ -81,6 +81,7 @@ LIMITS: Mapping[str, Limit] = {
         "SubmitActionRequest.idempotency_key": Limit(KEY),
         "SubmitActionRequest.signature": Limit(SIGNATURE, "bytes; docs/trust.md"),
         "WatchGameRequest.game_id": Limit(ID),
+        "GetGameLogRequest.game_id": Limit(ID),
         "WatchGameRequest.player_token": Limit(TOKEN),
         # lords_of_vegas.proto (inside SubmitActionRequest.action)
         "LordsOfVegasBuildCasino.lot": Limit(LOT),

@@ -19,12 +19,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.client.signing import signed_submit
 from boulevard.platform import tracing
 from boulevard.platform.server import RunningService, start_service
 from services.dice.app import DiceApp
 from services.engine.app import EngineApp
 from services.engine.settings import EngineSettings
 from tests.integration.dice.support import dice_settings
+from tests.support.keys import seat_key
 from tests.support.nats import TestNats
 
 pytestmark = pytest.mark.integration
@@ -72,25 +74,32 @@ async def submit_one_move(channel: grpc.aio.Channel) -> None:
             request_id=uuid.uuid4().hex,
             game="las_vegas",
             seats=[
-                engine_pb2.SeatAssignment(seat=i, player_id=f"p{i}", client_seed=f"s{i}")
+                engine_pb2.SeatAssignment(
+                    seat=i,
+                    player_id=f"p{i}",
+                    client_seed=f"s{i}",
+                    public_key=seat_key(i).public_hex,
+                )
                 for i in range(3)
             ],
         ),
         metadata=(("authorization", f"Bearer {OPERATOR}"),),
     )
-    for token in created.player_tokens:
+    for seat, token in enumerate(created.player_tokens):
         legal = await engine.ListLegalActions(
             engine_pb2.ListLegalActionsRequest(game_id=created.game_id, player_token=token)
         )
         if legal.actions:
             _exporter.clear()  # from here on: the one SubmitAction
             await engine.SubmitAction(
-                engine_pb2.SubmitActionRequest(
-                    game_id=created.game_id,
-                    player_token=token,
-                    action=legal.actions[0],
-                    expected_version=legal.version,
-                    idempotency_key=uuid.uuid4().hex,
+                signed_submit(
+                    created.game_id,
+                    token,
+                    seat,
+                    seat_key(seat),
+                    legal.actions[0],
+                    legal.version,
+                    uuid.uuid4().hex,
                 )
             )
             return

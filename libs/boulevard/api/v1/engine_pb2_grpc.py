@@ -66,6 +66,16 @@ class EngineServiceStub:
                 request_serializer=boulevard_dot_v1_dot_engine__pb2.WatchGameRequest.SerializeToString,
                 response_deserializer=boulevard_dot_v1_dot_engine__pb2.WatchGameResponse.FromString,
                 _registered_method=True)
+        self.GetGameLog = channel.unary_unary(
+                '/boulevard.v1.EngineService/GetGameLog',
+                request_serializer=boulevard_dot_v1_dot_engine__pb2.GetGameLogRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_engine__pb2.GetGameLogResponse.FromString,
+                _registered_method=True)
+        self.GetEngineKey = channel.unary_unary(
+                '/boulevard.v1.EngineService/GetEngineKey',
+                request_serializer=boulevard_dot_v1_dot_engine__pb2.GetEngineKeyRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_engine__pb2.GetEngineKeyResponse.FromString,
+                _registered_method=True)
 
 
 class EngineServiceServicer:
@@ -109,6 +119,21 @@ class EngineServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetGameLog(self, request, context):
+        """The game's log as stored, page by page, for auditors (docs/auditing.md): everything
+        once the game is over; during a game, shuffles are hidden as in WatchGame.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetEngineKey(self, request, context):
+        """The Ed25519 key that signs receipts (SubmitActionResponse.receipt).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EngineServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -141,6 +166,16 @@ def add_EngineServiceServicer_to_server(servicer, server):
                     servicer.WatchGame,
                     request_deserializer=boulevard_dot_v1_dot_engine__pb2.WatchGameRequest.FromString,
                     response_serializer=boulevard_dot_v1_dot_engine__pb2.WatchGameResponse.SerializeToString,
+            ),
+            'GetGameLog': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetGameLog,
+                    request_deserializer=boulevard_dot_v1_dot_engine__pb2.GetGameLogRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_engine__pb2.GetGameLogResponse.SerializeToString,
+            ),
+            'GetEngineKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetEngineKey,
+                    request_deserializer=boulevard_dot_v1_dot_engine__pb2.GetEngineKeyRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_engine__pb2.GetEngineKeyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -307,6 +342,60 @@ class EngineService:
             '/boulevard.v1.EngineService/WatchGame',
             boulevard_dot_v1_dot_engine__pb2.WatchGameRequest.SerializeToString,
             boulevard_dot_v1_dot_engine__pb2.WatchGameResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetGameLog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/boulevard.v1.EngineService/GetGameLog',
+            boulevard_dot_v1_dot_engine__pb2.GetGameLogRequest.SerializeToString,
+            boulevard_dot_v1_dot_engine__pb2.GetGameLogResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetEngineKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/boulevard.v1.EngineService/GetEngineKey',
+            boulevard_dot_v1_dot_engine__pb2.GetEngineKeyRequest.SerializeToString,
+            boulevard_dot_v1_dot_engine__pb2.GetEngineKeyResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -41,6 +41,12 @@ class EngineServiceStub:
     ListLegalActions: _grpc.UnaryUnaryMultiCallable[_engine_pb2.ListLegalActionsRequest, _engine_pb2.ListLegalActionsResponse]
     SubmitAction: _grpc.UnaryUnaryMultiCallable[_engine_pb2.SubmitActionRequest, _engine_pb2.SubmitActionResponse]
     WatchGame: _grpc.UnaryStreamMultiCallable[_engine_pb2.WatchGameRequest, _engine_pb2.WatchGameResponse]
+    GetGameLog: _grpc.UnaryUnaryMultiCallable[_engine_pb2.GetGameLogRequest, _engine_pb2.GetGameLogResponse]
+    """The game's log as stored, page by page, for auditors (docs/auditing.md): everything
+    once the game is over; during a game, shuffles are hidden as in WatchGame.
+    """
+    GetEngineKey: _grpc.UnaryUnaryMultiCallable[_engine_pb2.GetEngineKeyRequest, _engine_pb2.GetEngineKeyResponse]
+    """The Ed25519 key that signs receipts (SubmitActionResponse.receipt)."""
 
 @_typing.type_check_only
 class EngineServiceAsyncStub(EngineServiceStub):
@@ -55,6 +61,12 @@ class EngineServiceAsyncStub(EngineServiceStub):
     ListLegalActions: _aio.UnaryUnaryMultiCallable[_engine_pb2.ListLegalActionsRequest, _engine_pb2.ListLegalActionsResponse]  # type: ignore[assignment]
     SubmitAction: _aio.UnaryUnaryMultiCallable[_engine_pb2.SubmitActionRequest, _engine_pb2.SubmitActionResponse]  # type: ignore[assignment]
     WatchGame: _aio.UnaryStreamMultiCallable[_engine_pb2.WatchGameRequest, _engine_pb2.WatchGameResponse]  # type: ignore[assignment]
+    GetGameLog: _aio.UnaryUnaryMultiCallable[_engine_pb2.GetGameLogRequest, _engine_pb2.GetGameLogResponse]  # type: ignore[assignment]
+    """The game's log as stored, page by page, for auditors (docs/auditing.md): everything
+    once the game is over; during a game, shuffles are hidden as in WatchGame.
+    """
+    GetEngineKey: _aio.UnaryUnaryMultiCallable[_engine_pb2.GetEngineKeyRequest, _engine_pb2.GetEngineKeyResponse]  # type: ignore[assignment]
+    """The Ed25519 key that signs receipts (SubmitActionResponse.receipt)."""
 
 class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
     """Hosts every game: turns player actions into events on the GAMES stream and rebuilds any
@@ -102,5 +114,23 @@ class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _engine_pb2.WatchGameRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_engine_pb2.WatchGameResponse], _abc.AsyncIterator[_engine_pb2.WatchGameResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def GetGameLog(
+        self,
+        request: _engine_pb2.GetGameLogRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_engine_pb2.GetGameLogResponse, _abc.Awaitable[_engine_pb2.GetGameLogResponse]]:
+        """The game's log as stored, page by page, for auditors (docs/auditing.md): everything
+        once the game is over; during a game, shuffles are hidden as in WatchGame.
+        """
+
+    @_abc_1.abstractmethod
+    def GetEngineKey(
+        self,
+        request: _engine_pb2.GetEngineKeyRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_engine_pb2.GetEngineKeyResponse, _abc.Awaitable[_engine_pb2.GetEngineKeyResponse]]:
+        """The Ed25519 key that signs receipts (SubmitActionResponse.receipt)."""
 
 def add_EngineServiceServicer_to_server(servicer: EngineServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -105,6 +105,7 @@ class Ticket(_message.Message):
     RATING_FIELD_NUMBER: _builtins.int
     STATUS_REASON_FIELD_NUMBER: _builtins.int
     CANCEL_REQUESTED_FIELD_NUMBER: _builtins.int
+    PUBLIC_KEY_FIELD_NUMBER: _builtins.int
     ticket_id: _builtins.str
     player_id: _builtins.str
     game: _builtins.str
@@ -133,6 +134,10 @@ class Ticket(_message.Message):
     """why it is cancelled/expired, for people"""
     cancel_requested: _builtins.bool
     """cancelled while MATCHED: if that match falls through, the"""
+    public_key: _builtins.str
+    """ticket is cancelled instead of going back to the queue
+    the seat's Ed25519 key (docs/trust.md, docs/auditing.md)
+    """
     def __init__(
         self,
         *,
@@ -154,10 +159,11 @@ class Ticket(_message.Message):
         rating: _builtins.float = ...,
         status_reason: _builtins.str = ...,
         cancel_requested: _builtins.bool = ...,
+        public_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after_seconds", b"bot_fill_after_seconds", "cancel_requested", b"cancel_requested", "client_seed", b"client_seed", "created_unix_ms", b"created_unix_ms", "expires_unix_ms", b"expires_unix_ms", "game", b"game", "game_id", b"game_id", "match_id", b"match_id", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "player_token", b"player_token", "rating", b"rating", "seat", b"seat", "status", b"status", "status_reason", b"status_reason", "ticket_id", b"ticket_id", "updated_unix_ms", b"updated_unix_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after_seconds", b"bot_fill_after_seconds", "cancel_requested", b"cancel_requested", "client_seed", b"client_seed", "created_unix_ms", b"created_unix_ms", "expires_unix_ms", b"expires_unix_ms", "game", b"game", "game_id", b"game_id", "match_id", b"match_id", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "player_token", b"player_token", "public_key", b"public_key", "rating", b"rating", "seat", b"seat", "status", b"status", "status_reason", b"status_reason", "ticket_id", b"ticket_id", "updated_unix_ms", b"updated_unix_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -174,6 +180,7 @@ class CreateTicketRequest(_message.Message):
     MAX_SEATS_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_FIELD_NUMBER: _builtins.int
     BOT_FILL_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
+    PUBLIC_KEY_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     """idempotency key: a retry returns the same ticket (empty: none); max 128 chars"""
     player_id: _builtins.str
@@ -188,6 +195,11 @@ class CreateTicketRequest(_message.Message):
     """mixed into the game's dice (see docs/fairness.md); max 256 chars"""
     bot_fill_after_seconds: _builtins.int
     """0 = never fill with bots"""
+    public_key: _builtins.str
+    """Required: lowercase hex of the raw 32-byte Ed25519 public key that will sign this
+    player's moves (docs/auditing.md); bound to the seat in GameCreated.
+    max 64 chars
+    """
     def __init__(
         self,
         *,
@@ -198,10 +210,11 @@ class CreateTicketRequest(_message.Message):
         max_seats: _builtins.int = ...,
         client_seed: _builtins.str = ...,
         bot_fill_after_seconds: _builtins.int = ...,
+        public_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after_seconds", b"bot_fill_after_seconds", "client_seed", b"client_seed", "game", b"game", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "request_id", b"request_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after_seconds", b"bot_fill_after_seconds", "client_seed", b"client_seed", "game", b"game", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "public_key", b"public_key", "request_id", b"request_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
