@@ -33,6 +33,7 @@ from boulevard.client.bots import SeatPlayer
 from boulevard.games import get_game
 from boulevard.messaging.cluster import ClusterNode, NatsCluster
 from tests.e2e.test_engine_robustness import replay_hash
+from tests.support.keys import seat_key
 from tests.support.nats import connect_as
 from tests.support.processes import ServiceProcess, address, service_env
 
@@ -84,7 +85,9 @@ async def play_through_faults(engine: engine_pb2_grpc.EngineServiceStub, game_id
                               tokens: list[str]) -> None:  # fmt: skip
     game = get_game(GAME)
     seats = [
-        SeatPlayer(engine, game_id, GAME, seat, token, game.bots["heuristic"], Random(seat))
+        SeatPlayer(
+            engine, game_id, GAME, seat, token, game.bots["heuristic"], Random(seat), seat_key(seat)
+        )
         for seat, token in enumerate(tokens)
     ]
     for _ in range(200):
@@ -145,7 +148,8 @@ def test_games_finish_while_cluster_nodes_die(cluster: NatsCluster, tmp_path: Pa
                                 engine_pb2.CreateGameRequest(
                                     request_id=f"{uuid.uuid4().hex}", game=GAME,
                                     seats=[engine_pb2.SeatAssignment(
-                                        seat=i, player_id=f"p{i}", client_seed=f"s{i}"
+                                        seat=i, player_id=f"p{i}", client_seed=f"s{i}",
+                                        public_key=seat_key(i).public_hex,
                                     ) for i in range(2)],
                                 ),
                                 metadata=(("authorization", f"Bearer {OPERATOR}"),),
