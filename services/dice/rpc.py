@@ -16,7 +16,7 @@ from nats.aio.subscription import Subscription
 
 from boulevard.api.v1 import dice_pb2
 from boulevard.platform import tracing
-from boulevard.platform.errors import BoulevardError
+from boulevard.platform.errors import BoulevardError, nats_unavailable
 from services.dice.dealer import Dealer
 
 log = structlog.get_logger(__name__)
@@ -74,8 +74,14 @@ class DiceRpc:
         except BoulevardError as e:
             reply = _error(e.status.name.lower(), str(e))
         except Exception as e:
-            log.exception("dice request failed", op=op)
-            reply = _error("internal", f"internal error: {type(e).__name__}")
+            if nats_unavailable(e):
+                # JetStream out of reach (a cluster electing a leader, a reconnect): the
+                # engine retries "unavailable" with the same request id; "internal" it won't.
+                log.warning("dice request: NATS unavailable", op=op, error=type(e).__name__)
+                reply = _error("unavailable", f"NATS did not answer ({type(e).__name__})")
+            else:
+                log.exception("dice request failed", op=op)
+                reply = _error("internal", f"internal error: {type(e).__name__}")
         if msg.reply:
             try:
                 await msg.respond(reply.SerializeToString())

@@ -31,6 +31,7 @@ MSG_ID = "Nats-Msg-Id"
 EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
 RECORD_TYPE = "Boulevard-Type"
 WRONG_LAST_SEQUENCE = 10071
+WRONG_LAST_SEQUENCE_CLUSTERED = 10164  # the same, as a clustered stream's leader says it
 
 
 class AppendConflict(Exception):
@@ -80,7 +81,7 @@ class DiceLog:
                 self.subject(game_id), record.SerializeToString(), headers=headers
             )
         except APIError as err:
-            if err.err_code == WRONG_LAST_SEQUENCE:
+            if err.err_code in (WRONG_LAST_SEQUENCE, WRONG_LAST_SEQUENCE_CLUSTERED):
                 raise AppendConflict(game_id) from err
             raise Unavailable(f"DICE append failed: {err.description}") from err
         except TimeoutError as err:

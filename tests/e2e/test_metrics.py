@@ -25,6 +25,7 @@ from boulevard.client.bots import SeatPlayer, play_game
 from boulevard.games import get_game
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create, wait_reconciled
+from tests.support.keys import TEST_KEY, TEST_PUBLIC_KEY, seat_keys
 from tests.support.processes import SERVICES, metrics_url
 
 pytestmark = pytest.mark.e2e
@@ -67,6 +68,7 @@ async def match_and_play(platform: Platform) -> tuple[str, int]:
                 max_seats=3,
                 client_seed="alice's seed",
                 bot_fill_after_seconds=1,
+                public_key=TEST_PUBLIC_KEY,
             )
         )
         async for update in mm.WatchTicket(
@@ -88,7 +90,7 @@ async def match_and_play(platform: Platform) -> tuple[str, int]:
                 await asyncio.sleep(0.1)
         alice = SeatPlayer(
             engine_pb2_grpc.EngineServiceStub(channel), ticket.game_id, game.name, ticket.seat,
-            ticket.player_token, game.bots["heuristic"], random.Random(1),
+            ticket.player_token, game.bots["heuristic"], random.Random(1), TEST_KEY,
         )  # fmt: skip
         await asyncio.wait_for(alice.play(), 120)
     return ticket.game_id, alice.moves
@@ -102,7 +104,7 @@ def test_each_service_counts_what_a_game_did(platform: Platform) -> None:
             engine = engine_pb2_grpc.EngineServiceStub(channel)
             made = await create(engine, "lords_of_vegas", 2)
             seats = await play_game(channel, made.game_id, "lords_of_vegas",
-                                    list(made.player_tokens), seed=3)  # fmt: skip
+                                    list(made.player_tokens), seat_keys(2), seed=3)  # fmt: skip
             moves = sum(s.moves for s in seats)
             with pytest.raises(grpc.aio.AioRpcError) as info:
                 await engine.GetGame(engine_pb2.GetGameRequest(game_id="no such game!"))

@@ -199,6 +199,8 @@ class Platform:
 
     def supervise(self, poll: float = 0.2) -> None:
         """Restart exited services from a background thread until `stop()`."""
+        if self._supervisor is not None:
+            return
         self._supervisor = threading.Thread(
             target=self._supervise, args=(poll,), name="supervisor", daemon=True
         )
@@ -329,6 +331,7 @@ async def start_platform(
                 names=NatsNames.from_settings(settings),
                 tls=pki,
             ).start()
+            await platform.cluster.wait_jetstream(timeout)
             env["NATS_URL"] = platform.cluster.url
             env["BOULEVARD_STREAM_REPLICAS"] = str(min(cluster, 3))
             for node in platform.cluster.nodes:
@@ -356,8 +359,13 @@ async def start_platform(
         for name in names:
             addresses[name] = f"{settings.grpc_host}:{settings.port_of(name)}"
             platform.children.append(Child(name, platform.spawn(name), addresses[name]))
+        if platform.cluster is not None:
+            # A young cluster can be slow to create replicated streams: a service that
+            # times out doing so exits, and the supervisor starts it again.
+            platform.supervise()
         for child in platform.children:
-            await wait_serving(child.address, timeout, child.process, ca_file)
+            watched = None if platform.cluster is not None else child.process
+            await wait_serving(child.address, timeout, watched, ca_file)
             say(f"  {child.name:<12} {child.address} (gRPC, SERVING{', TLS' if pki else ''})")
         if pki is not None:
             say(f"  TLS on gRPC and NATS; clients verify with the CA {pki.ca_cert}")

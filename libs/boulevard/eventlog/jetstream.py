@@ -32,6 +32,9 @@ from boulevard.messaging.poison import poisoned
 MSG_ID = "Nats-Msg-Id"
 EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
 WRONG_LAST_SEQUENCE = 10071
+# The same refusal as a clustered stream's leader words it ("wrong last sequence", no
+# number): seen when a leader changes under concurrent appends (tests/e2e/test_cluster.py).
+WRONG_LAST_SEQUENCE_CLUSTERED = 10164
 DUPLICATE = -1  # our marker for a publish the server recognised as a duplicate
 
 
@@ -149,7 +152,7 @@ class JetStreamEventStore:
         try:
             seq = await self._publish(stream_id, events, expected_version, head[1])
         except APIError as err:
-            if err.err_code in (WRONG_LAST_SEQUENCE, DUPLICATE):
+            if err.err_code in (WRONG_LAST_SEQUENCE, WRONG_LAST_SEQUENCE_CLUSTERED, DUPLICATE):
                 self._heads.pop(stream_id, None)
                 return await self._resolve_conflict(stream_id, events, expected_version)
             raise EventStoreError(f"append to {stream_id!r} failed: {err.description}") from err

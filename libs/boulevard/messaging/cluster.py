@@ -10,6 +10,7 @@ stream.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 from pathlib import Path
@@ -109,6 +110,23 @@ class NatsCluster:
         for node in self.nodes:
             node.start()
         return self
+
+    async def wait_jetstream(self, timeout: float = 60.0) -> None:
+        """Until the cluster has elected its JetStream meta leader (before that, creating a
+        replicated stream fails, and a service starting then would exit)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            try:
+                nc = await self.nodes[0].connect(max_reconnect_attempts=0)
+                try:
+                    await nc.jetstream().account_info()
+                    return
+                finally:
+                    await nc.close()
+            except Exception:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                await asyncio.sleep(0.25)
 
     def node(self, name: str) -> ClusterNode:
         return next(n for n in self.nodes if n.name == name)
