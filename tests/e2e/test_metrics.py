@@ -25,6 +25,7 @@ from boulevard.client.bots import SeatPlayer, play_game
 from boulevard.games import get_game
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create, wait_reconciled
+from tests.support.identity import player_md
 from tests.support.keys import TEST_KEY, TEST_PUBLIC_KEY, seat_keys
 from tests.support.processes import SERVICES, metrics_url
 
@@ -62,17 +63,19 @@ async def match_and_play(platform: Platform) -> tuple[str, int]:
         created = await mm.CreateTicket(
             matchmaking_pb2.CreateTicketRequest(
                 request_id=uuid.uuid4().hex,
-                player_id="alice-metrics",
                 game="las_vegas",
                 min_seats=3,
                 max_seats=3,
                 client_seed="alice's seed",
                 bot_fill_after_seconds=1,
                 public_key=TEST_PUBLIC_KEY,
-            )
+            ),
+            metadata=player_md("alice-metrics"),
         )
         async for update in mm.WatchTicket(
-            matchmaking_pb2.WatchTicketRequest(ticket_id=created.ticket.ticket_id), timeout=60
+            matchmaking_pb2.WatchTicketRequest(ticket_id=created.ticket.ticket_id),
+            timeout=60,
+            metadata=player_md("alice-metrics"),
         ):
             if update.ticket.status == matchmaking_pb2.TICKET_STATUS_ASSIGNED:
                 ticket = update.ticket
