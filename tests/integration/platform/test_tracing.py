@@ -26,12 +26,13 @@ from services.dice.app import DiceApp
 from services.engine.app import EngineApp
 from services.engine.settings import EngineSettings
 from tests.integration.dice.support import dice_settings
+from tests.support.identity import jwks_path, mint
 from tests.support.keys import seat_key
 from tests.support.nats import TestNats
 
 pytestmark = pytest.mark.integration
 
-OPERATOR = "trace-operator"
+OPERATOR = mint("trace-operator", ("operator",), ttl=3600)
 SUBMIT = "/boulevard.v1.EngineService/SubmitAction"
 
 _exporter = InMemorySpanExporter()
@@ -57,7 +58,7 @@ async def platform(server: TestNats, data: Path) -> tuple[RunningService, Runnin
         NATS_URL=nats_url,
         data_dir=data / "engine",
         token_key="t" * 64,
-        operator_token=OPERATOR,
+        auth_jwks=jwks_path(),
         nats_identities_dir=server.identities_dir,
         log_format="console",
         shutdown_grace_seconds=1.0,
