@@ -33,6 +33,7 @@ class DiceRpc:
         self._tasks: set[asyncio.Task[None]] = set()
         self._handlers: dict[str, Handler] = {
             "open": self._open,
+            "seeds": self._seeds,
             "roll": self._roll,
             "shuffle": self._shuffle,
             "reveal": self._reveal,
@@ -79,8 +80,17 @@ class DiceRpc:
 
     async def _open(self, data: bytes) -> dice_pb2.DiceRpcReply:
         request = dice_pb2.DiceOpenRequest.FromString(data)
-        commitment = await self._dealer.open_game(request.game_id, list(request.client_seeds))
+        commitment = await self._dealer.open_game(
+            request.game_id,
+            list(request.client_seed_commitments),
+            request.reveal_deadline_unix_ms,
+        )
         return dice_pb2.DiceRpcReply(commitment=commitment)
+
+    async def _seeds(self, data: bytes) -> dice_pb2.DiceRpcReply:
+        r = dice_pb2.DiceSeedsRequest.FromString(data)
+        seeds = await self._dealer.fix_seeds(r.game_id, list(r.client_seeds), list(r.missing_seats))
+        return dice_pb2.DiceRpcReply(seeds=seeds)
 
     async def _roll(self, data: bytes) -> dice_pb2.DiceRpcReply:
         r = dice_pb2.DiceRollRequest.FromString(data)

@@ -4,6 +4,7 @@ buckets, the MatchFormed consumer and the gRPC servicer."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 
 import grpc
@@ -41,6 +42,7 @@ class EngineApp:
             raise SystemExit("the engine needs BOULEVARD_TOKEN_KEY to verify player tokens")
         self.servicer: EngineServicer | None = None
         self._match_sub: Subscription | None = None
+        self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self, nc: NATS) -> None:
         s = self.settings
@@ -60,6 +62,7 @@ class EngineApp:
             snapshot_every=s.engine_snapshot_every,
             cache_size=s.engine_cache_games,
             on_finished=self._finished,
+            reveal_seconds=s.engine_reveal_seconds,
         )
         self.servicer = EngineServicer(
             self.engine, store, self.index, s.operator_token.get_secret_value()
@@ -76,6 +79,26 @@ class EngineApp:
             ),
         )
 
+        self._sweeper = asyncio.create_task(self._sweep_reveals(), name="engine-reveal-sweeper")
+
+    async def _sweep_reveals(self) -> None:
+        """Wake games whose players never reveal their seeds: past the deadline they play
+        with empty seeds instead of waiting forever. Games waiting before a restart are
+        found again in the games index."""
+        try:
+            for key in await self.index.keys():
+                raw = await self.index.get(key)
+                if raw is not None and "seeds_pending_until" in (info := json.loads(raw)):
+                    self.engine.awaiting_seeds.setdefault(key, int(info["seeds_pending_until"]))
+        except Exception:
+            log.exception("could not list the games waiting for seed reveals")
+        while True:
+            await asyncio.sleep(self.settings.engine_reveal_sweep_seconds)
+            try:
+                await self.engine.sweep_reveals()
+            except Exception:
+                log.exception("the reveal sweep failed")
+
     async def _finished(self, session: Session) -> None:
         await self.index.put(session.game_id, summary_json(session))
 
@@ -86,7 +109,10 @@ class EngineApp:
             created = await self.engine.create_game(
                 match.match_id,
                 match.game,
-                [SeatRequest(s.seat, s.player_id, s.client_seed, s.bot) for s in match.seats],
+                [
+                    SeatRequest(s.seat, s.player_id, s.client_seed_commitment, s.bot)
+                    for s in match.seats
+                ],
                 match_id=match.match_id,
             )
             await self.index.put(
@@ -107,6 +133,10 @@ class EngineApp:
         engine_pb2_grpc.add_EngineServiceServicer_to_server(self.servicer, server)
 
     async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+            self._sweeper = None
         if self._match_sub is not None:
             await self._match_sub.unsubscribe()
             self._match_sub = None

@@ -27,15 +27,16 @@ def status_of(session: Session) -> engine_pb2.GameStatus.ValueType:
 
 
 def summary_json(session: Session) -> bytes:
-    return json.dumps(
-        {
-            "game": session.game.name,
-            "status": "finished" if session.finished else "active",
-            "version": session.version,
-            "players": [s.player_id for s in session.created.seats],
-        },
-        sort_keys=True,
-    ).encode()
+    summary = {
+        "game": session.game.name,
+        "status": "finished" if session.finished else "active",
+        "version": session.version,
+        "players": [s.player_id for s in session.created.seats],
+    }
+    if not session.seeds_fixed:
+        # What the reveal sweeper looks for after a restart.
+        summary["seeds_pending_until"] = session.created.reveal_deadline_unix_ms
+    return json.dumps(summary, sort_keys=True).encode()
 
 
 class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
@@ -68,7 +69,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         created = await self.engine.create_game(
             request.request_id,
             request.game,
-            [SeatRequest(s.seat, s.player_id, s.client_seed) for s in request.seats],
+            [SeatRequest(s.seat, s.player_id, s.client_seed_commitment) for s in request.seats],
             tuple(sorted(request.options.items())),
         )
         session = await self.engine.load(created.game_id)
@@ -144,6 +145,17 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         return engine_pb2.SubmitActionResponse(
             version=result.version,
             events=[redacted(session.game, e, result.finished) for e in result.envelopes],
+        )
+
+    async def RevealSeed(
+        self, request: engine_pb2.RevealSeedRequest, context: Context
+    ) -> engine_pb2.RevealSeedResponse:
+        claims = verify_token(self.engine.token_key, request.player_token)
+        revealed = await self.engine.reveal_seed(request.game_id, claims, request.client_seed)
+        return engine_pb2.RevealSeedResponse(
+            version=revealed.version,
+            all_revealed=revealed.all_revealed,
+            deadline_unix_ms=revealed.deadline_unix_ms,
         )
 
     async def WatchGame(

@@ -15,6 +15,8 @@ from boulevard.api.v1 import events_pb2
 from boulevard.games import get_game
 from boulevard.games.base import (
     ChanceKind,
+    ClientSeedRevealed,
+    ClientSeedsFixed,
     GameCreated,
     GameDefinition,
     GameFinished,
@@ -44,6 +46,10 @@ class Session:
     commands: dict[str, CommandResult] = field(default_factory=dict)
     last_causation: str = ""
     revealed: bool = False  # this process has seen the dice seed revealed
+    # The opening: client seeds revealed so far (by seat), and whether they are fixed (the
+    # game's dice may run only from then on).
+    client_seeds: dict[int, str] = field(default_factory=dict)
+    seeds_fixed: bool = False
     # The latest envelopes this process appended or read, by version: a command's result
     # comes from here instead of re-reading the log (bounded; older results are read).
     recent: dict[int, events_pb2.EventEnvelope] = field(default_factory=dict)
@@ -89,6 +95,10 @@ class Session:
                 self.created = event
             case GameFinished():
                 self.finished = event
+            case ClientSeedRevealed():
+                self.client_seeds[event.seat] = event.client_seed
+            case ClientSeedsFixed():
+                self.seeds_fixed = True
             case _:
                 self.state = self.game.evolve(self.state, event)
         self.version = version
@@ -112,6 +122,8 @@ class Session:
             "state": to_plain(self.state),
             "commands": {k: [v.first, v.last] for k, v in self.commands.items()},
             "last_causation": self.last_causation,
+            "client_seeds": {str(k): v for k, v in self.client_seeds.items()},
+            "seeds_fixed": self.seeds_fixed,
         }
         return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
 
@@ -129,6 +141,8 @@ class Session:
             finished=from_plain(GameFinished, data["finished"]) if data["finished"] else None,
             commands={k: CommandResult(a, b) for k, (a, b) in data["commands"].items()},
             last_causation=data["last_causation"],
+            client_seeds={int(k): v for k, v in data.get("client_seeds", {}).items()},
+            seeds_fixed=data.get("seeds_fixed", True),
         )
 
     @classmethod

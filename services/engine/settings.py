@@ -17,6 +17,10 @@ class EngineSettings(Settings):
     engine_match_consumer: str = "engine-match-formed"
     dice_rpc_prefix: str = "dice.rpc"  # the dice service's request/reply subjects
     dice_timeout_seconds: float = Field(default=5.0, gt=0)
+    # How long seats have, from the game's creation, to reveal their client seeds; after it
+    # a seat that has not revealed plays with an empty seed (docs/fairness.md).
+    engine_reveal_seconds: float = Field(default=60.0, gt=0, le=86_400)
+    engine_reveal_sweep_seconds: float = Field(default=1.0, gt=0)
 
 
 @cache

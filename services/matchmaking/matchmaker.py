@@ -36,6 +36,8 @@ from nats.js.kv import KeyValue
 
 from boulevard.api.v1 import events_pb2
 from boulevard.api.v1 import matchmaking_pb2 as pb
+from boulevard.client.bots import bot_client_seed
+from boulevard.fairness import client_seed_commitment, is_commitment
 from boulevard.games import REGISTRY
 from boulevard.platform.auth import PlayerClaims, issue_token
 from boulevard.platform.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
@@ -65,7 +67,6 @@ log = structlog.get_logger(__name__)
 MSG_ID = "Nats-Msg-Id"
 MAX_PLAYER_ID = 128
 MAX_REQUEST_ID = 128
-MAX_CLIENT_SEED = 256
 CAS_ATTEMPTS = 16
 STOP_GRACE_SECONDS = 5.0
 MIN_TICK_SECONDS = 0.005
@@ -241,7 +242,7 @@ class Matchmaker:
             min_seats=lo,
             max_seats=hi,
             status=pb.TICKET_STATUS_WAITING,
-            client_seed=req.client_seed,
+            client_seed_commitment=req.client_seed_commitment,
             bot_fill_after_seconds=req.bot_fill_after_seconds,
             created_unix_ms=now,
             expires_unix_ms=now + self.config.ticket_ttl_ms,
@@ -573,15 +574,26 @@ class Matchmaker:
             for seat, tid in enumerate(seat_order(match_id, proposal)):
                 if tid is None:
                     bots += 1
+                    # A bot's seed is committed now, like a player's, and revealed by
+                    # whoever plays the bots (the bot runner derives the same seed).
                     seats.append(
-                        events_pb2.MatchSeat(seat=seat, player_id=bot_player_id(bots), bot=True)
+                        events_pb2.MatchSeat(
+                            seat=seat,
+                            player_id=bot_player_id(bots),
+                            bot=True,
+                            client_seed_commitment=client_seed_commitment(
+                                bot_client_seed(self.config.token_key, match_id, seat)
+                            ),
+                        )
                     )
                     ticket_ids.append("")
                 else:
                     t = by_id[tid].ticket
                     seats.append(
                         events_pb2.MatchSeat(
-                            seat=seat, player_id=t.player_id, client_seed=t.client_seed
+                            seat=seat,
+                            player_id=t.player_id,
+                            client_seed_commitment=t.client_seed_commitment,
                         )
                     )
                     ticket_ids.append(tid)
@@ -848,8 +860,10 @@ def validate_create(req: pb.CreateTicketRequest) -> tuple[int, int]:
         raise InvalidArgument(f"player ids starting with {BOT_PREFIX!r} are reserved for bots")
     if len(req.request_id) > MAX_REQUEST_ID:
         raise InvalidArgument(f"request_id must be at most {MAX_REQUEST_ID} characters")
-    if len(req.client_seed) > MAX_CLIENT_SEED:
-        raise InvalidArgument(f"client_seed must be at most {MAX_CLIENT_SEED} characters")
+    if req.client_seed_commitment and not is_commitment(req.client_seed_commitment):
+        raise InvalidArgument(
+            "client_seed_commitment must be 64 lowercase hex digits (SHA-256 of your seed)"
+        )
     if not req.game:
         raise InvalidArgument(f"game is required; known: {', '.join(sorted(REGISTRY))}")
     game = REGISTRY.get(req.game)

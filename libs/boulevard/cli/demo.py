@@ -10,7 +10,8 @@ import uuid
 import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
-from boulevard.client.bots import play_game
+from boulevard.client.bots import new_client_seed, play_game
+from boulevard.fairness import client_seed_commitment
 from boulevard.games.codec import Codec
 
 
@@ -39,13 +40,17 @@ async def demo(engine_address: str, operator_token: str, game: str, players: int
     metadata = (("authorization", f"Bearer {operator_token}"),) if operator_token else ()
     async with grpc.aio.insecure_channel(engine_address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
+        # Each seat commits to a seed of its own now and reveals it once the game exists.
+        seeds = [new_client_seed() for _ in range(players)]
         created = await stub.CreateGame(
             engine_pb2.CreateGameRequest(
                 request_id=f"demo-{uuid.uuid4().hex[:12]}",
                 game=game,
                 seats=[
                     engine_pb2.SeatAssignment(
-                        seat=i, player_id=f"bot-{i}", client_seed=uuid.uuid4().hex
+                        seat=i,
+                        player_id=f"bot-{i}",
+                        client_seed_commitment=client_seed_commitment(seeds[i]),
                     )
                     for i in range(players)
                 ],
@@ -56,7 +61,9 @@ async def demo(engine_address: str, operator_token: str, game: str, players: int
             f"demo: {game} game {created.game_id}, dice commitment {created.seed_commitment[:16]}…"
         )
         watcher = asyncio.create_task(watch(stub, created.game_id))
-        seats = await play_game(channel, created.game_id, game, list(created.player_tokens))
+        seats = await play_game(
+            channel, created.game_id, game, list(created.player_tokens), client_seeds=seeds
+        )
         last = await watcher
         final = await stub.GetGame(engine_pb2.GetGameRequest(game_id=created.game_id))
         print(final.view.rendered)

@@ -20,7 +20,7 @@ from nats.aio.subscription import Subscription
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
-from boulevard.client.bots import SeatPlayer
+from boulevard.client.bots import SeatPlayer, bot_client_seed
 from boulevard.games import REGISTRY
 from boulevard.platform.auth import PlayerClaims, issue_token
 
@@ -86,6 +86,8 @@ class BotRunner:
                 issue_token(self.token_key, PlayerClaims(game_id, s.seat, s.player_id)),
                 game.bots[self.bot_name],
                 random.Random(f"{game_id}:{s.seat}"),
+                # the seed the matchmaker committed to for this bot seat
+                client_seed=bot_client_seed(self.token_key, game_id, s.seat),
             )
             for s in seats
         ]

@@ -8,7 +8,10 @@ the version it decided on. A lost race (ABORTED) just means: look again.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import random
+import secrets
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +27,39 @@ from boulevard.games.base import Bot
 OnEvent = Callable[[engine_pb2.WatchGameResponse], None]
 
 
+def bot_client_seed(key: bytes, game_id: str, seat: int) -> str:
+    """The client seed of a bot seat: made by whoever plays the bots, from a key it holds,
+    so the matchmaker can commit to it at match time (SHA-256 in MatchFormed) and the bot
+    runner can reveal it after GameCreated, like any player. Unknown to the dice service
+    when it commits its server seed."""
+    message = f"boulevard bot client seed\0{game_id}\0{seat}".encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def new_client_seed() -> str:
+    """A fresh client seed for a player (128 random bits)."""
+    return secrets.token_hex(16)
+
+
+async def reveal_seed(
+    stub: engine_pb2_grpc.EngineServiceStub, game_id: str, token: str, client_seed: str
+) -> engine_pb2.RevealSeedResponse:
+    """Reveal a seat's client seed to the engine (retried while the game is not created
+    yet: a match's game appears shortly after the match)."""
+    request = engine_pb2.RevealSeedRequest(
+        game_id=game_id, player_token=token, client_seed=client_seed
+    )
+    for attempt in range(600):
+        try:
+            response: engine_pb2.RevealSeedResponse = await stub.RevealSeed(request)
+            return response
+        except grpc.aio.AioRpcError as err:
+            if err.code() not in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.UNAVAILABLE):
+                raise
+            await asyncio.sleep(0.1 if attempt < 100 else 0.5)
+    raise TimeoutError(f"game {game_id} did not appear to reveal a seed in")
+
+
 @dataclass
 class SeatPlayer:
     stub: engine_pb2_grpc.EngineServiceStub
@@ -34,9 +70,12 @@ class SeatPlayer:
     bot: Bot
     rng: random.Random
     moves: int = 0
+    client_seed: str | None = None  # revealed before playing, when given
 
     async def play(self) -> None:
-        """Play until the game ends."""
+        """Play until the game ends (revealing this seat's client seed first)."""
+        if self.client_seed is not None:
+            await reveal_seed(self.stub, self.game_id, self.token, self.client_seed)
         game = get_game(self.game_name)
         changed = asyncio.Event()
         changed.set()
@@ -118,14 +157,23 @@ async def play_game(
     tokens: list[str],
     bot_name: str = "heuristic",
     seed: int | None = None,
+    client_seeds: list[str] | None = None,
 ) -> list[SeatPlayer]:
-    """Play every seat of a game with bots until it ends."""
+    """Play every seat of a game with bots until it ends. `client_seeds` (per seat) are the
+    seeds the seats committed to when the game was made: each seat reveals its own."""
     stub = engine_pb2_grpc.EngineServiceStub(channel)
     game = get_game(game_name)
     rng = random.Random(seed)
     players = [
         SeatPlayer(
-            stub, game_id, game_name, seat, token, game.bots[bot_name], random.Random(rng.random())
+            stub,
+            game_id,
+            game_name,
+            seat,
+            token,
+            game.bots[bot_name],
+            random.Random(rng.random()),
+            client_seed=client_seeds[seat] if client_seeds is not None else None,
         )
         for seat, token in enumerate(tokens)
     ]

@@ -38,7 +38,9 @@ def make_engine(store: InMemoryEventStore | None = None, snapshot_every: int = 5
 
 
 def seats(n: int) -> list[SeatRequest]:
-    return [SeatRequest(i, f"player-{i}", f"seed-{i}") for i in range(n)]
+    # No seed commitments: the game's dice need no reveal (tests/unit/engine/test_opening.py
+    # covers the commit–commit–reveal opening).
+    return [SeatRequest(i, f"player-{i}") for i in range(n)]
 
 
 async def play_to_end(engine: Engine, game_id: str, tokens: tuple[str, ...], seed: int) -> Session:
