@@ -17,6 +17,7 @@ from tests.support.processes import SERVICES, ServiceProcess, service_env
 
 TOKEN_KEY = "e2e-token-key-0123456789abcdef0123456789abcdef"
 OPERATOR = "e2e-operator"
+REVEAL_SECONDS = 12
 
 
 @dataclass
@@ -66,7 +67,13 @@ def shared_platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platfo
     env = service_env(
         nats.url,
         tmp_path / "data",
-        {"BOULEVARD_TOKEN_KEY": TOKEN_KEY, "BOULEVARD_OPERATOR_TOKEN": OPERATOR},
+        {
+            "BOULEVARD_TOKEN_KEY": TOKEN_KEY,
+            "BOULEVARD_OPERATOR_TOKEN": OPERATOR,
+            # Seats have this long to reveal their seeds (tests/e2e/test_fair_dice.py waits
+            # it out once; every other test reveals at once).
+            "BOULEVARD_ENGINE_REVEAL_SECONDS": str(REVEAL_SECONDS),
+        },
     )
     p = Platform(nats, env, tmp_path)
     try:
