@@ -7,6 +7,7 @@ instead of the `nats` host and fixed ports (no Docker engine here)."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import random
 import re
@@ -238,7 +239,7 @@ async def play_a_matchmade_game(ports: dict[str, int]) -> None:
                 game="las_vegas",
                 min_seats=2,
                 max_seats=2,
-                client_seed="alice's seed",
+                client_seed_commitment=hashlib.sha256(b"alice's seed").hexdigest(),
                 bot_fill_after_seconds=1,
             )
         )

@@ -40,9 +40,7 @@ def make_engine(clock: Clock) -> Engine:
 
 
 def committed_seats() -> list[SeatRequest]:
-    return [
-        SeatRequest(i, f"p{i}", client_seed_commitment(seed)) for i, seed in enumerate(SEEDS)
-    ]
+    return [SeatRequest(i, f"p{i}", client_seed_commitment(seed)) for i, seed in enumerate(SEEDS)]
 
 
 def events_of(engine: Engine, game_id: str) -> list[str]:

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from boulevard.accounting.treehead import TreeHeadSigner
 from boulevard.accounting.merkle import MerkleTree
+from boulevard.accounting.treehead import TreeHeadSigner
 from boulevard.api.v1 import dice_pb2
 from boulevard.client.dice_log import check_log, parse_log, sign_head
 from boulevard.fairness import (
