@@ -268,6 +268,7 @@ async def measure(seconds: float, clients: int, runs: int, waiting: int) -> None
             BOULEVARD_MATCHMAKING_PORT=str(mm_port),
             BOULEVARD_TOKEN_KEY=secrets.token_hex(32),
             BOULEVARD_LOG_LEVEL="warning",
+            BOULEVARD_MATCHMAKING_GAME_WAIT_SECONDS="0",  # matchmaking alone, no engine
             PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "libs")]),
         )
         mm = start(["-m", "services.matchmaking"], env, Path(tmp) / "matchmaking.log")

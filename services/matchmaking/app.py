@@ -66,6 +66,9 @@ class MatchmakingApp:
             recover_after_ms=int(s.matchmaking_recover_after_seconds * 1000),
             form_concurrency=s.matchmaking_form_concurrency,
             match_formed_subject=f"{s.matchmaking_subject_prefix}.match_formed",
+            games_stream=s.games_stream if s.matchmaking_game_wait_seconds else "",
+            games_subject_prefix=s.games_subject_prefix,
+            game_wait_seconds=s.matchmaking_game_wait_seconds,
         )
         self.matchmaker = Matchmaker(nc, tickets, matches, ratings, config)
         await self.matchmaker.start()

@@ -32,6 +32,7 @@ from typing import Any
 
 import structlog
 from nats.aio.client import Client as NATS
+from nats.js.errors import NotFoundError
 from nats.js.kv import KeyValue
 
 from boulevard.api.v1 import events_pb2
@@ -40,7 +41,13 @@ from boulevard.client.bots import bot_client_seed
 from boulevard.fairness import client_seed_commitment, is_commitment
 from boulevard.games import REGISTRY
 from boulevard.platform.auth import PlayerClaims, issue_token
-from boulevard.platform.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
+from boulevard.platform.errors import (
+    Aborted,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    Unavailable,
+)
 from services.matchmaking.matcher import (
     BOT_PREFIX,
     Candidate,
@@ -89,6 +96,12 @@ class Config:
     recover_after_ms: int
     form_concurrency: int
     match_formed_subject: str
+    # Where the engine writes games: a ticket turns ASSIGNED only once its game's first
+    # event is there, so a client that calls GetGame right after ASSIGNED finds the game.
+    # Empty: do not wait (unit tests with no engine).
+    games_stream: str = ""
+    games_subject_prefix: str = "game"
+    game_wait_seconds: float = 10.0
 
 
 @dataclass
@@ -747,7 +760,9 @@ class Matchmaker:
             for seat, tid in enumerate(record.ticket_ids)
             if tid
         ]
-        await asyncio.gather(publish, *assigns)
+        await publish
+        await self._await_game(record.match_id)
+        await asyncio.gather(*assigns)
         if record.status != pb.MATCH_STATUS_DONE:
             await self._set_match_status(record, revision, pb.MATCH_STATUS_DONE)
         self.matches_formed += 1
@@ -757,6 +772,25 @@ class Matchmaker:
             game=record.game,
             players=[s.player_id for s in record.seats],
         )
+
+    async def _await_game(self, match_id: str) -> None:
+        """Wait until the engine has created the match's game (its log has a first event).
+        On time-out the match stays COMMITTED and recovery finishes it later."""
+        if not self.config.games_stream:
+            return
+        subject = f"{self.config.games_subject_prefix}.{match_id}"
+        deadline = time.monotonic() + self.config.game_wait_seconds
+        delay = 0.005
+        while True:
+            try:
+                await self.js.get_last_msg(self.config.games_stream, subject)
+                return
+            except NotFoundError:
+                pass
+            if time.monotonic() > deadline:
+                raise Unavailable(f"the engine has not created game {match_id} yet")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.2)
 
     async def _assign(
         self, ticket_id: str, match_id: str, seat: int, player_id: str, known: Viewed | None

@@ -29,6 +29,10 @@ class MatchmakingSettings(Settings):
     # A ticket still MATCHED this long after its last change is recovered: its match is
     # finished (published and assigned) or abandoned (a crash between form and assign).
     matchmaking_recover_after_seconds: float = Field(default=5.0, gt=0)
+    # A ticket turns ASSIGNED only once the engine has written its game's first event; this
+    # long at most per try (then recovery tries again). 0: assign without waiting (for
+    # tests of matchmaking alone, with no engine).
+    matchmaking_game_wait_seconds: float = Field(default=10.0, ge=0)
     # Matches being formed at once.
     matchmaking_form_concurrency: int = Field(default=64, ge=1)
     # The durable consumer on GAMES that feeds ratings.

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -79,8 +82,9 @@ def test_up_starts_every_service_healthy_and_stops_cleanly(tmp_path: Path) -> No
 
 
 def test_up_plays_the_demo_game_to_the_end(tmp_path: Path) -> None:
-    """What `make run` shows: four bots play Lords of Vegas through the public API, every
-    move printed, then a final summary."""
+    """What `make run` shows without a terminal (a CI log): a banner, the demo game as
+    plain-text frames (board, moves in words, dice with nonces), the ranking, both audits
+    PASS, and a clean stop. The README's capture must still have this shape."""
     env = service_env(None, tmp_path / "data")
     env["BOULEVARD_EMBEDDED_NATS_PORT"] = str(free_port())
     result = subprocess.run(
@@ -93,8 +97,128 @@ def test_up_plays_the_demo_game_to_the_end(tmp_path: Path) -> None:
     )
     out = result.stdout
     assert result.returncode == 0, out + result.stderr[-3000:]
-    assert "demo: lords_of_vegas game" in out
-    assert "CardDrawn" in out and "GameFinished" in out
-    assert "demo: finished at version" in out and "ranking bot-" in out
-    assert "boulevard audit dice" in out
+    assert "\x1b" not in out  # no terminal control codes in a log
+    assert "Traceback" not in out + result.stderr
+    assert "logs in" in out and (tmp_path / "data" / "logs" / "engine.log").stat().st_size > 0
+    assert '{"' not in out  # service logs went to their files, not here
+    assert "demo: Lords of Vegas, 4 bots" in out
+    assert "legend:" in out  # the board, drawn by the game's own renderer
+    assert "dice service shuffles the deck (nonce 0" in out
+    assert " builds a " in out and " draws lot " in out  # moves in words
+    assert "demo: game over — 1. bot-" in out
+    assert out.count("    PASS  ") == 2, out[-2000:]
     assert out.rstrip().endswith("stopped")
+    check_readme_capture(out)
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+BEGIN, END = "<!-- make-run:begin -->", "<!-- make-run:end -->"
+
+
+def capture_of(out: str) -> list[str]:
+    """The lines the README shows: the banner and the first frame, then the ending."""
+    lines = out.rstrip().splitlines()
+    first_moves = next(i for i, line in enumerate(lines) if "to act:" in line)
+    ending = next(i for i, line in enumerate(lines) if line.startswith("demo: game over"))
+    return [*lines[: first_moves + 1], "  …", *lines[ending:]]
+
+
+def shape(lines: list[str]) -> list[str]:
+    """What stays the same from run to run: the banner and the ending without ids, digests,
+    numbers, paths or padding; the first frame only as "a board, then moves" (its contents
+    are a random game's)."""
+    out: list[str] = []
+    frame: list[str] = []
+    for line in lines:
+        if line.startswith("─"):
+            frame.append(line)
+            if len(frame) == 2:
+                out.append("<board>")
+            continue
+        if len(frame) == 1:  # inside the board
+            continue
+        if len(frame) == 2 and line.startswith("  v"):
+            if out[-1] != "<moves>":
+                out.append("<moves>")
+            continue
+        if line.startswith("demo: game over"):
+            line = "demo: game over — <ranking>"  # ties make a ranking's shape vary
+        line = re.sub(r"/\S*", "/…", line)
+        line = re.sub(r"[0-9a-f]{12,}", "H", line)
+        line = re.sub(r"\d+", "N", line)
+        out.append(re.sub(r"\s+", " ", line).strip())
+    return out
+
+
+DEFAULT_PORTS = {"nats-server": 4222, "matchmaking": 50051, "engine": 50052, "dice": 50053,
+                 "ledger": 50054}  # fmt: skip
+
+
+def as_make_run_prints(line: str) -> str:
+    """A test run's line as `make run` in a checkout prints it: default ports, `.data`."""
+    for name, port in DEFAULT_PORTS.items():
+        if line.strip().startswith(name):
+            line = re.sub(r"127\.0\.0\.1:\d+", f"127.0.0.1:{port}", line)
+    return re.sub(r"/tmp/\S*/data", "/home/you/boulevard/.data", line)
+
+
+def check_readme_capture(out: str) -> None:
+    text = README.read_text()
+    assert BEGIN in text and END in text, f"README.md lost its {BEGIN} … {END} block"
+    before, rest = text.split(BEGIN, 1)
+    shown, after = rest.split(END, 1)
+    shown_lines = [line for line in shown.strip().splitlines() if not line.startswith("```")]
+    actual = capture_of(out)
+    if os.environ.get("BOULEVARD_UPDATE_README") == "1":
+        block = "\n".join(["```text", *(as_make_run_prints(line) for line in actual), "```"])
+        README.write_text(f"{before}{BEGIN}\n{block}\n{END}{after}")
+        return
+    assert shape(shown_lines) == shape(actual), (
+        "what `make run` prints changed shape; rerun this test with BOULEVARD_UPDATE_README=1 "
+        "to refresh the README's capture\n" + "\n".join(actual)
+    )
+
+
+def test_up_on_a_terminal_draws_the_game_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+    """`make run` as a person sees it, under a pseudo-terminal: the board is drawn, the game
+    ends, both audits print PASS, and Ctrl-C stops everything with no traceback and no
+    process left behind."""
+    pexpect = pytest.importorskip("pexpect")
+    env = service_env(None, tmp_path / "data")
+    env["BOULEVARD_EMBEDDED_NATS_PORT"] = str(free_port())
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "boulevard.cli.main", "up", "--speed", "50"],
+        env=env,
+        encoding="utf-8",
+        timeout=240,
+        dimensions=(50, 160),
+    )
+    seen: list[str] = []
+    try:
+        for marker in ("SERVING", "legend:", "demo: game over", "PASS", "PASS", "Ctrl-C to stop"):
+            child.expect_exact(marker)
+            seen.append(child.before + marker)
+        child.sendcontrol("c")
+        child.expect(pexpect.EOF, timeout=60)
+        seen.append(child.before)
+    finally:
+        child.close(force=True)
+    screen = "".join(seen)
+    assert "\x1b[2J" in screen  # on a terminal each frame replaces the last
+    assert "Traceback" not in screen and "exception was never retrieved" not in screen
+    assert screen.rstrip().endswith("stopped")
+    assert child.exitstatus == 0, screen[-2000:]
+    logs = tmp_path / "data" / "logs"
+    for name in SERVICES:
+        text = (logs / f"{name}.log").read_text()
+        assert "Traceback" not in text, f"{name}.log:\n{text[-3000:]}"
+        assert text.count('"stopped"') == 1, f"{name} did not say stopped exactly once"
+    left = subprocess.run(
+        ["pgrep", "-f", str(tmp_path)], capture_output=True, text=True, check=False
+    ).stdout.split()
+    assert not left, f"processes left behind: {left}"
+    for name in SERVICES:  # nothing answers on the services' ports any more
+        host, _, port = address(env, name).rpartition(":")
+        with pytest.raises(OSError), socket.create_connection((host, int(port)), timeout=1):
+            pass

@@ -13,7 +13,9 @@ the pure core (`boulevard.accounting`), trusting nothing the service says about 
    rules and every seat's money compared with its ledger balance after every event.
 
 Prints a clear pass, or the exact entry (or head, or game version and seat) that fails, and
-exits non-zero on failure. Wire it with `audit_ledger.add_parser(<audit subparsers>)`.
+exits non-zero on failure. Exit codes: 0 pass, 1 verification failed, 2 could not audit
+(the ledger is unreachable, or bad arguments). Wire it with
+`audit_ledger.add_parser(<audit subparsers>)`.
 """
 
 from __future__ import annotations
@@ -43,8 +45,13 @@ from boulevard.accounting import (
 )
 from boulevard.accounting.accounts import AccountId
 from boulevard.client.ledger import LedgerClient, money_trail
+from boulevard.platform.settings import Settings
 
-DEFAULT_ADDRESS = "127.0.0.1:50054"
+EXIT_PASS = 0
+EXIT_FAIL = 1
+EXIT_ERROR = 2
+# Codes that say "could not ask", not "the answer is wrong".
+UNREACHABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 HEAD_WAIT = 10.0  # seconds to wait for a head over entries just posted
 
 
@@ -55,6 +62,7 @@ class AuditFailed(Exception):
 @dataclass
 class AuditReport:
     ok: bool = True
+    unreachable: bool = False
     lines: list[str] = field(default_factory=list)
     failure: str = ""
     entries: int = 0
@@ -71,7 +79,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("--game", default="", help="audit only this game's entries")
     p.add_argument(
-        "--address", default=DEFAULT_ADDRESS, help=f"ledger gRPC address ({DEFAULT_ADDRESS})"
+        "--address",
+        metavar="HOST:PORT",
+        default=None,
+        help="the ledger's gRPC address (default: BOULEVARD_GRPC_HOST and "
+        "BOULEVARD_LEDGER_PORT, i.e. 127.0.0.1:50054)",
     )
     p.add_argument(
         "--public-key",
@@ -90,18 +102,23 @@ def run(args: argparse.Namespace) -> int:
     try:
         key = bytes.fromhex(args.public_key) if args.public_key else None
     except ValueError:
-        print("FAIL --public-key is not hex", file=sys.stderr)
-        return 2
+        print("ERROR --public-key is not hex", file=sys.stderr)
+        return EXIT_ERROR
+    settings = Settings()
+    address = args.address or f"{settings.grpc_host}:{settings.ledger_port}"
     say: Callable[[str], None] = (lambda _: None) if args.quiet else print
     report = asyncio.run(
-        audit_address(args.address, args.game, key, reconcile_games=not args.no_reconcile, say=say)
+        audit_address(address, args.game, key, reconcile_games=not args.no_reconcile, say=say)
     )
     if report.ok:
         print(f"PASS ledger audit: {report.entries} entries, {report.heads} signed heads, "
               f"{report.games} games reconciled")  # fmt: skip
-        return 0
+        return EXIT_PASS
+    if report.unreachable:
+        print(f"ERROR cannot reach the ledger at {address}: {report.failure}")
+        return EXIT_ERROR
     print(f"FAIL {report.failure}")
-    return 1
+    return EXIT_FAIL
 
 
 async def audit_address(
@@ -134,6 +151,7 @@ async def audit(
         report.failure = _describe(exc)
     except grpc.aio.AioRpcError as exc:
         report.ok = False
+        report.unreachable = exc.code() in UNREACHABLE
         report.failure = f"the ledger service answered {exc.code().name}: {exc.details()}"
     return report
 

@@ -1,9 +1,14 @@
 """`boulevard up`: the whole platform on one machine, with one command.
 
 Starts an embedded nats-server (JetStream, `sync_interval: always`, data under
-`<data-dir>/nats`) unless NATS_URL is set, then the services as separate processes; waits
-until each reports SERVING, prints where they listen, and on Ctrl-C (or SIGTERM) stops
+`<data-dir>/nats`) unless NATS_URL is set, then the services as separate processes (their
+logs in `<data-dir>/logs/<service>.log`, or on this terminal with `--verbose`); waits until
+each reports SERVING, prints where they listen, plays a demo game that a person can follow
+(the same table as `boulevard watch`), audits it, and on Ctrl-C (or SIGTERM) stops
 everything in reverse order.
+
+Exit codes: 0 stopped on request (or, with --exit-after-demo, the demo's audits passed);
+1 the platform could not start, a service died, or a demo audit failed; 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from boulevard.games import REGISTRY
 from boulevard.messaging.server import NatsServer
 from boulevard.platform.settings import Settings
 
@@ -35,6 +41,21 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--services", default=",".join(SERVICES), help="comma-separated services to start"
     )
     p.add_argument("--no-demo", action="store_true", help="do not play the demo game")
+    p.add_argument(
+        "--demo",
+        default="lords_of_vegas",
+        metavar="GAME",
+        help="the game the demo plays (default: lords_of_vegas)",
+    )
+    p.add_argument(
+        "--speed",
+        type=float,
+        default=2.0,
+        help="demo turns shown per second on a terminal (0: as fast as it plays; default 2)",
+    )
+    p.add_argument(
+        "--verbose", action="store_true", help="stream the services' logs here, not to files"
+    )
     p.add_argument(
         "--exit-after-demo", action="store_true", help="stop everything once the demo ends"
     )
@@ -115,7 +136,11 @@ class Platform:
 
 
 async def start_platform(
-    settings: Settings, names: list[str], data_dir: Path, timeout: float
+    settings: Settings,
+    names: list[str],
+    data_dir: Path,
+    timeout: float,
+    verbose: bool = True,
 ) -> tuple[Platform, dict[str, str]]:
     platform = Platform()
     env = dict(os.environ)
@@ -130,15 +155,31 @@ async def start_platform(
                 data_dir / "nats", port=settings.embedded_nats_port, log_file=data_dir / "nats.log"
             ).start()
             env["NATS_URL"] = platform.nats.url
-            say(f"nats-server (JetStream, sync always) on {platform.nats.url}, data in {data_dir}")
+            say(
+                f"  {'nats-server':<12} {platform.nats.url} (JetStream, every write synced to disk)"
+            )
         addresses = {}
+        logs = data_dir / "logs"
+        if not verbose:
+            logs.mkdir(parents=True, exist_ok=True)
         for name in names:
-            child = subprocess.Popen([sys.executable, "-m", f"services.{name}"], env=env)
+            # The child keeps its own copy of the descriptor.
+            out = None if verbose else open(logs / f"{name}.log", "ab")  # noqa: SIM115, ASYNC230
+            try:
+                child = subprocess.Popen(
+                    [sys.executable, "-m", f"services.{name}"],
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT if out else None,
+                )
+            finally:
+                if out is not None:
+                    out.close()
             platform.children.append((name, child))
             addresses[name] = f"{settings.grpc_host}:{settings.port_of(name)}"
         for name, child in platform.children:
             await wait_serving(addresses[name], timeout, child)
-            say(f"  {name:<12} SERVING on {addresses[name]}")
+            say(f"  {name:<12} {addresses[name]} (gRPC, SERVING)")
         platform.env = env
         return platform, addresses
     except BaseException:
@@ -154,16 +195,30 @@ def run(args: argparse.Namespace) -> int:
         say(f"unknown service(s): {', '.join(unknown)}; choose from {', '.join(SERVICES)}")
         return 2
     data_dir: Path = args.data_dir or settings.data_dir
+    if not args.no_demo and args.demo not in REGISTRY:
+        say(f"unknown game {args.demo!r}; choose from {', '.join(sorted(REGISTRY))}")
+        return 2
+    say("Boulevard — starting the platform on this machine")
     try:
-        platform, addresses = asyncio.run(start_platform(settings, names, data_dir, args.timeout))
+        platform, addresses = asyncio.run(
+            start_platform(settings, names, data_dir, args.timeout, verbose=args.verbose)
+        )
     except (TimeoutError, RuntimeError, OSError) as exc:
         say(f"could not start the platform: {exc}")
+        if not args.verbose:
+            say(f"the services' logs are in {data_dir / 'logs'}")
         return 1
+    say(f"  data in {data_dir.resolve()}")
+    if not args.verbose:
+        say(f"  logs in {(data_dir / 'logs').resolve()} (boulevard up --verbose shows them here)")
     stopping = False
+    in_demo = False
 
     def on_signal(signum: int, _frame: object) -> None:
         nonlocal stopping
         stopping = True
+        if in_demo:  # the demo runs in this thread: interrupt it, then stop as usual
+            raise KeyboardInterrupt
 
     previous: dict[int, Callable[..., object] | int | None] = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -172,9 +227,26 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_demo:
             from boulevard.cli.demo import play_demo
 
-            play_demo(addresses, platform.env.get("BOULEVARD_OPERATOR_TOKEN", ""))
-            if args.exit_after_demo:
+            in_demo = True
+            try:
+                passed = play_demo(
+                    addresses,
+                    platform.env.get("BOULEVARD_OPERATOR_TOKEN", ""),
+                    args.demo,
+                    terminal=sys.stdout.isatty(),
+                    speed=args.speed,
+                    env=platform.env,
+                )
+            except KeyboardInterrupt:
+                say("demo interrupted")
                 return 0
+            finally:
+                in_demo = False
+            if args.exit_after_demo:
+                return 0 if passed else 1
+            say("watch any game: boulevard watch <game_id>")
+            say("audit any game: boulevard audit dice <game_id>; "
+                "boulevard audit ledger --game <game_id>")  # fmt: skip
         say("platform up; press Ctrl-C to stop")
         while not stopping:
             for name, child in platform.children:

@@ -194,6 +194,9 @@ class GameDefinition(Generic[S, C, E, V]):
     render: Callable[[V], str]
     bots: Mapping[str, Bot] = field(default_factory=dict)
     view_type: type | None = None
+    # One event in words for people watching (`boulevard watch`, the demo): (event, the
+    # seats' names) -> a short sentence. None: the table shows the event's type.
+    describe: Callable[[Any, Sequence[str]], str] | None = None
 
 
 def transfers_of(event: object) -> tuple[Transfer, ...]:

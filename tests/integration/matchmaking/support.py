@@ -37,6 +37,7 @@ def mm_settings(nats_url: str, **overrides: Any) -> MatchmakingSettings:
         "shutdown_grace_seconds": 0.5,
         "matchmaking_tick_seconds": 0.05,
         "matchmaking_recover_after_seconds": 1.0,
+        "matchmaking_game_wait_seconds": 0,  # no engine here: assign without waiting
         **overrides,
     }
     return MatchmakingSettings(**values)

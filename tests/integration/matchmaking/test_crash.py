@@ -63,6 +63,7 @@ async def test_sigkill_during_matching_loses_no_ticket_and_matches_none_twice(
             "BOULEVARD_TOKEN_KEY": TOKEN_KEY,
             "BOULEVARD_MATCHMAKING_TICK_SECONDS": "0.02",
             "BOULEVARD_MATCHMAKING_RECOVER_AFTER_SECONDS": "1",
+            "BOULEVARD_MATCHMAKING_GAME_WAIT_SECONDS": "0",  # no engine in this test
             "BOULEVARD_MATCHMAKING_WINDOW_WIDEN_PER_SECOND": "20",
             "BOULEVARD_LOG_LEVEL": "info",
         },

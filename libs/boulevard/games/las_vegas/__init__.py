@@ -9,6 +9,7 @@ from __future__ import annotations
 from boulevard.games.base import GameDefinition
 from boulevard.games.las_vegas import bots, rules
 from boulevard.games.las_vegas.data import DATA
+from boulevard.games.las_vegas.describe import describe
 from boulevard.games.las_vegas.render import render
 from boulevard.games.las_vegas.types import (
     COMMAND_TYPES,
@@ -37,6 +38,7 @@ GAME: GameDefinition[LasVegasState, Command, AnyEvent, LasVegasView] = GameDefin
     money=rules.money,
     render=render,
     bots={"random": bots.random_bot, "heuristic": bots.heuristic_bot},
+    describe=describe,
     view_type=LasVegasView,
 )
 

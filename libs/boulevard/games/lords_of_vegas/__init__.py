@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from boulevard.games.base import GameDefinition
 from boulevard.games.lords_of_vegas.bots import heuristic_bot, random_bot
+from boulevard.games.lords_of_vegas.describe import describe
 from boulevard.games.lords_of_vegas.render import render
 from boulevard.games.lords_of_vegas.rules import (
     chance,
@@ -45,6 +46,7 @@ GAME: GameDefinition[State, Command, Event, State] = GameDefinition(
     money=money,
     render=render,
     bots={"random": random_bot, "heuristic": heuristic_bot},
+    describe=describe,
     view_type=State,
 )
 

@@ -1,0 +1,66 @@
+"""`boulevard watch <game_id>`: follow a game as a spectator, on the same table the demo
+uses (`boulevard.client.table`): the board after each turn, the moves in words, the dice
+with their nonces, the ranking at the end. Only public reads (`WatchGame`), no token.
+
+Exit codes: 0 the game ended (or was already over), 2 cannot watch (unreachable, unknown
+game), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+import grpc
+
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.client.table import Table
+from boulevard.platform.settings import Settings
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "watch",
+        help="follow a game as a spectator",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("game_id", help="the game to watch")
+    p.add_argument(
+        "--engine",
+        metavar="HOST:PORT",
+        default=None,
+        help="the engine's gRPC address (default: BOULEVARD_GRPC_HOST and BOULEVARD_ENGINE_PORT)",
+    )
+    p.add_argument(
+        "--speed",
+        type=float,
+        default=2.0,
+        help="turns shown per second on a terminal (0: no pause)",
+    )
+    p.set_defaults(func=run)
+
+
+async def follow(address: str, game_id: str, speed: float) -> Table:
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = engine_pb2_grpc.EngineServiceStub(channel)
+        got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id), timeout=10)
+        table = Table(got.game, terminal=sys.stdout.isatty(), speed=speed)
+        async for update in stub.WatchGame(engine_pb2.WatchGameRequest(game_id=game_id)):
+            await asyncio.to_thread(table.feed, update)
+        return table
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = Settings()
+    address = args.engine or f"{settings.grpc_host}:{settings.engine_port}"
+    try:
+        table = asyncio.run(follow(address, args.game_id, args.speed))
+    except KeyboardInterrupt:
+        return 130
+    except grpc.aio.AioRpcError as exc:
+        print(f"cannot watch {args.game_id} at {address}: {exc.code().name}: {exc.details()}")
+        return 2
+    print(f"game over — {table.ranking()}" if table.finished else "the stream ended")
+    return 0
