@@ -15,7 +15,8 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
 from boulevard.api.v1 import dice_pb2
-from boulevard.platform.errors import BoulevardError
+from boulevard.platform.errors import BoulevardError, InvalidArgument
+from boulevard.platform.wire import sent_unknown_field
 from services.dice.dealer import Dealer
 
 log = structlog.get_logger(__name__)
@@ -80,6 +81,11 @@ class DiceRpc:
 
     async def _open(self, data: bytes) -> dice_pb2.DiceRpcReply:
         request = dice_pb2.DiceOpenRequest.FromString(data)
+        if sent_unknown_field(request, 2):
+            raise InvalidArgument(
+                "open takes the seats' seed commitments only; the seeds come after the "
+                "commitment, with dice.rpc.seeds"
+            )
         commitment = await self._dealer.open_game(
             request.game_id,
             list(request.client_seed_commitments),

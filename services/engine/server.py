@@ -15,6 +15,7 @@ from boulevard.client import mapping
 from boulevard.eventlog.jetstream import JetStreamEventStore, follow
 from boulevard.platform.auth import authorize, verify_token
 from boulevard.platform.errors import InvalidArgument, PermissionDenied, Unauthenticated
+from boulevard.platform.wire import sent_unknown_field
 from services.engine.engine import Engine, SeatRequest
 from services.engine.kv import JetStreamKeyValue
 from services.engine.sessions import Session, redacted
@@ -66,6 +67,11 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         self, request: engine_pb2.CreateGameRequest, context: Context
     ) -> engine_pb2.CreateGameResponse:
         self._check_operator(context)
+        if any(sent_unknown_field(s, 3) for s in request.seats):
+            raise InvalidArgument(
+                "seats carry client_seed_commitment (SHA-256 of the seed), not client_seed: "
+                "the seed is revealed with RevealSeed after the game is created"
+            )
         created = await self.engine.create_game(
             request.request_id,
             request.game,

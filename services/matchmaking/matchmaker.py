@@ -48,6 +48,7 @@ from boulevard.platform.errors import (
     NotFound,
     Unavailable,
 )
+from boulevard.platform.wire import sent_unknown_field
 from services.matchmaking.matcher import (
     BOT_PREFIX,
     Candidate,
@@ -894,6 +895,11 @@ def validate_create(req: pb.CreateTicketRequest) -> tuple[int, int]:
         raise InvalidArgument(f"player ids starting with {BOT_PREFIX!r} are reserved for bots")
     if len(req.request_id) > MAX_REQUEST_ID:
         raise InvalidArgument(f"request_id must be at most {MAX_REQUEST_ID} characters")
+    if sent_unknown_field(req, 6):
+        raise InvalidArgument(
+            "send client_seed_commitment (SHA-256 of your seed), not client_seed: the seed is "
+            "revealed to the engine once the game exists"
+        )
     if req.client_seed_commitment and not is_commitment(req.client_seed_commitment):
         raise InvalidArgument(
             "client_seed_commitment must be 64 lowercase hex digits (SHA-256 of your seed)"

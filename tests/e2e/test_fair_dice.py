@@ -17,14 +17,21 @@ import nats
 import pytest
 
 from boulevard.accounting.treehead import TreeHeadSigner
-from boulevard.api.v1 import dice_pb2, dice_pb2_grpc, engine_pb2, engine_pb2_grpc
+from boulevard.api.v1 import (
+    dice_pb2,
+    dice_pb2_grpc,
+    engine_pb2,
+    engine_pb2_grpc,
+    matchmaking_pb2,
+    matchmaking_pb2_grpc,
+)
 from boulevard.client.bots import play_game, reveal_seed
 from boulevard.client.dice import DiceClient
 from boulevard.fairness import client_seed_commitment
 from boulevard.games import REGISTRY
 from boulevard.platform.errors import FailedPrecondition
 from tests.e2e.conftest import REVEAL_SECONDS, Platform
-from tests.e2e.test_games import create, seed_of
+from tests.e2e.test_games import OPERATOR_MD, create, seed_of
 
 pytestmark = pytest.mark.e2e
 
@@ -265,5 +272,37 @@ def test_a_seat_that_never_reveals_plays_with_an_empty_seed(platform: Platform) 
         done = audit(platform, game_id)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "seat 1 did not reveal its client seed" in done.stdout, done.stdout
+
+    asyncio.run(run())
+
+
+def test_a_plaintext_client_seed_is_refused_not_ignored(platform: Platform) -> None:
+    """An old client that still sends `client_seed` (a field that is reserved now) gets
+    INVALID_ARGUMENT from CreateGame and CreateTicket, instead of a seat without a seed."""
+
+    async def run() -> None:
+        seat = engine_pb2.SeatAssignment(seat=0, player_id="p0")
+        seat.MergeFromString(b"\x1a\x04seed")  # field 3, the old client_seed
+        other = engine_pb2.SeatAssignment(seat=1, player_id="p1")
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            stub = engine_pb2_grpc.EngineServiceStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await stub.CreateGame(
+                    engine_pb2.CreateGameRequest(
+                        request_id="legacy-seed", game="las_vegas", seats=[seat, other]
+                    ),
+                    metadata=OPERATOR_MD,
+                )
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "client_seed_commitment" in (err.value.details() or "")
+        ticket = matchmaking_pb2.CreateTicketRequest(
+            request_id="legacy", player_id="old-client", game="las_vegas"
+        )
+        ticket.MergeFromString(b"\x32\x04seed")  # field 6, the old client_seed
+        async with grpc.aio.insecure_channel(platform.address("matchmaking")) as channel:
+            mm = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await mm.CreateTicket(ticket)
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
     asyncio.run(run())

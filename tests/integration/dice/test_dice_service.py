@@ -183,6 +183,11 @@ async def test_bad_requests_get_precise_errors(
             await client.roll(game_id, "", 1, 6)
         # Nothing bad took a nonce.
         assert (await client.roll(game_id, "good", 1, 6)).nonce == 0
+        # An old engine sending plaintext client seeds with the open is refused.
+        legacy = dice_pb2.DiceOpenRequest(game_id=new_game_id()).SerializeToString()
+        reply = await nc.request("dice.rpc.open", legacy + b"\x12\x04seed", timeout=5)
+        error = dice_pb2.DiceRpcReply.FromString(reply.data).error
+        assert error.code == "invalid_argument" and "commitments only" in error.message
         reply = await nc.request("dice.rpc.roll", b"\xff\xff not protobuf", timeout=5)
         assert dice_pb2.DiceRpcReply.FromString(reply.data).error.code == "invalid_argument"
         async with channel_to(service.address) as channel:
