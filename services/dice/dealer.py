@@ -34,7 +34,7 @@ import structlog
 from boulevard.accounting.merkle import MerkleTree
 from boulevard.accounting.treehead import TreeHeadSigner
 from boulevard.api.v1 import dice_pb2
-from boulevard.client.dice_log import check_log, parse_log, sign_head
+from boulevard.client.dice_log import parse_log, sign_head, signed_view
 from boulevard.fairness import (
     MAX_CLIENT_SEED_BYTES,
     ROLL,
@@ -49,9 +49,10 @@ from boulevard.fairness import (
     is_commitment,
     parse_server_seed,
 )
+from boulevard.messaging.poison import poisoned
 from boulevard.platform.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
 from services.dice.mapping import KIND_TO_PROTO, kind_name
-from services.dice.store import AppendConflict, DiceLog, SeedVault
+from services.dice.store import AppendConflict, DiceLog, SeedVault, StoredRecord
 
 log = structlog.get_logger(__name__)
 
@@ -409,27 +410,34 @@ class Dealer:
             raise NotFound(f"no dice game {game_id}: open it first")
         return table
 
+    @staticmethod
+    def _out_of_sequence(stored: StoredRecord, why: str) -> None:
+        record = stored.record.WhichOneof("record") or "empty"
+        poisoned("dice.log", "out_of_sequence", seq=stored.seq, error=f"{record}: {why}")
+
     async def _load(self, game_id: str) -> Table | None:
-        records, _ = await self._log.read(game_id)
+        records, last_seq = await self._log.read(game_id)
         if not records:
             return None
-        leaves = [r.data for r in records if r.is_leaf]
-        heads = [r.record.head for r in records if not r.is_leaf]
-        game, problem = parse_log(leaves)
-        if problem is None and heads:
-            problem = check_log(game_id, leaves[: heads[-1].tree_size], heads, self.public_key)
-        if problem is not None or game.opened is None:
-            what = problem.describe() if problem else "no commitment record"
-            log.error("dice log does not match its signed heads", game_id=game_id, problem=what)
-            raise FailedPrecondition(f"the dice log of {game_id} cannot be trusted: {what}")
+        # The log as this service signed it: records no head of ours covers were written by
+        # someone else; they are skipped (logged, counted), never drawn from, and an audit
+        # of the raw log names them.
+        view = signed_view(game_id, [(r.record, r.data) for r in records], self.public_key)
+        for position in view.skipped:
+            self._out_of_sequence(records[position], "not covered by a head this service signed")
+        game, problem = parse_log(view.trusted)
+        if problem is not None:
+            raise FailedPrecondition(f"the dice log of {game_id}: {problem.describe()}")
+        if game.opened is None:
+            # No signed commitment yet: a crash right after the first leaf, or junk.
+            first = next((p for p in view.tail if records[p].record.HasField("opened")), None)
+            if first is None:
+                raise FailedPrecondition(f"the dice log of {game_id} has no commitment record")
+            game.opened = records[first].record.opened
+            view.tail = [first]
         opened = game.opened
         if game.revealed is not None:
-            try:
-                seed = parse_server_seed(game.revealed.server_seed)
-            except FairnessError:
-                raise FailedPrecondition(f"the revealed seed of {game_id} is malformed") from None
-            if commitment(seed) != opened.commitment:
-                raise FailedPrecondition(f"the revealed seed of {game_id} is not the committed one")
+            seed = parse_server_seed(game.revealed.server_seed)
         else:
             vaulted = await self._vault.get(game_id)
             if vaulted is None:
@@ -437,59 +445,81 @@ class Dealer:
             seed = vaulted
             if commitment(seed) != opened.commitment:
                 raise FailedPrecondition(f"the vaulted seed of {game_id} is not the committed one")
-        table = Table(game_id=game_id, opened=opened, server_seed=seed, last_seq=records[-1].seq)
-        for data in leaves:
-            table.tree.append(data)
-        table.signed_size = heads[-1].tree_size if heads else 0
-        if game.seeds is not None:
-            table.client_seeds = game.seeds
-            table.seeds = GameSeeds.of(seed, game.seeds.client_seeds, game_id)
-        for outcome in game.outcomes:
-            table.by_request.setdefault(outcome.request_id, outcome)
-            table.next_nonce = max(table.next_nonce, outcome.nonce + 1)
-        table.revealed = game.revealed
-        if table.signed_size < table.tree.size:
-            # A crash between a leaf and its head leaves one unsigned leaf. Sign it only if
-            # it is what this service would have written; anything else was put there by
-            # someone else, and the game stops here rather than vouch for it.
-            self._vouch(table, leaves[table.signed_size :])
-            await self._sign(table)
+        # The subject's last message, good or not: the next append expects it.
+        table = Table(game_id=game_id, opened=opened, server_seed=seed, last_seq=last_seq)
+        table.tree = view.tree
+        table.signed_size = view.signed_size
+        self._apply(table, game.seeds, game.outcomes, game.revealed)
+        if view.tail:
+            # A crash between a leaf and its head leaves one unsigned leaf: sign it if it is
+            # exactly what this service would have written; skip anything else.
+            last = view.tail[-1]
+            for position in view.tail[:-1]:
+                self._out_of_sequence(records[position], "not covered by a signed head")
+            if self._vouch(table, records[last]):
+                if not records[last].record.HasField("opened"):
+                    table.tree.append(records[last].data)
+                await self._sign(table)
+            else:
+                self._out_of_sequence(records[last], "not a record this service would write")
         return table
 
-    def _vouch(self, table: Table, unsigned: list[bytes]) -> None:
-        def refuse(why: str) -> FailedPrecondition:
-            log.error("unsigned dice record refused", game_id=table.game_id, why=why)
-            return FailedPrecondition(
-                f"the dice log of {table.game_id} holds a record this service did not sign: {why}"
-            )
+    def _apply(
+        self,
+        table: Table,
+        seeds: dice_pb2.DiceClientSeeds | None,
+        outcomes: Sequence[dice_pb2.DiceOutcome],
+        revealed: dice_pb2.DiceReveal | None,
+    ) -> None:
+        if seeds is not None:
+            table.client_seeds = seeds
+            table.seeds = GameSeeds.of(table.server_seed, seeds.client_seeds, table.game_id)
+        for outcome in outcomes:
+            table.by_request.setdefault(outcome.request_id, outcome)
+            table.next_nonce = max(table.next_nonce, outcome.nonce + 1)
+        table.revealed = revealed
 
-        if len(unsigned) != 1:
-            raise refuse(f"{len(unsigned)} records after the last signed head")
-        record = dice_pb2.DiceRecord.FromString(unsigned[0])
+    def _vouch(self, table: Table, stored: StoredRecord) -> bool:
+        """Whether an unsigned leaf is what this service would have written next (then it
+        is taken into the table); False for anything else."""
+        record = stored.record
         which = record.WhichOneof("record")
         if which == "opened":
-            return  # the first leaf: its commitment was checked against the vault above
-        if which == "seeds" and table.client_seeds is not None:
-            opened = table.opened.client_seed_commitments
-            for seat, seed in enumerate(record.seeds.client_seeds):
-                committed = opened[seat] if seat < len(opened) else ""
-                if seat in record.seeds.missing_seats or not committed:
-                    if seed:
-                        raise refuse(f"seat {seat} has a seed it never committed to")
-                elif client_seed_commitment(seed) != committed:
-                    raise refuse(f"seat {seat}'s seed is not its commitment")
-            return
-        if which == "outcome" and table.seeds is not None:
+            return table.tree.size == 0 and record.opened.commitment == commitment(
+                table.server_seed
+            )
+        if which == "seeds" and table.client_seeds is None and table.tree.size == 1:
+            try:
+                self._check_seeds(table, record.seeds.client_seeds, record.seeds.missing_seats)
+            except (InvalidArgument, FailedPrecondition):
+                return False
+            self._apply(table, record.seeds, (), None)
+            return True
+        if which == "outcome" and table.seeds is not None and table.revealed is None:
             o = record.outcome
-            expected = table.seeds.derive(o.nonce, kind_name(o.kind), o.count, o.sides)
-            if o.nonce != table.next_nonce - 1 or tuple(o.values) != expected:
-                raise refuse(f"outcome {o.nonce} is not the scheme's next outcome")
-            return
-        if which == "revealed" and table.revealed is not None:
-            if table.revealed.server_seed != table.server_seed.hex():
-                raise refuse("the revealed seed is not the game's")
-            return
-        raise refuse(f"an unexpected {which} record")
+            try:
+                expected = table.seeds.derive(o.nonce, kind_name(o.kind), o.count, o.sides)
+            except FairnessError:
+                return False
+            if o.nonce != table.next_nonce or tuple(o.values) != expected:
+                return False
+            self._apply(table, None, [o], None)
+            return True
+        if which == "revealed" and table.revealed is None:
+            if not _reveals(record.revealed, table.opened):
+                return False
+            if record.revealed.outcome_count != table.next_nonce:
+                return False
+            table.revealed = record.revealed
+            return True
+        return False
+
+
+def _reveals(reveal: dice_pb2.DiceReveal, opened: dice_pb2.DiceCommitment) -> bool:
+    try:
+        return commitment(parse_server_seed(reveal.server_seed)) == opened.commitment
+    except FairnessError:
+        return False
 
 
 def _check_commitments(commitments: Sequence[str]) -> None:

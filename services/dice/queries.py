@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from boulevard.accounting.errors import VerificationFailed
 from boulevard.accounting.merkle import MerkleTree
 from boulevard.api.v1 import dice_pb2
-from boulevard.client.dice_log import parse_log
-from boulevard.fairness import verify_game
+from boulevard.client.dice_log import parse_log, signed_view
+from boulevard.fairness import seed_matches_commitment, verify_game
 from boulevard.platform.errors import FailedPrecondition, InvalidArgument, NotFound
 from services.dice.dealer import check_game_id
 from services.dice.mapping import to_recorded, verification_response
@@ -54,14 +54,31 @@ class DiceQueries:
         game = GameRecords()
         for item in stored:
             if item.is_leaf:
-                game.leaves.append(item.data)
+                game.leaves.append(item.data)  # all of them: an audit of the raw log
             else:
                 game.heads.append(item.record.head)
-        parsed, _problem = parse_log(game.leaves)  # the audit reports order problems
+        # What the service signed is what it answers from; records someone else put on the
+        # subject are served only raw (ListLogRecords), where an audit names them.
+        view = signed_view(game_id, [(i.record, i.data) for i in stored], self.public_key)
+        parsed, _problem = parse_log(view.trusted)
         game.opened, game.seeds, game.revealed = parsed.opened, parsed.seeds, parsed.revealed
         game.outcomes = parsed.outcomes
         if game.opened is None:
             raise FailedPrecondition(f"the dice log of {game_id} has no commitment record")
+        if game.revealed is None:
+            # A genuine reveal (the committed seed) opens the records even where the log was
+            # tampered with after it; a fake one opens nothing.
+            game.revealed = next(
+                (
+                    i.record.revealed
+                    for i in stored
+                    if i.record.HasField("revealed")
+                    and seed_matches_commitment(
+                        i.record.revealed.server_seed, game.opened.commitment
+                    )
+                ),
+                None,
+            )
         return game
 
     async def get_commitment(self, game_id: str) -> dice_pb2.GetCommitmentResponse:

@@ -24,6 +24,7 @@ from nats.js.errors import (
 from nats.js.kv import KeyValue
 
 from boulevard.api.v1 import dice_pb2, events_pb2
+from boulevard.messaging.poison import poisoned
 from boulevard.platform.errors import FailedPrecondition, Unavailable
 from services.dice.sealing import SealError, SeedSealer
 
@@ -120,8 +121,14 @@ class DiceLog:
                 return
             seq = msg.metadata.sequence.stream
             record = dice_pb2.DiceRecord()
-            record.ParseFromString(msg.data)
-            out.append(StoredRecord(seq, record, bytes(msg.data)))
+            try:
+                record.ParseFromString(msg.data)
+            except DecodeError as exc:
+                # Not a record this service wrote: skipped (docs/security.md, "Poison
+                # messages"); it stays on the stream, where an audit reports it.
+                poisoned("dice.log", "undecodable", subject=msg.subject, seq=seq, error=exc)
+            else:
+                out.append(StoredRecord(seq, record, bytes(msg.data)))
             if seq >= last or (limit is not None and len(out) >= limit):
                 done.set_result(None)
 

@@ -35,6 +35,7 @@ from boulevard.games.base import (
     GameFinished,
     PlayerSeat,
     RulesError,
+    check_options,
 )
 from boulevard.games.codec import Codec
 from boulevard.platform.auth import PlayerClaims, issue_token
@@ -44,6 +45,8 @@ from boulevard.platform.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    Unavailable,
+    nats_unavailable,
 )
 from services.engine.sessions import Session, envelope_of
 
@@ -51,6 +54,10 @@ log = structlog.get_logger(__name__)
 
 _GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_RETRIES = 5
+
+
+class OutcomeUnknown(Unavailable):
+    """UNAVAILABLE for a command whose append was not confirmed: it may be in the log."""
 
 
 class ChanceSource(Protocol):
@@ -190,6 +197,10 @@ class Engine:
                     f"seat {s.seat}: client_seed_commitment must be 64 lowercase hex digits "
                     "(SHA-256 of the client seed)"
                 )
+        try:
+            check_options(game, options)
+        except RulesError as err:
+            raise InvalidArgument(f"bad options: {err.message}") from err
         ordered = sorted(seats, key=lambda s: s.seat)
         game_id = game_id_for(request_id)
         async with self._lock(game_id):
@@ -413,11 +424,24 @@ class Engine:
                 try:
                     await self._append(session, list(events), key)
                 except ConcurrencyConflict:
-                    # Another replica wrote first (`_append` dropped our copy): try again on
-                    # the fresh log, unless the client pinned the version it decided on.
-                    if expected_version:
-                        raise
+                    # Another replica wrote first (`_append` dropped our copy), or an
+                    # earlier attempt of this very command did: reload, and the loop's first
+                    # checks return its recorded result, answer ABORTED to a client that
+                    # pinned the version, or decide again on the fresh log.
                     continue
+                except Exception as exc:
+                    if not nats_unavailable(exc):
+                        raise
+                    # The append may or may not have been stored: only a retry with the same
+                    # key can tell (it returns the recorded result, or applies it once).
+                    raise OutcomeUnknown(
+                        "the event store did not confirm this action, so it may or may not "
+                        "have been applied: retry with the same idempotency_key"
+                        if idempotency_key
+                        else "the event store did not confirm this action, so it may or may "
+                        "not have been applied: reload the game before acting again (send an "
+                        "idempotency_key to make such retries safe)"
+                    ) from exc
                 await self._settle(session, key)
                 return await self._result(session, first, session.version)
         raise Aborted("too many concurrent writers on this game; try again")
@@ -454,7 +478,9 @@ class Engine:
         new = [NewEvent(e.event_id, e.type, e.SerializeToString()) for e in envelopes]
         try:
             await self.store.append(session.game_id, new, session.version)
-        except ConcurrencyConflict:
+        except Exception:
+            # Refused, or unconfirmed (it may be stored): the cached copy may be behind the
+            # log, so the next load reads the log again.
             self._sessions.pop(session.game_id, None)
             raise
         before = session.version

@@ -25,6 +25,7 @@ from boulevard.accounting import (
     postings_from_transfers,
 )
 from boulevard.api.v1 import events_pb2, ledger_pb2
+from boulevard.messaging.poison import poisoned
 from services.ledger.mapping import head_from_pb
 
 # Game ids become NATS subject tokens (`game.<id>`, `ledger.entry.<id>`).
@@ -83,6 +84,7 @@ class LedgerBook:
         self.heads: list[SignedTreeHead] = []
         self.heads_by_size: dict[int, SignedTreeHead] = {}
         self.rejections: dict[tuple[str, int], Rejection] = {}
+        self.quarantined: list[int] = []  # LEDGER sequences of messages skipped as poison
         self.last_stream_seq = 0
 
     @property
@@ -95,16 +97,27 @@ class LedgerBook:
 
     # Reading LEDGER back --------------------------------------------------------------
 
-    def load(self, kind: str, data: bytes, stream_seq: int) -> None:
-        """Apply one stored LEDGER message. A stored entry that does not chain, balance or
-        respect the account rules means the stream was tampered with: refuse to start."""
-        if kind == "entry":
-            self._index(decode_and_append(self.ledger, data), stream_seq)
-        elif kind == "head":
-            self.add_head(head_from_pb(ledger_pb2.SignedTreeHead.FromString(data)))
-        elif kind == "rejected":
-            r = Rejection.from_bytes(data)
-            self.rejections[(r.game_id, r.version)] = r
+    def load(self, kind: str, data: bytes, stream_seq: int, subject: str = "") -> None:
+        """Apply one stored LEDGER message. One that does not decode, an entry that does not
+        chain, balance or respect the account rules, or a head that does not match the
+        tree, was not written by this service as it should have been: it is quarantined
+        (a LEDGER ALARM, counted, its sequence kept in `quarantined`) and the rebuild goes
+        on, so one bad message cannot keep the ledger from starting."""
+        try:
+            if kind == "entry":
+                self._index(decode_and_append(self.ledger, data), stream_seq)
+            elif kind == "head":
+                sth = head_from_pb(ledger_pb2.SignedTreeHead.FromString(data))
+                size = sth.head.tree_size
+                if size > self.size or self.ledger.tree.root(size) != sth.head.root_hash:
+                    raise ValueError(f"a head of size {size} that does not match the tree")
+                self.add_head(sth)
+            elif kind == "rejected":
+                r = Rejection.from_bytes(data)
+                self.rejections[(r.game_id, r.version)] = r
+        except Exception as exc:
+            self.quarantined.append(stream_seq)
+            poisoned("ledger.rebuild", f"bad_{kind}", subject=subject, seq=stream_seq, error=exc)
         self.last_stream_seq = stream_seq
 
     def _index(self, entry: JournalEntry, stream_seq: int) -> None:

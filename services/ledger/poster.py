@@ -28,6 +28,7 @@ from nats.js.errors import FetchTimeoutError, NotFoundError
 from boulevard.accounting import JournalEntry, TreeHeadSigner
 from boulevard.api.v1 import events_pb2
 from boulevard.eventlog.jetstream import decode_commit
+from boulevard.messaging.poison import poisoned
 from services.ledger.book import LedgerBook, Rejection
 from services.ledger.journal_log import LedgerLog, Outgoing
 from services.ledger.mapping import head_to_pb
@@ -78,7 +79,7 @@ class Poster:
         self.book.reset()
         book, journal = self.book, self.journal
         await journal.replay(
-            lambda subject, data, seq: book.load(journal.kind_of(subject), data, seq)
+            lambda subject, data, seq: book.load(journal.kind_of(subject), data, seq, subject)
         )
         log.info(
             "ledger rebuilt",
@@ -213,7 +214,13 @@ class Poster:
                 )  # fmt: skip
                 book.rejections[(env.game_id, env.version)] = result
             else:
-                result = book.admit(env)
+                try:
+                    result = book.admit(env)
+                except Exception as exc:
+                    # Not a LedgerError (those are refusals, below) but something no rule
+                    # foresaw: skipping it beats refusing every later event behind it.
+                    poisoned("ledger.games", "unpostable", subject=m.subject, error=exc)
+                    continue
             if result is None:
                 continue
             if isinstance(result, Rejection):
@@ -291,9 +298,11 @@ def envelopes_of(msgs: list[Msg]) -> list[tuple[Msg, events_pb2.EventEnvelope]]:
     for m in msgs:
         try:
             events = decode_commit(m.subject.rsplit(".", 1)[-1], m.data)
-            out.extend((m, events_pb2.EventEnvelope.FromString(e.data)) for e in events)
-        except DecodeError:
-            log.error("not an EventCommit of EventEnvelopes on GAMES", subject=m.subject)
+            decoded = [(m, events_pb2.EventEnvelope.FromString(e.data)) for e in events]
+        except (DecodeError, ValueError) as exc:
+            poisoned("ledger.games", "undecodable", subject=m.subject, error=exc)
+            continue
+        out.extend(decoded)
     return out
 
 

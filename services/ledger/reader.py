@@ -140,8 +140,13 @@ class LedgerReader:
         self, game_id: str, first_ss: int, last_ss: int, wanted: set[int]
     ) -> list[JournalEntry]:
         out: list[JournalEntry] = []
+        # Only the messages the book indexed: anything else on the subject (a quarantined
+        # message, a stranger's publish since the last rebuild) is not ours to decode.
+        at = {self.book.stream_seq_of(s) for s in wanted}
 
         def take(subject: str, data: bytes, seq: int) -> None:
+            if seq not in at:
+                return
             entry = decode_entry(data)
             if entry.seq in wanted:
                 out.append(entry)

@@ -201,3 +201,70 @@ def _what(records: Sequence[bytes], index: int) -> str:
     except DecodeError:
         return f"record {index} (unreadable)"
     return f"record {index} ({describe_record(record)})"
+
+
+@dataclass
+class SignedView:
+    """What a game's stored messages say once read against the service's own signed heads:
+    `trusted` are the leaves the heads cover, in order (the log as the service wrote it);
+    `tail` the leaves after the last head (a crash between a leaf and its head leaves one);
+    `skipped` the positions of leaves no head covers and of heads that do not check — put
+    there by someone else, left out (and reported by an audit of the raw log)."""
+
+    trusted: list[bytes] = field(default_factory=list)
+    tree: MerkleTree = field(default_factory=MerkleTree)
+    tail: list[int] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)
+    signed_size: int = 0
+
+
+def signed_view(
+    game_id: str, items: Sequence[tuple[dice_pb2.DiceRecord, bytes]], public_key: bytes
+) -> SignedView:
+    """Read a game's messages (record, exact bytes), in stream order, against the heads
+    signed by `public_key`: each good head covers exactly one more leaf, the one among the
+    leaves since the previous head that gives the head's root."""
+    view = SignedView()
+    pending: list[int] = []
+    for position, (record, _data) in enumerate(items):
+        if not record.HasField("head"):
+            pending.append(position)
+            continue
+        head = record.head
+        if head.game_id != game_id or head.tree_size != view.tree.size + 1:
+            view.skipped.append(position)
+            continue
+        try:
+            verify_tree_head(signed_head_of(head), public_key)
+        except VerificationFailed:
+            view.skipped.append(position)
+            continue
+        match = _covered_leaf(view, pending, items, bytes(head.root_hash))
+        if match is None:
+            view.skipped.append(position)
+            continue
+        view.skipped.extend(p for p in pending if p != match)
+        view.trusted.append(items[match][1])
+        view.signed_size = view.tree.size
+        pending = []
+    view.tail = pending
+    return view
+
+
+def _covered_leaf(
+    view: SignedView,
+    pending: list[int],
+    items: Sequence[tuple[dice_pb2.DiceRecord, bytes]],
+    root: bytes,
+) -> int | None:
+    """The pending leaf whose append gives `root` (appended to the view's tree), or None
+    (the tree unchanged). The usual case, one pending leaf that fits, costs one append."""
+    for position in pending:
+        view.tree.append(items[position][1])
+        if view.tree.root() == root:
+            return position
+        # Not this one: rebuild the tree without it (only when someone wrote junk).
+        view.tree = MerkleTree()
+        for data in view.trusted:
+            view.tree.append(data)
+    return None

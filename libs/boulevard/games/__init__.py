@@ -15,10 +15,12 @@ REGISTRY: dict[str, GameDefinition[Any, Any, Any, Any]] = {}
 def _register() -> None:
     # Imported here, not at module top, so `boulevard.games.base` stays importable alone.
     from boulevard.games.las_vegas import GAME as LAS_VEGAS
+    from boulevard.games.long_shot import GAME as LONG_SHOT
     from boulevard.games.lords_of_vegas import GAME as LORDS_OF_VEGAS
 
     REGISTRY[LAS_VEGAS.name] = LAS_VEGAS
     REGISTRY[LORDS_OF_VEGAS.name] = LORDS_OF_VEGAS
+    REGISTRY[LONG_SHOT.name] = LONG_SHOT
 
 
 _register()

@@ -82,6 +82,15 @@ class GameConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class GameOption:
+    """One creation option a game accepts: the exact values allowed and the default."""
+
+    values: tuple[str, ...]
+    default: str
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class PlayerSeat:
     seat: Seat
     player_id: str
@@ -197,9 +206,34 @@ class GameDefinition(Generic[S, C, E, V]):
     # One event in words for people watching (`boulevard watch`, the demo): (event, the
     # seats' names) -> a short sentence. None: the table shows the event's type.
     describe: Callable[[Any, Sequence[str]], str] | None = None
+    # The options `new_game` understands; anything else is refused at creation. The
+    # default, no options, is the safe one for a game that declares none.
+    options: Mapping[str, GameOption] = field(default_factory=dict)
 
 
 def transfers_of(event: object) -> tuple[Transfer, ...]:
     """The money an event moves: its `transfers` field, or nothing."""
     transfers: tuple[Transfer, ...] = getattr(event, "transfers", ())
     return transfers
+
+
+def check_options(
+    game: GameDefinition[Any, Any, Any, Any], options: Sequence[tuple[str, str]]
+) -> None:
+    """Refuse (RulesError `bad_option`) an option the game does not declare, a value outside
+    its schema, or an option given twice."""
+    seen: set[str] = set()
+    for name, value in options:
+        schema = game.options.get(name)
+        if schema is None:
+            known = ", ".join(sorted(game.options)) or "none"
+            raise RulesError(
+                "bad_option", f"{game.title} has no option {name!r} (options: {known})"
+            )
+        if name in seen:
+            raise RulesError("bad_option", f"option {name!r} is given twice")
+        seen.add(name)
+        if value not in schema.values:
+            raise RulesError(
+                "bad_option", f"option {name} takes {' or '.join(schema.values)}, not {value!r}"
+            )

@@ -6,7 +6,8 @@ client ever sees UNKNOWN: unexpected exceptions are logged and become INTERNAL.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+import inspect
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -38,7 +39,11 @@ def _wrap_unary(behavior: Callable[..., Awaitable[Any]], method: str) -> Callabl
     return wrapped
 
 
-def _wrap_stream(behavior: Callable[..., AsyncIterator[Any]], method: str) -> Callable[..., Any]:
+def _wrap_stream(behavior: Callable[..., Any], method: str) -> Callable[..., Any]:
+    if not inspect.isasyncgenfunction(behavior):
+        # A coroutine that writes with `context.write` (the health service's Watch).
+        return _wrap_unary(behavior, method)
+
     async def wrapped(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         try:
             async for item in behavior(request, context):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 import grpc
@@ -20,6 +20,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from nats.aio.client import Client as NATS
 
+from boulevard.platform.edge import EdgeInterceptor
 from boulevard.platform.grpc_errors import ErrorInterceptor
 from boulevard.platform.logging import configure_logging
 from boulevard.platform.settings import Settings
@@ -36,15 +37,25 @@ class App(Protocol):
     async def stop(self) -> None: ...
 
 
-async def connect_nats(settings: Settings, name: str) -> NATS:
+async def connect_nats(
+    settings: Settings,
+    name: str,
+    on_state: Callable[[bool], Awaitable[None]] | None = None,
+) -> NATS:
+    """Connect, reconnecting forever; `on_state(False)` when the connection is lost and
+    `on_state(True)` when it is back."""
     nc: NATS | None = None
 
     async def on_disconnect() -> None:
         if nc is not None and not (nc.is_closed or nc.is_draining):
             log.warning("nats disconnected")
+            if on_state is not None:
+                await on_state(False)
 
     async def on_reconnect() -> None:
         log.info("nats reconnected")
+        if on_state is not None:
+            await on_state(True)
 
     async def on_error(exc: Exception) -> None:
         log.warning("nats error", error=str(exc))
@@ -65,6 +76,35 @@ async def connect_nats(settings: Settings, name: str) -> NATS:
     return nc
 
 
+class NatsHealth:
+    """Health follows NATS: NOT_SERVING while the connection is lost (every call that needs
+    NATS would fail), SERVING again on reconnect — but only between start and stop."""
+
+    def __init__(self, servicer: health.aio.HealthServicer, names: Sequence[str]) -> None:
+        self.servicer = servicer
+        self.names = ("", *names)
+        self.nats_up = True
+        self.serving = False  # set once the service has started, cleared on stop
+
+    async def _publish(self) -> None:
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if self.serving and self.nats_up
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        for name in self.names:
+            await self.servicer.set(name, status)
+
+    async def nats_state(self, up: bool) -> None:
+        self.nats_up = up
+        if self.serving:
+            await self._publish()
+
+    async def set_serving(self, serving: bool) -> None:
+        self.serving = serving
+        await self._publish()
+
+
 class RunningService:
     """A started service; `stop()` drains it. Tests start services in-process with this."""
 
@@ -76,11 +116,13 @@ class RunningService:
         health_servicer: health.aio.HealthServicer,
         nc: NATS,
         port: int,
+        nats_health: NatsHealth | None = None,
     ) -> None:
         self.app = app
         self.settings = settings
         self.server = server
         self.health = health_servicer
+        self.nats_health = nats_health
         self.nc = nc
         self.port = port
 
@@ -89,6 +131,8 @@ class RunningService:
         return f"{self.settings.grpc_host}:{self.port}"
 
     async def stop(self) -> None:
+        if self.nats_health is not None:
+            self.nats_health.serving = False  # a reconnect while draining must not revive it
         for name in ("", *self.app.service_names):
             await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         await self.server.stop(self.settings.shutdown_grace_seconds)
@@ -109,15 +153,23 @@ class RunningService:
 
 
 async def start_service(app: App, settings: Settings, port: int | None = None) -> RunningService:
-    nc = await connect_nats(settings, app.name)
+    health_servicer = health.aio.HealthServicer()
+    nats_health = NatsHealth(health_servicer, app.service_names)
+    nc = await connect_nats(settings, app.name, nats_health.nats_state)
     try:
         await app.start(nc)
     except BaseException:
         await nc.close()
         raise
-    server = grpc.aio.server(interceptors=[ErrorInterceptor()])
+    server = grpc.aio.server(
+        # ErrorInterceptor first (outermost): it maps what the edge checks raise.
+        interceptors=[ErrorInterceptor(), EdgeInterceptor()],
+        options=[
+            ("grpc.max_receive_message_length", settings.grpc_max_receive_bytes),
+            ("grpc.max_send_message_length", settings.grpc_max_send_bytes),
+        ],
+    )
     app.register(server)
-    health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (*app.service_names, health.SERVICE_NAME, reflection.SERVICE_NAME), server
@@ -125,10 +177,9 @@ async def start_service(app: App, settings: Settings, port: int | None = None) -
     wanted = settings.port_of(app.name) if port is None else port
     bound = server.add_insecure_port(f"{settings.grpc_host}:{wanted}")
     await server.start()
-    for name in ("", *app.service_names):
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    await nats_health.set_serving(True)
     log.info("serving", service=app.name, address=f"{settings.grpc_host}:{bound}")
-    return RunningService(app, settings, server, health_servicer, nc, bound)
+    return RunningService(app, settings, server, health_servicer, nc, bound, nats_health)
 
 
 async def serve(app: App, settings: Settings) -> None:

@@ -30,6 +30,10 @@ class Settings(BaseSettings):
     dice_port: int = Field(default=50053, ge=0, le=65535)
     ledger_port: int = Field(default=50054, ge=0, le=65535)
     shutdown_grace_seconds: float = Field(default=5.0, ge=0)
+    # The largest gRPC message a service reads (every request field is bounded far below
+    # this, docs/security.md "Limits") and writes (a Reconcile with a long game's events).
+    grpc_max_receive_bytes: int = Field(default=256 * 1024, ge=4096)
+    grpc_max_send_bytes: int = Field(default=16 * 1024 * 1024, ge=4096)
 
     # Secrets. `boulevard up` makes them once per data folder (<data_dir>/secrets.env) when
     # unset; services refuse to start without the ones they need.

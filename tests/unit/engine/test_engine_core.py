@@ -63,6 +63,8 @@ async def play_to_end(engine: Engine, game_id: str, tokens: tuple[str, ...], see
 @pytest.mark.parametrize("game_name", sorted(REGISTRY))
 @pytest.mark.parametrize("players", [2, 4])
 async def test_a_whole_game_and_its_rebuild(game_name: str, players: int) -> None:
+    game = REGISTRY[game_name]
+    players = min(max(players, game.min_players), game.max_players)  # e.g. 3-8 for Long Shot
     store = InMemoryEventStore()
     engine = make_engine(store, snapshot_every=25)
     created = await engine.create_game(f"req-{game_name}-{players}", game_name, seats(players))

@@ -519,6 +519,7 @@ class GetCommitmentRequest(_message.Message):
 
     GAME_ID_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
@@ -573,10 +574,11 @@ class ListOutcomesRequest(_message.Message):
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     page_size: _builtins.int
     """default 100, at most 1000"""
     page_token: _builtins.str
-    """from a previous response; empty for the first page"""
+    """from a previous response; empty for the first page; max 128 chars"""
     def __init__(
         self,
         *,
@@ -629,6 +631,7 @@ class GetRevealRequest(_message.Message):
 
     GAME_ID_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
@@ -668,6 +671,7 @@ class VerifyGameRequest(_message.Message):
 
     GAME_ID_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
@@ -756,6 +760,7 @@ class ListLogRecordsRequest(_message.Message):
 
     GAME_ID_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
@@ -822,6 +827,7 @@ class GetLogHeadsRequest(_message.Message):
     GAME_ID_FIELD_NUMBER: _builtins.int
     TREE_SIZE_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     tree_size: _builtins.int
     """0: every signed head of the game, oldest first"""
     def __init__(
@@ -874,6 +880,7 @@ class GetLogInclusionProofRequest(_message.Message):
     TREE_SIZE_FIELD_NUMBER: _builtins.int
     LEAF_INDEX_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     tree_size: _builtins.int
     leaf_index: _builtins.int
     def __init__(
@@ -925,6 +932,7 @@ class GetLogConsistencyProofRequest(_message.Message):
     FIRST_TREE_SIZE_FIELD_NUMBER: _builtins.int
     SECOND_TREE_SIZE_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     first_tree_size: _builtins.int
     second_tree_size: _builtins.int
     def __init__(

@@ -5,6 +5,7 @@ isort:skip_file
 
 from boulevard.api.v1 import events_pb2 as _events_pb2
 from boulevard.api.v1 import las_vegas_pb2 as _las_vegas_pb2
+from boulevard.api.v1 import long_shot_pb2 as _long_shot_pb2
 from boulevard.api.v1 import lords_of_vegas_pb2 as _lords_of_vegas_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
@@ -48,9 +49,11 @@ class SeatAssignment(_message.Message):
     CLIENT_SEED_COMMITMENT_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     player_id: _builtins.str
+    """max 128 chars"""
     client_seed_commitment: _builtins.str
     """lowercase hex SHA-256 of the seat's UTF-8 client seed (64 digits); empty: the seat
     contributes no seed (it plays with an empty one, and the audit says so)
+    max 64 chars
     """
     def __init__(
         self,
@@ -96,13 +99,17 @@ class CreateGameRequest(_message.Message):
     SEATS_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
-    """idempotency key (the match id when matchmaking creates it)"""
+    """idempotency key (the match id when matchmaking creates it); max 128 chars"""
     game: _builtins.str
-    """registry name, e.g. "lords_of_vegas" """
+    """registry name, e.g. "lords_of_vegas"; max 64 chars"""
     @_builtins.property
-    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatAssignment]: ...
+    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatAssignment]:
+        """max 16 entries"""
+
     @_builtins.property
-    def options(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def options(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """max 16 entries, keys and values max 64 chars each"""
+
     def __init__(
         self,
         *,
@@ -155,8 +162,9 @@ class GetGameRequest(_message.Message):
     GAME_ID_FIELD_NUMBER: _builtins.int
     PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     player_token: _builtins.str
-    """empty: a spectator's view"""
+    """empty: a spectator's view; max 4096 chars"""
     def __init__(
         self,
         *,
@@ -221,24 +229,28 @@ class GameView(_message.Message):
     RENDERED_FIELD_NUMBER: _builtins.int
     LORDS_OF_VEGAS_FIELD_NUMBER: _builtins.int
     LAS_VEGAS_FIELD_NUMBER: _builtins.int
+    LONG_SHOT_FIELD_NUMBER: _builtins.int
     rendered: _builtins.str
     """the plain-text board a terminal can print"""
     @_builtins.property
     def lords_of_vegas(self) -> _lords_of_vegas_pb2.LordsOfVegasView: ...
     @_builtins.property
     def las_vegas(self) -> _las_vegas_pb2.LasVegasView: ...
+    @_builtins.property
+    def long_shot(self) -> _long_shot_pb2.LongShotView: ...
     def __init__(
         self,
         *,
         rendered: _builtins.str = ...,
         lords_of_vegas: _lords_of_vegas_pb2.LordsOfVegasView | None = ...,
         las_vegas: _las_vegas_pb2.LasVegasView | None = ...,
+        long_shot: _long_shot_pb2.LongShotView | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "lords_of_vegas", b"lords_of_vegas", "rendered", b"rendered"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas", "rendered", b"rendered"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas"]  # noqa: Y015
+    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas", "long_shot"]  # noqa: Y015
     _WhichOneofArgType_game: _TypeAlias = _typing.Literal["game", b"game"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_game) -> _WhichOneofReturnType_game | None: ...
 
@@ -252,21 +264,25 @@ class Action(_message.Message):
 
     LORDS_OF_VEGAS_FIELD_NUMBER: _builtins.int
     LAS_VEGAS_FIELD_NUMBER: _builtins.int
+    LONG_SHOT_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def lords_of_vegas(self) -> _lords_of_vegas_pb2.LordsOfVegasAction: ...
     @_builtins.property
     def las_vegas(self) -> _las_vegas_pb2.LasVegasAction: ...
+    @_builtins.property
+    def long_shot(self) -> _long_shot_pb2.LongShotAction: ...
     def __init__(
         self,
         *,
         lords_of_vegas: _lords_of_vegas_pb2.LordsOfVegasAction | None = ...,
         las_vegas: _las_vegas_pb2.LasVegasAction | None = ...,
+        long_shot: _long_shot_pb2.LongShotAction | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas"]  # noqa: Y015
+    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas", "long_shot"]  # noqa: Y015
     _WhichOneofArgType_game: _TypeAlias = _typing.Literal["game", b"game"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_game) -> _WhichOneofReturnType_game | None: ...
 
@@ -283,9 +299,12 @@ class ListGamesRequest(_message.Message):
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     status: Global___GameStatus.ValueType
     game: _builtins.str
+    """max 64 chars"""
     player_id: _builtins.str
+    """max 128 chars"""
     page_size: _builtins.int
     page_token: _builtins.str
+    """max 128 chars"""
     def __init__(
         self,
         *,
@@ -365,7 +384,9 @@ class ListLegalActionsRequest(_message.Message):
     GAME_ID_FIELD_NUMBER: _builtins.int
     PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     player_token: _builtins.str
+    """max 4096 chars"""
     def __init__(
         self,
         *,
@@ -413,9 +434,12 @@ class SubmitActionRequest(_message.Message):
     EXPECTED_VERSION_FIELD_NUMBER: _builtins.int
     IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     player_token: _builtins.str
+    """max 4096 chars"""
     expected_version: _builtins.int
     idempotency_key: _builtins.str
+    """max 128 chars"""
     @_builtins.property
     def action(self) -> Global___Action: ...
     def __init__(
@@ -466,7 +490,9 @@ class WatchGameRequest(_message.Message):
     PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
     FROM_VERSION_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     player_token: _builtins.str
+    """max 4096 chars"""
     from_version: _builtins.int
     def __init__(
         self,
@@ -527,9 +553,11 @@ class RevealSeedRequest(_message.Message):
     PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     player_token: _builtins.str
+    """max 4096 chars"""
     client_seed: _builtins.str
-    """≤ 256 UTF-8 bytes; SHA-256 must equal the seat's commitment"""
+    """max 256 chars (and ≤ 256 UTF-8 bytes); SHA-256 = the seat's commitment"""
     def __init__(
         self,
         *,

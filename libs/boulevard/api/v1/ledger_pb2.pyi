@@ -87,9 +87,9 @@ class GetBalancesRequest(_message.Message):
     BOOK_FIELD_NUMBER: _builtins.int
     ACCOUNT_FIELD_NUMBER: _builtins.int
     book: _builtins.str
-    """required: a game id, or "platform" """
+    """required: a game id, or "platform"; max 64 chars"""
     account: _builtins.str
-    """optional: only this account"""
+    """optional: only this account; max 128 chars"""
     def __init__(
         self,
         *,
@@ -218,13 +218,13 @@ class ListEntriesRequest(_message.Message):
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     FROM_SEQ_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
-    """optional: only this game's entries"""
+    """optional: only this game's entries; max 64 chars"""
     account: _builtins.str
-    """optional: only entries touching this account name"""
+    """optional: only entries touching this account name; max 128 chars"""
     page_size: _builtins.int
     """default 100, at most 1000"""
     page_token: _builtins.str
-    """from a previous response; empty: from the first entry"""
+    """from a previous response; empty: from the first entry; max 128 chars"""
     from_seq: _builtins.int
     """optional: start at this entry (ignored with a page_token)"""
     def __init__(
@@ -362,6 +362,7 @@ class ListTreeHeadsRequest(_message.Message):
     page_size: _builtins.int
     """default 100, at most 1000"""
     page_token: _builtins.str
+    """max 128 chars"""
     def __init__(
         self,
         *,
@@ -435,7 +436,7 @@ class GetInclusionProofRequest(_message.Message):
     """required: the size of a tree head the caller holds"""
     @_builtins.property
     def leaf_indexes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
-        """1 to 1000 leaves"""
+        """1 to 1000 leaves; max 1000 entries"""
 
     def __init__(
         self,
@@ -528,6 +529,7 @@ class ReconcileRequest(_message.Message):
     GAME_ID_FIELD_NUMBER: _builtins.int
     INCLUDE_EVENTS_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """max 64 chars"""
     include_events: _builtins.bool
     """also return the game's events, so a caller can replay them"""
     def __init__(

@@ -237,8 +237,10 @@ class LordsOfVegasBuildCasino(_message.Message):
     DIE_FROM_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     lot: _builtins.str
+    """max 8 chars"""
     colour: Global___LordsOfVegasColour.ValueType
     die_from: _builtins.str
+    """max 8 chars"""
     def __init__(
         self,
         *,
@@ -267,8 +269,10 @@ class LordsOfVegasSprawlCasino(_message.Message):
     DIE_FROM_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     lot: _builtins.str
+    """max 8 chars"""
     colour: Global___LordsOfVegasColour.ValueType
     die_from: _builtins.str
+    """max 8 chars"""
     def __init__(
         self,
         *,
@@ -296,6 +300,7 @@ class LordsOfVegasRemodelCasino(_message.Message):
     COLOUR_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     lot: _builtins.str
+    """max 8 chars"""
     colour: Global___LordsOfVegasColour.ValueType
     def __init__(
         self,
@@ -320,6 +325,7 @@ class LordsOfVegasReorganizeCasino(_message.Message):
     LOT_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     lot: _builtins.str
+    """max 8 chars"""
     def __init__(
         self,
         *,
@@ -342,7 +348,9 @@ class LordsOfVegasAssignReorganizedDice(_message.Message):
     PLACEMENTS_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     @_builtins.property
-    def placements(self) -> _containers.RepeatedCompositeFieldContainer[Global___LordsOfVegasDicePlacement]: ...
+    def placements(self) -> _containers.RepeatedCompositeFieldContainer[Global___LordsOfVegasDicePlacement]:
+        """max 48 entries"""
+
     def __init__(
         self,
         *,
@@ -366,6 +374,7 @@ class LordsOfVegasDicePlacement(_message.Message):
     LOT_FIELD_NUMBER: _builtins.int
     VALUE_FIELD_NUMBER: _builtins.int
     lot: _builtins.str
+    """max 8 chars"""
     value: _builtins.int
     def __init__(
         self,
@@ -390,6 +399,7 @@ class LordsOfVegasGamble(_message.Message):
     AMOUNT_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     lot: _builtins.str
+    """max 8 chars"""
     amount: _builtins.int
     """dollars"""
     def __init__(
@@ -461,10 +471,12 @@ class LordsOfVegasPlayAction(_message.Message):
     DIE_FROM_FIELD_NUMBER: _builtins.int
     kind: Global___LordsOfVegasActionKind.ValueType
     lot: _builtins.str
+    """max 8 chars"""
     colour: Global___LordsOfVegasColour.ValueType
     amount: _builtins.int
     """dollars, for a gamble"""
     die_from: _builtins.str
+    """max 8 chars"""
     def __init__(
         self,
         *,
@@ -511,13 +523,21 @@ class LordsOfVegasTradeOffer(_message.Message):
     take_money: _builtins.int
     """dollars"""
     @_builtins.property
-    def give_lots(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def give_lots(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """max 48 entries of max 8 chars"""
+
     @_builtins.property
-    def give_dice(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def give_dice(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """max 48 entries of max 8 chars"""
+
     @_builtins.property
-    def take_lots(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def take_lots(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """max 48 entries of max 8 chars"""
+
     @_builtins.property
-    def take_dice(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def take_dice(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """max 48 entries of max 8 chars"""
+
     @_builtins.property
     def action(self) -> Global___LordsOfVegasPlayAction: ...
     def __init__(

@@ -178,10 +178,11 @@ class CreateTicketRequest(_message.Message):
     BOT_FILL_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_COMMITMENT_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
-    """idempotency key: a retry returns the same ticket (empty: none)"""
+    """idempotency key: a retry returns the same ticket (empty: none); max 128 chars"""
     player_id: _builtins.str
-    """1-128 printable characters; "bot-…" is reserved for bots"""
+    """1-128 printable characters; "bot-…" is reserved for bots; max 128 chars"""
     game: _builtins.str
+    """max 64 chars"""
     min_seats: _builtins.int
     """0 = the game's minimum"""
     max_seats: _builtins.int
@@ -189,7 +190,9 @@ class CreateTicketRequest(_message.Message):
     bot_fill_after_seconds: _builtins.int
     """0 = never fill with bots"""
     client_seed_commitment: _builtins.str
-    """lowercase hex SHA-256 of the player's UTF-8 client seed (docs/fairness.md); empty: none"""
+    """lowercase hex SHA-256 of the player's UTF-8 client seed (docs/fairness.md); empty: none
+    max 64 chars
+    """
     def __init__(
         self,
         *,
@@ -235,6 +238,7 @@ class GetTicketRequest(_message.Message):
 
     TICKET_ID_FIELD_NUMBER: _builtins.int
     ticket_id: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
@@ -274,6 +278,7 @@ class WatchTicketRequest(_message.Message):
 
     TICKET_ID_FIELD_NUMBER: _builtins.int
     ticket_id: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
@@ -313,6 +318,7 @@ class CancelTicketRequest(_message.Message):
 
     TICKET_ID_FIELD_NUMBER: _builtins.int
     ticket_id: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,
@@ -352,7 +358,7 @@ class ListQueuesRequest(_message.Message):
 
     GAME_FIELD_NUMBER: _builtins.int
     game: _builtins.str
-    """empty = every game in the registry"""
+    """empty = every game in the registry; max 64 chars"""
     def __init__(
         self,
         *,
@@ -428,7 +434,9 @@ class GetRatingRequest(_message.Message):
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     GAME_FIELD_NUMBER: _builtins.int
     player_id: _builtins.str
+    """max 128 chars"""
     game: _builtins.str
+    """max 64 chars"""
     def __init__(
         self,
         *,

@@ -6,7 +6,7 @@ Pure rules (see `rules.py`), with the neutral white-dice variant behind the game
 
 from __future__ import annotations
 
-from boulevard.games.base import GameDefinition
+from boulevard.games.base import GameDefinition, GameOption
 from boulevard.games.las_vegas import bots, rules
 from boulevard.games.las_vegas.data import DATA
 from boulevard.games.las_vegas.describe import describe
@@ -40,6 +40,11 @@ GAME: GameDefinition[LasVegasState, Command, AnyEvent, LasVegasView] = GameDefin
     bots={"random": bots.random_bot, "heuristic": bots.heuristic_bot},
     describe=describe,
     view_type=LasVegasView,
+    options={
+        rules.WHITE_DICE_OPTION: GameOption(
+            ("true", "false"), "false", "the neutral white-dice variant (2 to 4 players)"
+        )
+    },
 )
 
 __all__ = ["GAME"]

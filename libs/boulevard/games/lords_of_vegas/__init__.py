@@ -48,6 +48,7 @@ GAME: GameDefinition[State, Command, Event, State] = GameDefinition(
     bots={"random": random_bot, "heuristic": heuristic_bot},
     describe=describe,
     view_type=State,
+    options={},  # the rulebook has no variants we offer (docs/games/lords-of-vegas.md)
 )
 
 __all__ = ["GAME"]

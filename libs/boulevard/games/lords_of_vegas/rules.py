@@ -913,6 +913,16 @@ def _evolve_chance(state: State, ev: ChanceResolved) -> State:
             raise ValueError(f"unknown chance purpose {ev.purpose!r}")
 
 
+def _follow_moved_die(
+    reorganized: frozenset[str], die_from: str | None, lot_id: str
+) -> frozenset[str]:
+    """`reorganized` names the lots whose dice were rerolled this turn; a die moved off such a
+    lot carries the mark with it, since no die may be rerolled more than once in a turn."""
+    if die_from is None or die_from not in reorganized:
+        return reorganized
+    return (reorganized - {die_from}) | {lot_id}
+
+
 def _reorganization_progress(state: State, pending: PendingReorganization) -> State:
     if pending.awaiting:
         return replace(state, pending_reorganization=pending)
@@ -985,6 +995,7 @@ def evolve(state: State, event: Event | ChanceResolved) -> State:
                     state, event.seat, event.lot, event.colour, event.die, event.die_from
                 ),
                 cash=_apply_transfers(state.cash, event.transfers),
+                reorganized=_follow_moved_die(state.reorganized, event.die_from, event.lot),
             )
         case CasinoRemodelled(lots=lots, colour=colour):
             changes = {

@@ -337,6 +337,33 @@ def test_a_single_die_reorganization_places_itself() -> None:
     assert GAME.evolve(after, TurnEnded(RED, YELLOW)).reorganized == frozenset()
 
 
+def test_a_die_moved_after_its_reorganization_is_not_rerolled_again_that_turn() -> None:
+    # Rulebook, Reorganize: "no die may be rerolled more than once in a turn, even if that
+    # die's tile becomes part of a larger casino." Moving the die with die_from does not
+    # make it a fresh die: the once-per-turn mark follows the die, not the lot.
+    dice = {LOT_IDS[i]: tile(Colour.SILVER, RED, 3) for i in range(24, 35)}  # D1..E2: 11 dice
+    before = position({**dice, "B1": tile(Colour.GOLD, RED, 2), "A1": marker(RED)}, current=RED)
+    paid_for = (
+        spec(GAME)
+        .given_state(before)
+        .when(ReorganizeCasino(RED, "B1"))
+        .then(CasinoReorganized(RED, ("B1",), (pay(RED, 2, "reorganize B1"),)))
+    )
+    rerolled = GAME.evolve(paid_for, ChanceResolved("reorganize", ChanceKind.ROLL, (1,)))
+    moved = (
+        spec(GAME)
+        .given_state(rerolled)
+        .when(BuildCasino(RED, "A1", Colour.AQUA, die_from="B1"))
+        .then(CasinoBuilt(RED, "A1", Colour.AQUA, 3, "B1", (pay(RED, 9, "build A1"),)))
+    )
+    spec(GAME).given_state(moved).when(ReorganizeCasino(RED, "A1")).then_raises(
+        "already_reorganized"
+    )
+    assert ReorganizeCasino(RED, "A1") not in GAME.legal_commands(moved, RED)
+    # Dice that were never rerolled this turn may still be: the D block casino is offered.
+    assert ReorganizeCasino(RED, "D1") in GAME.legal_commands(moved, RED)
+
+
 def test_tied_dice_of_one_player_are_not_rerolled() -> None:
     same = position({"A1": tile(Colour.GOLD, RED, 5), "A2": tile(Colour.GOLD, RED, 5)}, current=RED)
     assert GAME.chance(same) is None
