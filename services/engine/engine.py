@@ -324,7 +324,7 @@ class Engine:
                         continue
                 elif known != client_seed:
                     raise InvalidArgument("your seat revealed another seed already")
-                await self._settle(session, key)
+                session = await self._settle_racing(session, key)
                 return SeedRevealed(
                     session.version,
                     not self._unrevealed(session),
@@ -442,7 +442,7 @@ class Engine:
                         "not have been applied: reload the game before acting again (send an "
                         "idempotency_key to make such retries safe)"
                     ) from exc
-                await self._settle(session, key)
+                session = await self._settle_racing(session, key)
                 return await self._result(session, first, session.version)
         raise Aborted("too many concurrent writers on this game; try again")
 
@@ -490,6 +490,19 @@ class Engine:
         self._cache(session)
         if session.version // self.snapshot_every > before // self.snapshot_every:
             await self.snapshots.put(session.game_id, session.snapshot())
+
+    async def _settle_racing(self, session: Session, causation: str) -> Session:
+        """Settle after this replica's own append. Another replica that loaded the game
+        meanwhile may resolve the same chance first (the same request id, so the same dice
+        outcome): our append of it then conflicts, although our command is recorded. Read
+        the log again and go on from there instead of failing the command."""
+        for _attempt in range(MAX_RETRIES):
+            try:
+                await self._settle(session, causation)
+                return session
+            except ConcurrencyConflict:
+                session = await self._load(session.game_id)  # `_append` dropped our copy
+        raise Aborted("too many concurrent writers on this game; reload it")
 
     async def _settle(self, session: Session, causation: str = "") -> None:
         """Resolve every chance the game asks for, then close it if it is over."""
