@@ -13,6 +13,7 @@ import grpc
 import pytest
 
 from boulevard.api.v1 import matchmaking_pb2 as pb
+from boulevard.client.bots import bot_client_seed
 from boulevard.client.matchmaking import MatchmakingClient, TicketNotAssigned
 from boulevard.fairness import client_seed_commitment as C
 from boulevard.platform.auth import verify_token
@@ -179,6 +180,12 @@ async def test_bot_fill_gives_bot_seats_and_a_token_for_the_human(nats_server, n
         assert match.seats[done.seat].player_id == "ivy" and not match.seats[done.seat].bot
         claims = verify_token(TOKEN_KEY.encode(), done.player_token)
         assert (claims.game_id, claims.seat) == (match.match_id, done.seat)
+        # Each bot seat is committed blind, like a player's: to the seed the bot runner will
+        # reveal (derived from a key the dice service never sees), distinct per seat.
+        for bot in bots:
+            seed = bot_client_seed(TOKEN_KEY.encode(), match.match_id, bot.seat)
+            assert bot.client_seed_commitment == C(seed)
+        assert len({b.client_seed_commitment for b in bots}) == len(bots)
 
 
 def test_refuses_to_start_without_a_token_key(tmp_path: Path) -> None:
