@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import nats
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -41,7 +40,7 @@ from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.fairness import client_seed_commitment
 from boulevard.games import get_game
 from boulevard.games.lords_of_vegas.types import ProposeTrade, RejectTrade
-from boulevard.messaging.server import free_port
+from boulevard.messaging.server import NatsServer, free_port
 from boulevard.platform.settings import Settings
 from services.engine.chance import LocalChance
 from services.engine.engine import Engine, MemoryKeyValue
@@ -78,8 +77,8 @@ async def raw_grpc(address: str, seconds: float, in_flight: int) -> float:
         return rate(count, t.seconds)
 
 
-async def raw_jetstream(url: str, n: int) -> float:
-    nc = await nats.connect(url)
+async def raw_jetstream(server: NatsServer, n: int) -> float:
+    nc = await server.connect()
     js = nc.jetstream()
     await js.add_stream(name="RAWBENCH", subjects=["rawbench.>"])
     with Timer() as t:
@@ -230,8 +229,8 @@ async def long_game(address: str, operator: str) -> str:
         return created.game_id
 
 
-async def rebuild(url: str, game_id: str, token_key: bytes) -> tuple[int, float, float]:
-    nc = await nats.connect(url)
+async def rebuild(server: NatsServer, game_id: str, token_key: bytes) -> tuple[int, float, float]:
+    nc = await server.connect("engine")
     store = JetStreamEventStore(nc, "GAMES", "game")
     snapshots = await JetStreamKeyValue.open(nc, "engine_snapshots")
     times = {}
@@ -265,7 +264,7 @@ async def main(quick: bool) -> None:
             operator = platform.env["BOULEVARD_OPERATOR_TOKEN"]
             raw1 = await raw_grpc(noop_address, seconds / 2, 1)
             raw64 = await raw_grpc(noop_address, seconds / 2, 64)
-            raw_js = await raw_jetstream(platform.nats.url, 500 if quick else 2000)
+            raw_js = await raw_jetstream(platform.nats, 500 if quick else 2000)
             print("raw limits measured in this run:")
             print(f"  gRPC unary no-op, 1 in flight        {raw1:>9,.0f} calls/s")
             print(f"  gRPC unary no-op, 64 in flight       {raw64:>9,.0f} calls/s")
@@ -282,7 +281,7 @@ async def main(quick: bool) -> None:
                 )
             game_id = await long_game(addresses["engine"], operator)
             key = platform.env["BOULEVARD_TOKEN_KEY"].encode()
-            events, cold, snap = await rebuild(platform.nats.url, game_id, key)
+            events, cold, snap = await rebuild(platform.nats, game_id, key)
             print(f"rebuild of a {events:,}-event game from the log (median of 5):")
             print(
                 f"  from the start      {cold * 1000:7.1f} ms  ({rate(events, cold):,.0f} events/s)"

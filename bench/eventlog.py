@@ -129,7 +129,7 @@ async def run(sync_always: bool, quick: bool) -> None:
     label = "sync_interval: always" if sync_always else "server default sync (2 min)"
     print(f"\n{label}")
     with nats_server(sync_always) as server:
-        nc = await nats.connect(server.url)
+        nc = await server.connect()
         js = nc.jetstream()
         await ensure_stream(js, StreamSpec("RAW", ("raw.>",)))
         await ensure_stream(js, StreamSpec("GAMES", ("game.>",)))

@@ -32,7 +32,6 @@ import uuid
 from pathlib import Path
 
 import grpc
-import nats
 from nats.js import JetStreamContext
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -97,9 +96,9 @@ async def publish_all(js: JetStreamContext, items: list[tuple[str, str, bytes]])
     await asyncio.gather(*pending)
 
 
-async def raw_atomic(url: str, payloads: list[bytes], size: int = WINDOW) -> float:
+async def raw_atomic(server: NatsServer, payloads: list[bytes], size: int = WINDOW) -> float:
     """Raw JetStream atomic batches (ADR-50) of `size`: how the ledger writes LEDGER."""
-    nc = await nats.connect(url)
+    nc = await server.connect()
     js = nc.jetstream()
     name = f"RAWB{random.randrange(10**9)}"
     await ensure_stream(js, StreamSpec(name, (f"{name.lower()}.>",)))
@@ -120,8 +119,8 @@ async def raw_atomic(url: str, payloads: list[bytes], size: int = WINDOW) -> flo
     return rate(len(payloads), t.seconds)
 
 
-async def raw_publish(url: str, payloads: list[bytes]) -> float:
-    nc = await nats.connect(url)
+async def raw_publish(server: NatsServer, payloads: list[bytes]) -> float:
+    nc = await server.connect()
     js = nc.jetstream()
     name = f"RAW{random.randrange(10**9)}"
     await ensure_stream(js, StreamSpec(name, (f"{name.lower()}.>",)))
@@ -133,11 +132,12 @@ async def raw_publish(url: str, payloads: list[bytes]) -> float:
 
 
 class LedgerProcess:
-    def __init__(self, url: str, data_dir: Path) -> None:
+    def __init__(self, server: NatsServer, data_dir: Path) -> None:
         self.port = free_port()
         env = {
             **os.environ,
-            "NATS_URL": url,
+            "NATS_URL": server.url,
+            "BOULEVARD_NATS_IDENTITIES_DIR": str(server.identities_dir),
             "BOULEVARD_DATA_DIR": str(data_dir),
             "BOULEVARD_LEDGER_PORT": str(self.port),
             "BOULEVARD_LEDGER_SIGNING_KEY": "22" * 32,
@@ -197,13 +197,13 @@ async def fresh_streams(js: JetStreamContext) -> None:
 async def live(server: NatsServer, payloads: list[bytes]) -> tuple[float, float]:
     """The service as its own process while envelopes are published: (entries/s from the
     first publish to the last entry durable, rebuild entries/s of a restarted process)."""
-    nc = await nats.connect(server.url)
+    nc = await server.connect()
     js = nc.jetstream()
     await fresh_streams(js)
     items = [as_appended(p) for p in payloads]
     n = len(payloads)
     with tempfile.TemporaryDirectory() as tmp:
-        ledger = LedgerProcess(server.url, Path(tmp))
+        ledger = LedgerProcess(server, Path(tmp))
         try:
             async with grpc.aio.insecure_channel(ledger.address) as channel:
                 client = LedgerClient(channel)
@@ -214,7 +214,7 @@ async def live(server: NatsServer, payloads: list[bytes]) -> tuple[float, float]
         finally:
             ledger.stop()
         # Rebuild: a fresh process reads all of LEDGER back before it serves.
-        ledger = LedgerProcess(server.url, Path(tmp))
+        ledger = LedgerProcess(server, Path(tmp))
         try:
             async with grpc.aio.insecure_channel(ledger.address) as channel:
                 client = LedgerClient(channel)
@@ -231,7 +231,7 @@ async def live(server: NatsServer, payloads: list[bytes]) -> tuple[float, float]
 async def backlog(server: NatsServer, payloads: list[bytes], batch: int) -> float:
     """GAMES filled first, then the poster (in this process, nothing else running) drains
     it: entries/s until the last entry is durable in LEDGER."""
-    nc = await nats.connect(server.url)
+    nc = await server.connect()
     js = nc.jetstream()
     await fresh_streams(js)
     await publish_all(js, [as_appended(p) for p in payloads])
@@ -300,8 +300,8 @@ async def throughput(n: int, runs: int, sync_always: bool, batch: int) -> list[s
     raws, atomics, lives, backlogs, rebuilds = [], [], [], [], []
     with nats_server(sync_always=sync_always) as server:
         for _ in range(runs):
-            raws.append(await raw_publish(server.url, payloads))
-            atomics.append(await raw_atomic(server.url, payloads))
+            raws.append(await raw_publish(server, payloads))
+            atomics.append(await raw_atomic(server, payloads))
             live_rate, rebuild = await live(server, payloads)
             lives.append(live_rate)
             rebuilds.append(rebuild)

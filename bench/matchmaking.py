@@ -264,6 +264,7 @@ async def measure(seconds: float, clients: int, runs: int, waiting: int) -> None
         env = {k: v for k, v in os.environ.items() if not k.startswith("BOULEVARD_")}
         env.update(
             NATS_URL=server.url,
+            BOULEVARD_NATS_IDENTITIES_DIR=str(server.identities_dir),
             BOULEVARD_DATA_DIR=str(Path(tmp) / "data"),
             BOULEVARD_MATCHMAKING_PORT=str(mm_port),
             BOULEVARD_TOKEN_KEY=secrets.token_hex(32),
@@ -273,7 +274,7 @@ async def measure(seconds: float, clients: int, runs: int, waiting: int) -> None
         )
         mm = start(["-m", "services.matchmaking"], env, Path(tmp) / "matchmaking.log")
         noop = start([__file__, "--noop-server", str(noop_port)], env, Path(tmp) / "noop.log")
-        nc = await nats.connect(server.url)
+        nc = await server.connect()
         try:
             async with grpc.aio.insecure_channel(f"127.0.0.1:{mm_port}") as channel:
                 stub = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)

@@ -3,17 +3,20 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 
-from tests.support.nats import NatsHandle, start_test_nats
+from tests.support.nats import DockerNats, TestNats, start_test_nats
 
 
 @pytest.fixture
-def nats_server(tmp_path: Path) -> Iterator[NatsHandle]:
-    """A fresh nats-server with JetStream on its own store, stopped after the test."""
+def nats_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestNats | DockerNats]:
+    """A fresh nats-server with JetStream on its own store, stopped after the test. It has
+    no anonymous user: connect with `await nats_server.connect()` (admin) or
+    `nats_server.connect("engine")`; services started in this process find their identity
+    through BOULEVARD_NATS_IDENTITIES_DIR, set here."""
     server = start_test_nats(tmp_path / "nats")
+    monkeypatch.setenv("BOULEVARD_NATS_IDENTITIES_DIR", str(server.identities_dir))
     try:
         yield server
     finally:
@@ -21,8 +24,9 @@ def nats_server(tmp_path: Path) -> Iterator[NatsHandle]:
 
 
 @pytest.fixture
-async def nc(nats_server: NatsHandle) -> AsyncIterator[NATS]:
-    client = await nats.connect(nats_server.url, max_reconnect_attempts=60, reconnect_time_wait=0.1)
+async def nc(nats_server: TestNats | DockerNats) -> AsyncIterator[NATS]:
+    """A NATS client as `admin` (test setup: may do anything but delete evidence)."""
+    client = await nats_server.connect()
     try:
         yield client
     finally:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import grpc
 import structlog
+from google.protobuf.message import DecodeError
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
@@ -17,8 +18,9 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.client.dice import DiceClient
 from boulevard.eventlog.jetstream import JetStreamEventStore
+from boulevard.messaging.poison import poisoned
 from boulevard.messaging.streams import ensure_stream, platform_streams
-from boulevard.platform.errors import BoulevardError
+from boulevard.platform.errors import BoulevardError, Unavailable, nats_unavailable
 from services.engine.chance import DiceServiceChance
 from services.engine.engine import Engine, SeatRequest
 from services.engine.kv import JetStreamKeyValue
@@ -27,6 +29,8 @@ from services.engine.sessions import Session
 from services.engine.settings import EngineSettings
 
 log = structlog.get_logger(__name__)
+
+MATCH_ATTEMPTS = 5  # deliveries of one MatchFormed before an unexplained failure is poison
 
 
 class EngineApp:
@@ -49,7 +53,7 @@ class EngineApp:
         streams = platform_streams(s)
         js = nc.jetstream()
         await ensure_stream(js, streams["games"])
-        await ensure_stream(js, streams["matchmaking"])
+        await ensure_stream(js, streams["matchmaking"], owner=False)
         store = JetStreamEventStore(nc, s.games_stream, s.games_subject_prefix)
         snapshots = await JetStreamKeyValue.open(nc, s.engine_snapshots_bucket, s.stream_replicas)
         self.index = await JetStreamKeyValue.open(nc, s.engine_games_bucket, s.stream_replicas)
@@ -103,9 +107,19 @@ class EngineApp:
         await self.index.put(session.game_id, summary_json(session))
 
     async def _on_match_formed(self, msg: Msg) -> None:
-        """Create the match's game exactly once (CreateGame is idempotent per match id)."""
+        """Create the match's game exactly once (CreateGame is idempotent per match id).
+
+        A message that does not decode, or a match the rules refuse, is poison: reported
+        and terminated (never redelivered). NATS being away is not the message's fault: it
+        is retried as long as it takes. Any other failure is retried a few times, then the
+        message is reported and terminated, so it cannot loop forever."""
         try:
             match = events_pb2.MatchFormed.FromString(msg.data)
+        except DecodeError as exc:
+            poisoned("engine.match_formed", "undecodable", subject=msg.subject, error=exc)
+            await msg.term()
+            return
+        try:
             created = await self.engine.create_game(
                 match.match_id,
                 match.game,
@@ -121,11 +135,24 @@ class EngineApp:
             await msg.ack()
             log.info("match created", match_id=match.match_id, game_id=created.game_id)
         except BoulevardError as exc:
+            if nats_unavailable(exc.__cause__ or exc) or isinstance(exc, Unavailable):
+                log.warning("match creation waits for NATS or dice", error=str(exc))
+                await msg.nak(delay=1.0)
+                return
             # A match the rules can't host will never succeed: record it and move on.
-            log.error("match refused", error=str(exc))
+            poisoned("engine.match_formed", "refused", subject=msg.subject, error=exc)
             await msg.term()
-        except Exception:
-            log.exception("match creation failed; will retry")
+        except Exception as exc:
+            if nats_unavailable(exc):
+                log.warning("match creation waits for NATS", error=repr(exc))
+                await msg.nak(delay=1.0)
+                return
+            delivered = msg.metadata.num_delivered
+            if delivered >= MATCH_ATTEMPTS:
+                poisoned("engine.match_formed", "failed_repeatedly", subject=msg.subject, error=exc)
+                await msg.term()
+                return
+            log.exception("match creation failed; will retry", attempt=delivered)
             await msg.nak(delay=1.0)
 
     def register(self, server: grpc.aio.Server) -> None:

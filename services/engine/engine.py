@@ -291,9 +291,14 @@ class Engine:
         if not _GAME_ID.match(game_id):
             raise InvalidArgument(f"malformed game id {game_id!r}")
         async with self._lock(game_id):
-            session = await self._load(game_id)
-            await self._settle(session)
-            return session
+            for _attempt in range(MAX_RETRIES):
+                session = await self._load(game_id)
+                try:
+                    await self._settle(session)
+                except ConcurrencyConflict:
+                    continue  # another replica settled it first: read the log again
+                return session
+        raise Aborted("too many concurrent writers on this game; try again")
 
     # -- the opening: client seeds revealed after the commitment ---------------------------
 
@@ -406,7 +411,10 @@ class Engine:
         for _attempt in range(MAX_RETRIES):
             async with self._lock(game_id):
                 session = await self._load(game_id)
-                await self._settle(session)
+                try:
+                    await self._settle(session)
+                except ConcurrencyConflict:
+                    continue  # another replica settled it first: read the log again
                 done = session.commands.get(key)
                 if done is not None:
                     return await self._result(session, done.first, done.last)
@@ -425,10 +433,16 @@ class Engine:
                     await self._append(session, list(events), key)
                 except ConcurrencyConflict:
                     # Another replica wrote first (`_append` dropped our copy), or an
-                    # earlier attempt of this very command did: reload, and the loop's first
-                    # checks return its recorded result, answer ABORTED to a client that
-                    # pinned the version, or decide again on the fresh log.
-                    continue
+                    # earlier attempt of this very command did (its append unconfirmed).
+                    if expected_version:
+                        fresh = await self._load(game_id)
+                        # Not kept: the other writer may still be settling its command.
+                        self._sessions.pop(game_id, None)
+                        done = fresh.commands.get(key)
+                        if done is not None:
+                            return await self._result(fresh, done.first, done.last)
+                        raise  # the client pinned the version it decided on: ABORTED
+                    continue  # decide again on the fresh log (or find the key there)
                 except Exception as exc:
                     if not nats_unavailable(exc):
                         raise
@@ -442,7 +456,12 @@ class Engine:
                         "not have been applied: reload the game before acting again (send an "
                         "idempotency_key to make such retries safe)"
                     ) from exc
-                session = await self._settle_racing(session, key)
+                try:
+                    await self._settle(session, key)
+                except ConcurrencyConflict:
+                    # Another replica resolved the chance this command asked for: the
+                    # command stands; answer with the log as it is now.
+                    session = await self._load(game_id)
                 return await self._result(session, first, session.version)
         raise Aborted("too many concurrent writers on this game; try again")
 

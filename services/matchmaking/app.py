@@ -47,7 +47,7 @@ class MatchmakingApp:
         js = nc.jetstream()
         streams = platform_streams(s)
         await ensure_stream(js, streams["matchmaking"])
-        await ensure_stream(js, streams["games"])
+        await ensure_stream(js, streams["games"], owner=False)
         tickets = await open_bucket(
             js, s.matchmaking_tickets_bucket, s.stream_replicas,
             ttl=s.matchmaking_ticket_retention_seconds,
@@ -88,6 +88,7 @@ class MatchmakingApp:
             self.token_key,
             subject=config.match_formed_subject,
             stream=s.matchmaking_stream,
+            tls_ca_file=s.tls_ca_file,
         )
         await self.bots.start()
 

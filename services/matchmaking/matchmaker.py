@@ -40,6 +40,7 @@ from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.client.bots import bot_client_seed
 from boulevard.fairness import client_seed_commitment, is_commitment
 from boulevard.games import REGISTRY
+from boulevard.messaging.poison import poisoned
 from boulevard.platform.auth import PlayerClaims, issue_token
 from boulevard.platform.errors import (
     Aborted,
@@ -191,8 +192,12 @@ class Matchmaker:
                 continue
             try:
                 ticket = pb.Ticket.FromString(entry.value)
-            except Exception:  # a foreign value in our bucket: skip it
-                log.warning("unreadable ticket in KV", key=entry.key)
+            except Exception as exc:  # a foreign value in our bucket: skip it
+                poisoned("matchmaking.tickets", "undecodable", subject=entry.key, error=exc)
+                continue
+            if ticket.ticket_id != tid:
+                # A value under another ticket's key would overwrite that ticket in the view.
+                poisoned("matchmaking.tickets", "wrong_key", subject=entry.key)
                 continue
             self._saw(ticket, entry.revision)
 

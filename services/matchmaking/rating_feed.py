@@ -27,6 +27,8 @@ from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.eventlog.jetstream import decode_commit
 from boulevard.games.base import GameFinished
 from boulevard.games.codec import Codec
+from boulevard.messaging.poison import poisoned
+from boulevard.platform.errors import nats_unavailable
 from services.matchmaking.matcher import BOT_PREFIX
 from services.matchmaking.ratings import DEFAULT_MU, DEFAULT_SIGMA, Skill, rate
 from services.matchmaking.store import Conflict, Records, rating_key, result_key
@@ -102,11 +104,15 @@ class RatingFeed:
                     await self.process(m)
                 except asyncio.CancelledError:
                     raise
-                except Exception as exc:  # KV unreachable: let it come back later
-                    log.warning("rating update failed; will retry", error=str(exc))
-                    with contextlib.suppress(Exception):
-                        await m.nak(delay=1.0)
-                    break
+                except Exception as exc:
+                    if nats_unavailable(exc):  # KV unreachable: let it come back later
+                        log.warning("rating update failed; will retry", error=str(exc))
+                        with contextlib.suppress(Exception):
+                            await m.nak(delay=1.0)
+                        break
+                    # Anything else would fail again on every redelivery and hold back
+                    # every later game: the message is poison, skipped.
+                    poisoned("matchmaking.ratings", "unratable", subject=m.subject, error=exc)
                 done = m
             if done is not None:
                 await done.ack()
@@ -115,8 +121,8 @@ class RatingFeed:
         game_id = msg.subject.removeprefix(f"{self.games_prefix}.")
         try:
             events = decode_commit(game_id, msg.data)
-        except Exception:  # not ours to judge; the engine's log is evidence
-            log.error("not an EventCommit on GAMES", subject=msg.subject)
+        except Exception as exc:  # not ours to judge; the engine's log is evidence
+            poisoned("matchmaking.ratings", "undecodable", subject=msg.subject, error=exc)
             return
         for event in events:
             if event.type not in ("GameFinished", ""):
@@ -127,7 +133,7 @@ class RatingFeed:
                     continue
                 finished = _CODEC.loads(env.payload)
             except Exception as exc:  # a bad event must not stop the feed
-                log.error("unreadable GameFinished", game_id=game_id, error=str(exc))
+                poisoned("matchmaking.ratings", "undecodable", subject=msg.subject, error=exc)
                 continue
             if isinstance(finished, GameFinished):
                 await self.apply(env.game_id or game_id, env.game, finished)

@@ -17,13 +17,15 @@ from __future__ import annotations
 import base64
 from typing import TypeVar
 
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType
 from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from boulevard.api.v1 import matchmaking_pb2 as pb
+from boulevard.messaging.poison import poisoned
+from boulevard.platform.errors import FailedPrecondition
 
 M = TypeVar("M", bound=Message)
 
@@ -82,7 +84,12 @@ class Records:
             return None
         if entry.value is None or entry.revision is None:
             return None
-        return cls.FromString(entry.value), entry.revision
+        try:
+            return cls.FromString(entry.value), entry.revision
+        except DecodeError as exc:
+            # Not a record we wrote: a precise answer for the call that met it, and a count.
+            poisoned("matchmaking.kv", "undecodable", subject=key, error=exc)
+            raise FailedPrecondition(f"the stored record {key!r} is unreadable") from exc
 
     async def create(self, key: str, value: Message) -> int:
         """Write a key that must not exist yet. (`update(last=0)`, not `kv.create`: that

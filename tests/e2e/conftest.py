@@ -65,7 +65,7 @@ def shared_platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platfo
     tmp_path = tmp_path_factory.mktemp("platform")
     nats = start_test_nats(tmp_path / "nats")
     env = service_env(
-        nats.url,
+        nats,
         tmp_path / "data",
         {
             "BOULEVARD_TOKEN_KEY": TOKEN_KEY,

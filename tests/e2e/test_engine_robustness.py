@@ -20,17 +20,16 @@ from boulevard.messaging.server import free_port
 from services.engine.sessions import Session
 from tests.e2e.conftest import OPERATOR, Platform
 from tests.e2e.test_games import create
+from tests.support.nats import NatsHandle, connect_as
 from tests.support.processes import ServiceProcess
 
 pytestmark = pytest.mark.e2e
 
 
-async def replay_hash(nats_url: str, game_id: str) -> tuple[str, int, list[str]]:
+async def replay_hash(server: NatsHandle, game_id: str) -> tuple[str, int, list[str]]:
     """A pure in-process replay of the game's log: hash of the final state, the version,
     and the event ids (to look for duplicates)."""
-    import nats
-
-    nc = await nats.connect(nats_url)
+    nc = await connect_as(server)
     try:
         store = JetStreamEventStore(nc, "GAMES", "game")
         recorded = await store.read(game_id)
@@ -90,7 +89,7 @@ def test_engine_killed_five_times_mid_game(platform: Platform) -> None:
                 kills += 1
                 await asyncio.gather(play, return_exceptions=True)
             await platform.astart("engine")
-        digest, version, ids = await replay_hash(platform.nats.url, created.game_id)
+        digest, version, ids = await replay_hash(platform.nats, created.game_id)
         assert len(ids) == len(set(ids)) == version
         await platform.arestart("engine")  # a cold engine rebuilds the same game from the log
         async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
@@ -99,7 +98,7 @@ def test_engine_killed_five_times_mid_game(platform: Platform) -> None:
             )
         assert got.status == engine_pb2.GAME_STATUS_FINISHED
         assert got.version == version
-        digest2, _, _ = await replay_hash(platform.nats.url, created.game_id)
+        digest2, _, _ = await replay_hash(platform.nats, created.game_id)
         assert digest2 == digest
 
     asyncio.run(run())
@@ -161,7 +160,7 @@ def test_two_replicas_race_one_wins_no_fork(platform: Platform) -> None:
                         assert loss.code() == grpc.StatusCode.ABORTED, loss.details()
                     if len(wins) == 2:  # only when both chose the same move and it was a retry
                         assert wins[0].version == wins[1].version
-                _, version, ids = await replay_hash(platform.nats.url, created.game_id)
+                _, version, ids = await replay_hash(platform.nats, created.game_id)
                 assert len(ids) == len(set(ids)) == version
 
         asyncio.run(run())

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import grpc
-import nats
 import pytest
 
 from boulevard.accounting.treehead import TreeHeadSigner
@@ -44,7 +43,7 @@ def players_for(game: str) -> int:
 
 async def dice_records(platform: Platform, game_id: str) -> list[dice_pb2.DiceRecord]:
     """The game's DICE records as only the dice service (or an admin) can read them."""
-    nc = await nats.connect(platform.nats.url)
+    nc = await platform.nats.connect()
     try:
         js = nc.jetstream()
         records = []
@@ -232,7 +231,9 @@ def test_a_burned_outcome_fails_the_audit_and_an_early_reveal_is_refused(
         async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
             stub = engine_pb2_grpc.EngineServiceStub(channel)
             created = await create(stub, "lords_of_vegas", 2)
-            nc = await nats.connect(platform.nats.url)
+            # Someone holding the engine's NATS identity (a compromised engine, or the
+            # operator): the only one the dice service answers (docs/security.md).
+            nc = await platform.nats.connect("engine")
             try:
                 client = DiceClient(nc, retry_for=5)
                 with pytest.raises(FailedPrecondition, match="has not ended"):

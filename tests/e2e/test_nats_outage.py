@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
-import nats
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -35,7 +34,7 @@ class Outage:
     def __init__(self, tmp_path: Path) -> None:
         self.nats: NatsHandle = start_test_nats(tmp_path / "nats")
         env = service_env(
-            self.nats.url,
+            self.nats,
             tmp_path / "data",
             {"BOULEVARD_TOKEN_KEY": TOKEN_KEY, "BOULEVARD_OPERATOR_TOKEN": OPERATOR},
         )
@@ -142,7 +141,7 @@ async def test_nats_down_means_not_serving_and_unavailable_then_recovery(
         assert first.events
     # The command is in the log exactly once, whether the buffered publish of the first
     # attempt reached the server when NATS came back or the retry wrote it.
-    nc = await nats.connect(outage.nats.url)
+    nc = await outage.nats.connect()
     try:
         recorded = await JetStreamEventStore(nc, "GAMES", "game").read(created.game_id)
     finally:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import grpc
+import nats
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
@@ -43,6 +44,15 @@ async def check(addr: str, service: str) -> list[str]:
     raise AssertionError("no reflection answer")
 
 
+async def refused_without_credentials(port: int) -> None:
+    with pytest.raises(Exception, match=r"(?i)authorization violation"):
+        nc = await nats.connect(
+            f"nats://127.0.0.1:{port}", allow_reconnect=False, max_reconnect_attempts=0,
+            connect_timeout=2,
+        )  # fmt: skip
+        await nc.close()
+
+
 def test_up_starts_every_service_healthy_and_stops_cleanly(tmp_path: Path) -> None:
     env = service_env(None, tmp_path / "data")
     env["BOULEVARD_EMBEDDED_NATS_PORT"] = str(free_port())
@@ -70,6 +80,11 @@ def test_up_starts_every_service_healthy_and_stops_cleanly(tmp_path: Path) -> No
             listed = asyncio.run(check(address(env, name), PROTO_SERVICE[name]))
             assert PROTO_SERVICE[name] in listed
             assert "grpc.health.v1.Health" in listed
+        # The embedded NATS of `make run` is closed: no anonymous client gets in.
+        asyncio.run(refused_without_credentials(int(env["BOULEVARD_EMBEDDED_NATS_PORT"])))
+        identities = tmp_path / "data" / "nats-identities"
+        for name in (*SERVICES, "admin"):
+            assert (identities / f"{name}.nk").stat().st_mode & 0o777 == 0o600
         proc.send_signal(signal.SIGINT)
         rest, _ = proc.communicate(timeout=30)
         assert proc.returncode == 0

@@ -10,18 +10,21 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from boulevard.messaging.server import free_port
+from tests.support.nats import NatsHandle
 
 SERVICES = ("matchmaking", "engine", "dice", "ledger")
 
 
 def service_env(
-    nats_url: str | None, data_dir: Path, extra: Mapping[str, str] = {}
+    nats: NatsHandle | None, data_dir: Path, extra: Mapping[str, str] = {}
 ) -> dict[str, str]:
-    """An environment with a free port per service (and NATS_URL when given)."""
+    """An environment with a free port per service, and when a NATS server is given, its
+    URL and the folder of its identities (each service connects as itself)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOULEVARD_")}
     env.pop("NATS_URL", None)
-    if nats_url:
-        env["NATS_URL"] = nats_url
+    if nats is not None:
+        env["NATS_URL"] = nats.url
+        env["BOULEVARD_NATS_IDENTITIES_DIR"] = str(nats.identities_dir)
     env["BOULEVARD_DATA_DIR"] = str(data_dir)
     env["BOULEVARD_LOG_FORMAT"] = "json"
     for name in SERVICES:

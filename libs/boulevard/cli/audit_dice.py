@@ -28,6 +28,7 @@ import grpc
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.client.dice import DiceReader
 from boulevard.fairness import Mismatch, RecordedOutcome, VerificationReport
+from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 
 EXIT_PASS = 0
@@ -135,7 +136,7 @@ async def used_by_game(engine_address: str, game_id: str, call_timeout: float) -
     """The game's dice as its log records them, read through the engine's public WatchGame
     (a finished game's shuffles are no longer hidden)."""
     use = GameUse()
-    async with grpc.aio.insecure_channel(engine_address) as channel:
+    async with tls.channel(engine_address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id), timeout=call_timeout)
         if got.status != engine_pb2.GAME_STATUS_FINISHED:
@@ -174,7 +175,7 @@ async def audit(
 ) -> int:
     try:
         use = await used_by_game(engine, game_id, call_timeout) if engine is not None else None
-        async with grpc.aio.insecure_channel(address) as channel:
+        async with tls.channel(address) as channel:
             reader = DiceReader(channel, timeout=call_timeout)
             report = await reader.audit_game(
                 game_id, cited=use.cited if use else None, public_key=dice_key

@@ -45,6 +45,7 @@ from boulevard.accounting import (
 )
 from boulevard.accounting.accounts import AccountId
 from boulevard.client.ledger import LedgerClient, money_trail
+from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 
 EXIT_PASS = 0
@@ -129,7 +130,7 @@ async def audit_address(
     reconcile_games: bool = True,
     say: Callable[[str], None] = print,
 ) -> AuditReport:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with tls.channel(address) as channel:
         return await audit(
             LedgerClient(channel), game, public_key, reconcile_games=reconcile_games, say=say
         )

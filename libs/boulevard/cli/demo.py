@@ -12,13 +12,12 @@ import time
 import uuid
 from collections.abc import Callable
 
-import grpc
-
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.client.bots import new_client_seed, play_game
 from boulevard.client.table import Table
 from boulevard.fairness import client_seed_commitment
 from boulevard.games import get_game
+from boulevard.platform import tls
 
 
 async def watch(stub: engine_pb2_grpc.EngineServiceStub, game_id: str, table: Table) -> None:
@@ -38,7 +37,7 @@ async def demo(
 ) -> str:
     """Play one game with bots while the table shows it; returns the game id."""
     metadata = (("authorization", f"Bearer {operator_token}"),) if operator_token else ()
-    async with grpc.aio.insecure_channel(engine_address) as channel:
+    async with tls.channel(engine_address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         # Each seat commits to a seed of its own now and reveals it once the game exists.
         seeds = [new_client_seed() for _ in range(players)]

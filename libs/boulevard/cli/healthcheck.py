@@ -9,6 +9,10 @@ It exists so the image needs no `grpc_health_probe` binary and no shell: compose
 Kubernetes run it as an exec probe with the interpreter the services already use. Passing the
 service's full proto name (`boulevard.v1.EngineService`) also catches a port wired to the
 wrong service, which answers SERVICE_UNKNOWN (NOT_FOUND) for a name it does not serve.
+
+Where the services serve TLS, the probe verifies the server against the CA in
+BOULEVARD_TLS_CA_FILE (the service's own setting, so the probe needs no argument for it) or
+`--tls-ca FILE`; the certificate must name the probed host (127.0.0.1).
 """
 
 from __future__ import annotations
@@ -16,10 +20,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NamedTuple
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from boulevard.platform.tls import sync_channel
 
 SERVING = 0
 NOT_SERVING = 1
@@ -79,13 +86,23 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="give up after this long (default 3)",
     )
+    parser.add_argument(
+        "--tls-ca",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="verify the server's TLS certificate with this CA (default: BOULEVARD_TLS_CA_FILE, "
+        "plaintext when neither is set)",
+    )
     return parser
 
 
-def check(target: Target, service: str = "", timeout: float = 3.0) -> tuple[int, str]:
+def check(
+    target: Target, service: str = "", timeout: float = 3.0, ca_file: Path | None = None
+) -> tuple[int, str]:
     """(exit code, message) for one health check of `service` at `target`."""
     what = f"{target.address} {service or '(server)'}"
-    with grpc.insecure_channel(target.address) as channel:
+    with sync_channel(target.address, ca_file) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         try:
             reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout)
@@ -112,7 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         print("error: --timeout must be more than 0", file=sys.stderr)
         return USAGE
-    code, message = check(args.target, args.service, args.timeout)
+    tls = {"ca_file": args.tls_ca} if args.tls_ca else {}
+    code, message = check(args.target, args.service, args.timeout, **tls)
     print(message, file=sys.stdout if code == SERVING else sys.stderr)
     return code
 

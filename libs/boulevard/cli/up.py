@@ -28,8 +28,11 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from boulevard.games import REGISTRY
+from boulevard.messaging.identities import NatsNames
 from boulevard.messaging.server import NatsServer
+from boulevard.platform import tls
 from boulevard.platform.settings import Settings
+from boulevard.platform.tls import Pki, make_pki
 
 SERVICES = ("matchmaking", "engine", "dice", "ledger")
 
@@ -60,6 +63,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--exit-after-demo", action="store_true", help="stop everything once the demo ends"
     )
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for SERVING")
+    p.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve gRPC and NATS over TLS, with a local CA and certificates made in "
+        "<data-dir>/tls (clients: --tls-ca <data-dir>/tls/ca.pem)",
+    )
     p.set_defaults(func=run)
 
 
@@ -68,10 +77,13 @@ def say(text: str) -> None:
 
 
 async def wait_serving(
-    address: str, timeout: float, child: subprocess.Popen[bytes] | None = None
+    address: str,
+    timeout: float,
+    child: subprocess.Popen[bytes] | None = None,
+    ca_file: Path | None = None,
 ) -> None:
     deadline = time.monotonic() + timeout
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with tls.channel(address, ca_file) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while True:
             try:
@@ -141,18 +153,35 @@ async def start_platform(
     data_dir: Path,
     timeout: float,
     verbose: bool = True,
+    use_tls: bool = False,
 ) -> tuple[Platform, dict[str, str]]:
     platform = Platform()
     env = dict(os.environ)
     env.update(local_secrets(data_dir))
     env["BOULEVARD_DATA_DIR"] = str(data_dir)  # the services keep their key files there
+    pki: Pki | None = None
+    if use_tls:
+        if "NATS_URL" in os.environ:
+            raise RuntimeError(
+                "--tls starts its own NATS with TLS; with NATS_URL, configure TLS through "
+                "BOULEVARD_TLS_CERT_FILE, BOULEVARD_TLS_KEY_FILE and BOULEVARD_TLS_CA_FILE"
+            )
+        pki = make_pki(data_dir / "tls")
+        env["BOULEVARD_TLS_CERT_FILE"] = str(pki.cert)
+        env["BOULEVARD_TLS_KEY_FILE"] = str(pki.key)
+        env["BOULEVARD_TLS_CA_FILE"] = str(pki.ca_cert)
+    ca_file = pki.ca_cert if pki else None
     try:
         if "NATS_URL" in os.environ:
             say(f"using NATS at {os.environ['NATS_URL']}")
         else:
             data_dir.mkdir(parents=True, exist_ok=True)
             platform.nats = NatsServer(
-                data_dir / "nats", port=settings.embedded_nats_port, log_file=data_dir / "nats.log"
+                data_dir / "nats",
+                port=settings.embedded_nats_port,
+                log_file=data_dir / "nats.log",
+                tls=pki,
+                names=NatsNames.from_settings(settings),
             ).start()
             env["NATS_URL"] = platform.nats.url
             say(
@@ -178,8 +207,10 @@ async def start_platform(
             platform.children.append((name, child))
             addresses[name] = f"{settings.grpc_host}:{settings.port_of(name)}"
         for name, child in platform.children:
-            await wait_serving(addresses[name], timeout, child)
-            say(f"  {name:<12} {addresses[name]} (gRPC, SERVING)")
+            await wait_serving(addresses[name], timeout, child, ca_file)
+            say(f"  {name:<12} {addresses[name]} (gRPC, SERVING{', TLS' if pki else ''})")
+        if pki is not None:
+            say(f"  TLS on gRPC and NATS; clients verify with the CA {pki.ca_cert}")
         platform.env = env
         return platform, addresses
     except BaseException:
@@ -201,7 +232,9 @@ def run(args: argparse.Namespace) -> int:
     say("Boulevard — starting the platform on this machine")
     try:
         platform, addresses = asyncio.run(
-            start_platform(settings, names, data_dir, args.timeout, verbose=args.verbose)
+            start_platform(
+                settings, names, data_dir, args.timeout, verbose=args.verbose, use_tls=args.tls
+            )
         )
     except (TimeoutError, RuntimeError, OSError) as exc:
         say(f"could not start the platform: {exc}")
@@ -224,6 +257,9 @@ def run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous[sig] = signal.signal(sig, on_signal)
     try:
+        if args.tls:
+            # The demo, and whatever else this process calls, verifies the services.
+            os.environ[tls.CA_ENV] = platform.env["BOULEVARD_TLS_CA_FILE"]
         if not args.no_demo:
             from boulevard.cli.demo import play_demo
 

@@ -16,6 +16,7 @@ import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.client.table import Table
+from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 
 
@@ -43,7 +44,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 async def follow(address: str, game_id: str, speed: float) -> Table:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with tls.channel(address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id), timeout=10)
         table = Table(got.game, terminal=sys.stdout.isatty(), speed=speed)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+from pathlib import Path
 
 import grpc
 import structlog
@@ -22,6 +23,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.client.bots import SeatPlayer, bot_client_seed
 from boulevard.games import REGISTRY
+from boulevard.platform import tls
 from boulevard.platform.auth import PlayerClaims, issue_token
 
 log = structlog.get_logger(__name__)
@@ -37,6 +39,7 @@ class BotRunner:
         stream: str,
         durable: str = "bot-runner",
         bot_name: str = "heuristic",
+        tls_ca_file: Path | None = None,
     ) -> None:
         self.nc = nc
         self.engine_address = engine_address
@@ -45,12 +48,13 @@ class BotRunner:
         self.stream = stream
         self.durable = durable
         self.bot_name = bot_name
+        self.tls_ca_file = tls_ca_file  # the engine serves TLS: verify it with this CA
         self._channel: grpc.aio.Channel | None = None
         self._sub: Subscription | None = None
         self._games: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        self._channel = grpc.aio.insecure_channel(self.engine_address)
+        self._channel = tls.channel(self.engine_address, self.tls_ca_file)
         self._sub = await self.nc.jetstream().subscribe(
             self.subject,
             stream=self.stream,

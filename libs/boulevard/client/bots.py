@@ -124,22 +124,30 @@ class SeatPlayer:
         view = proto_to_view(game, got.view)
         commands = [action_to_command(game, a) for a in legal.actions]
         choice = self.bot(view, commands, self.seat, self.rng)
-        try:
-            await self.stub.SubmitAction(
-                engine_pb2.SubmitActionRequest(
-                    game_id=self.game_id,
-                    player_token=self.token,
-                    action=command_to_action(game, choice),
-                    expected_version=legal.version,
-                    idempotency_key=uuid.uuid4().hex,
-                )
-            )
-        except grpc.aio.AioRpcError as err:
-            if err.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION):
-                return True  # someone else moved first; decide again on the new state
-            raise
+        request = engine_pb2.SubmitActionRequest(
+            game_id=self.game_id,
+            player_token=self.token,
+            action=command_to_action(game, choice),
+            expected_version=legal.version,
+            idempotency_key=uuid.uuid4().hex,
+        )
+        for attempt in range(SUBMIT_ATTEMPTS):
+            try:
+                await self.stub.SubmitAction(request)
+                break
+            except grpc.aio.AioRpcError as err:
+                if err.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION):
+                    return True  # someone else moved first; decide again on the new state
+                if err.code() != grpc.StatusCode.UNAVAILABLE or attempt == SUBMIT_ATTEMPTS - 1:
+                    raise
+                # The outcome may be unknown: the same request (same idempotency key) is
+                # applied at most once, so retrying it is safe (docs/security.md).
+                await asyncio.sleep(0.5 * 2**attempt)
         self.moves += 1
         return True
+
+
+SUBMIT_ATTEMPTS = 6  # UNAVAILABLE is retried with backoff for about 15 s
 
 
 async def _first(*aws: Any) -> None:

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from types import TracebackType
-
-import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, matchmaking_pb2_grpc
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.client.bots import new_client_seed, reveal_seed
 from boulevard.fairness import client_seed_commitment
+from boulevard.platform import tls
 
 FINAL = (pb.TICKET_STATUS_ASSIGNED, pb.TICKET_STATUS_CANCELLED, pb.TICKET_STATUS_EXPIRED)
 
@@ -37,10 +37,14 @@ class TicketNotAssigned(Exception):
 
 
 class MatchmakingClient:
-    def __init__(self, address: str, timeout: float = 10.0) -> None:
+    def __init__(
+        self, address: str, timeout: float = 10.0, tls_ca_file: Path | str | None = None
+    ) -> None:
+        """`tls_ca_file`: verify the server's TLS certificate with this CA (default:
+        BOULEVARD_TLS_CA_FILE; plaintext when neither is set)."""
         self.address = address
         self.timeout = timeout
-        self._channel = grpc.aio.insecure_channel(address)
+        self._channel = tls.channel(address, tls_ca_file)
         self._stub = matchmaking_pb2_grpc.MatchmakingServiceStub(self._channel)
         self._seeds: dict[str, str] = {}  # ticket id -> the client seed committed to
 

@@ -16,6 +16,7 @@ import asyncio
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
+from google.protobuf.message import DecodeError
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
@@ -26,6 +27,7 @@ from nats.js.errors import APIError, NotFoundError
 from boulevard.api.v1 import events_pb2
 from boulevard.eventlog.errors import ConcurrencyConflict, EventStoreError
 from boulevard.eventlog.store import NewEvent, RecordedEvent, already_appended, check_stream_id
+from boulevard.messaging.poison import poisoned
 
 MSG_ID = "Nats-Msg-Id"
 EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
@@ -95,8 +97,36 @@ class JetStreamEventStore:
         except NotFoundError:
             return 0, 0
         assert msg.seq is not None and msg.data is not None
-        events = decode_commit(stream_id, msg.data, msg.seq)
+        try:
+            events = decode_commit(stream_id, msg.data, msg.seq)
+        except DecodeError:
+            # The subject's last message is not ours: the version is that of the last good
+            # commit before it, and the next append must expect this message's sequence.
+            return await self._scan_version(stream_id, msg.seq), msg.seq
+        if not events:
+            return await self._scan_version(stream_id, msg.seq), msg.seq
         return events[-1].version, msg.seq
+
+    async def _scan_version(self, stream_id: str, last_seq: int) -> int:
+        """The version of the last decodable commit up to stream sequence `last_seq`."""
+        version = 0
+        done = asyncio.get_running_loop().create_future()
+
+        async def on_message(msg: Msg) -> None:
+            nonlocal version
+            seq = stream_sequence(msg)
+            events = _decoded(stream_id, msg, seq)
+            if events and seq <= last_seq:
+                version = events[-1].version
+            if seq >= last_seq and not done.done():
+                done.set_result(None)
+
+        sub = await self.subscribe_all(stream_id, on_message)
+        try:
+            await asyncio.wait_for(done, self._read_timeout)
+        finally:
+            await sub.unsubscribe()
+        return version
 
     async def version(self, stream_id: str) -> int:
         check_stream_id(stream_id)
@@ -171,7 +201,7 @@ class JetStreamEventStore:
 
         async def on_message(msg: Msg) -> None:
             seq = stream_sequence(msg)
-            for event in decode_commit(stream_id, msg.data, seq):
+            for event in _decoded(stream_id, msg, seq):
                 if event.version >= from_version:
                     out.append(event)
             if seq >= last_seq and not done.done():
@@ -205,9 +235,18 @@ async def follow(
             while not queue.empty():
                 msgs.append(queue.get_nowait())
             yield [
-                event
-                for msg in msgs
-                for event in decode_commit(stream_id, msg.data, stream_sequence(msg))
+                event for msg in msgs for event in _decoded(stream_id, msg, stream_sequence(msg))
             ]
     finally:
         await sub.unsubscribe()
+
+
+def _decoded(stream_id: str, msg: Msg, seq: int) -> list[RecordedEvent]:
+    """The events of a message read back, or none when it is not an EventCommit: a message
+    the store never wrote is skipped and reported (docs/security.md, "Poison messages")
+    rather than failing every read of the stream."""
+    try:
+        return decode_commit(stream_id, msg.data, seq)
+    except DecodeError as exc:
+        poisoned("eventlog.read", "undecodable", subject=msg.subject, seq=seq, error=exc)
+        return []

@@ -3,6 +3,10 @@
 Used by `boulevard up` (the embedded default) and by the tests. JetStream always runs with
 `sync_interval: always`: the server's default syncs to disk only every two minutes, and an
 acknowledged event must survive a power cut (see DESIGN.md, Durability).
+
+The server is closed like every server we ship: no anonymous user, one nkey identity per
+service plus `admin`, made once in `identities_dir` (seed files of mode 0600), with the
+permissions of `boulevard.messaging.identities`.
 """
 
 from __future__ import annotations
@@ -16,6 +20,20 @@ import sys
 import sysconfig
 import time
 from pathlib import Path
+from typing import Any
+
+import nats
+from nats.aio.client import Client as NATS
+
+from boulevard.messaging.identities import (
+    ADMIN,
+    NatsNames,
+    inbox_prefix,
+    make_identities,
+    render_accounts,
+    seed_path,
+)
+from boulevard.platform.tls import Pki, client_ssl_context
 
 
 def nats_server_binary() -> str:
@@ -48,8 +66,15 @@ class NatsServer:
         host: str = "127.0.0.1",
         sync_always: bool = True,
         log_file: Path | None = None,
+        identities_dir: Path | None = None,
+        names: NatsNames | None = None,
+        tls: Pki | None = None,
     ) -> None:
         self.store_dir = Path(store_dir)
+        # Beside the store by default: <data_dir>/nats and <data_dir>/nats-identities.
+        self.identities_dir = Path(identities_dir or self.store_dir.parent / "nats-identities")
+        self.names = names or NatsNames()
+        self.tls = tls  # clients must then speak TLS (the server refuses plaintext)
         self.host = host
         self.port = port or free_port(host)
         self.sync_always = sync_always
@@ -58,15 +83,42 @@ class NatsServer:
 
     @property
     def url(self) -> str:
-        return f"nats://{self.host}:{self.port}"
+        scheme = "tls" if self.tls else "nats"
+        return f"{scheme}://{self.host}:{self.port}"
+
+    def seed_file(self, identity: str) -> Path:
+        """The seed file of one identity (made by `start`)."""
+        return seed_path(self.identities_dir, identity)
+
+    async def connect(self, identity: str = ADMIN, **options: Any) -> NATS:
+        """A client of this server as one of its identities (`admin` unless told): for
+        operators' tools, tests and benchmarks. Services connect with
+        `boulevard.platform.server.connect_nats`."""
+        options.setdefault("max_reconnect_attempts", 60)
+        options.setdefault("reconnect_time_wait", 0.1)
+        if self.tls is not None:
+            options.setdefault("tls", client_ssl_context(self.tls.ca_cert))
+        nc: NATS = await nats.connect(
+            self.url,
+            nkeys_seed_str=self.seed_file(identity).read_text().strip(),
+            inbox_prefix=inbox_prefix(identity),
+            **options,
+        )
+        return nc
 
     def config_text(self) -> str:
         sync = "\n  sync_interval: always" if self.sync_always else ""
         store = str(self.store_dir.resolve()).replace("\\", "/")
+        keys = make_identities(self.identities_dir)
+        tls = ""
+        if self.tls is not None:
+            cert = str(self.tls.cert.resolve()).replace("\\", "/")
+            key = str(self.tls.key.resolve()).replace("\\", "/")
+            tls = f'tls {{\n  cert_file: "{cert}"\n  key_file: "{key}"\n  timeout: 2\n}}\n'
         return (
             f'listen: "{self.host}:{self.port}"\n'
             f'jetstream {{\n  store_dir: "{store}"{sync}\n}}\n'
-            "max_payload: 8MB\n"
+            "max_payload: 8MB\n" + tls + render_accounts(keys, self.names)
         )
 
     def start(self, timeout: float = 15.0) -> NatsServer:

@@ -37,15 +37,19 @@ class StreamSpec:
         )
 
 
-async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> None:
-    """Create the stream, or bring an existing one to this configuration."""
+async def ensure_stream(js: JetStreamContext, spec: StreamSpec, owner: bool = True) -> None:
+    """Create the stream, or (its owner only) bring an existing one to this configuration.
+
+    A service that only reads a stream makes it when it starts first, but never changes it:
+    NATS lets only the owner's identity update a stream (docs/security.md)."""
     config = spec.config()
     try:
         await js.stream_info(spec.name)
     except NotFoundError:
         await js.add_stream(config)
         return
-    await js.update_stream(config)
+    if owner:
+        await js.update_stream(config)
 
 
 def platform_streams(settings: Settings) -> dict[str, StreamSpec]:

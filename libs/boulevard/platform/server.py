@@ -20,10 +20,12 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from nats.aio.client import Client as NATS
 
+from boulevard.messaging.identities import inbox_prefix
 from boulevard.platform.edge import EdgeInterceptor
 from boulevard.platform.grpc_errors import ErrorInterceptor
 from boulevard.platform.logging import configure_logging
 from boulevard.platform.settings import Settings
+from boulevard.platform.tls import client_ssl_context, nats_tls_url, server_credentials
 
 log = structlog.get_logger(__name__)
 
@@ -42,8 +44,10 @@ async def connect_nats(
     name: str,
     on_state: Callable[[bool], Awaitable[None]] | None = None,
 ) -> NATS:
-    """Connect, reconnecting forever; `on_state(False)` when the connection is lost and
-    `on_state(True)` when it is back."""
+    """Connect to NATS as the identity `name` (a service's name; docs/security.md), and
+    reconnect forever; `on_state(False)` when the connection is lost and `on_state(True)`
+    when it is back. Every service connects through here; NATS has no anonymous user."""
+    seed = settings.nats_seed(name)
     nc: NATS | None = None
 
     async def on_disconnect() -> None:
@@ -60,9 +64,16 @@ async def connect_nats(
     async def on_error(exc: Exception) -> None:
         log.warning("nats error", error=str(exc))
 
+    url, tls = settings.nats_url, None
+    if settings.tls_ca_file is not None:
+        # With a CA configured, NATS is TLS or nothing: no silent plaintext fallback.
+        url, tls = nats_tls_url(url), client_ssl_context(settings.tls_ca_file)
     nc = await nats.connect(
-        settings.nats_url,
+        url,
+        tls=tls,
         name=f"boulevard-{name}",
+        nkeys_seed_str=seed,
+        inbox_prefix=inbox_prefix(name),  # the only inbox this identity may subscribe to
         max_reconnect_attempts=-1,
         reconnect_time_wait=0.5,
         connect_timeout=5,
@@ -175,10 +186,16 @@ async def start_service(app: App, settings: Settings, port: int | None = None) -
         (*app.service_names, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
     wanted = settings.port_of(app.name) if port is None else port
-    bound = server.add_insecure_port(f"{settings.grpc_host}:{wanted}")
+    listen = f"{settings.grpc_host}:{wanted}"
+    if settings.tls_cert_file is not None and settings.tls_key_file is not None:
+        credentials = server_credentials(settings.tls_cert_file, settings.tls_key_file)
+        bound = server.add_secure_port(listen, credentials)
+    else:
+        bound = server.add_insecure_port(listen)
     await server.start()
     await nats_health.set_serving(True)
-    log.info("serving", service=app.name, address=f"{settings.grpc_host}:{bound}")
+    tls = settings.tls_cert_file is not None
+    log.info("serving", service=app.name, address=f"{settings.grpc_host}:{bound}", tls=tls)
     return RunningService(app, settings, server, health_servicer, nc, bound, nats_health)
 
 

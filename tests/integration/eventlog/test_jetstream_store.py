@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 
@@ -10,7 +9,7 @@ from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.eventlog.store import EventStore
 from boulevard.messaging.streams import StreamSpec, ensure_stream
 from tests.support.eventstore_contract import EventStoreContract, ev
-from tests.support.nats import NatsHandle
+from tests.support.nats import NatsHandle, connect_as
 
 pytestmark = pytest.mark.integration
 
@@ -48,13 +47,13 @@ async def test_a_second_writer_with_a_stale_cache_conflicts(nc: NATS) -> None:
     assert [e.event_id for e in await one.read("g")] == ["e-1", "e-2"]
 
 
-async def connect(url: str) -> NATS:
-    return await nats.connect(url, max_reconnect_attempts=100, reconnect_time_wait=0.1)
+async def connect(server: NatsHandle) -> NATS:
+    return await connect_as(server, "engine", max_reconnect_attempts=100)
 
 
 async def test_acknowledged_events_survive_sigkill(nats_server: NatsHandle) -> None:
     """Every append that was acknowledged is still there after a SIGKILL of the server."""
-    client = await connect(nats_server.url)
+    client = await connect(nats_server)
     await ensure_stream(client.jetstream(), SPEC)
     store = JetStreamEventStore(client, "GAMES", "game")
     acked = 0
@@ -65,7 +64,7 @@ async def test_acknowledged_events_survive_sigkill(nats_server: NatsHandle) -> N
     nats_server.kill()
     nats_server.restart()
 
-    client = await connect(nats_server.url)
+    client = await connect(nats_server)
     try:
         got = await JetStreamEventStore(client, "GAMES", "game").read("durable")
         assert [e.event_id for e in got] == [f"e-{i}" for i in range(200)]

@@ -57,7 +57,7 @@ async def test_sigkill_during_matching_loses_no_ticket_and_matches_none_twice(
     nats_server, nc, tmp_path: Path
 ) -> None:
     env = service_env(
-        nats_server.url,
+        nats_server,
         tmp_path / "data",
         {
             "BOULEVARD_TOKEN_KEY": TOKEN_KEY,

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from boulevard.messaging.identities import IDENTITIES
 from tests.unit.deploy.support import (
     DEPLOY,
     DESIGN_PORTS,
@@ -81,17 +82,19 @@ def test_each_service_is_non_root_read_only_and_probed_on_its_port(service: Serv
 
 
 @pytest.mark.parametrize("service", SERVICES.values(), ids=lambda s: s.name)
-def test_each_service_waits_for_healthy_nats_and_connects_as_its_own_user(
+def test_each_service_waits_for_healthy_nats_and_connects_as_its_own_identity(
     service: Service,
 ) -> None:
     assert service_config(service.name)["depends_on"] == {"nats": {"condition": "service_healthy"}}
-    raw = environment(service.name)["NATS_URL"]
-    password = f"NATS_{service.name.upper()}_PASSWORD"
-    assert f"${{{password}:?set it in deploy/secrets.env}}" in raw
-    url = urlsplit(interpolate(raw))
+    env = environment(service.name)
+    url = urlsplit(env["NATS_URL"])
     assert (url.scheme, url.hostname, url.port) == ("nats", "nats", 4222)
-    assert url.username == service.name
-    assert url.password == password.encode().hex()
+    assert url.username is None and url.password is None  # nothing secret in a URL
+    seed = f"NATS_{service.name.upper()}_SEED"
+    assert env["BOULEVARD_NATS_NKEY_SEED"] == f"${{{seed}:?set it in deploy/secrets.env}}"
+    # Its own seed and no other identity's.
+    seeds = {v for value in env.values() for v in INTERPOLATION.findall(value)}
+    assert {v for v in seeds if v.endswith("_SEED")} == {seed}
 
 
 @pytest.mark.parametrize("service", SERVICES.values(), ids=lambda s: s.name)
@@ -144,9 +147,9 @@ def test_nats_is_the_official_image_with_jetstream_synced_always_on_a_volume() -
     assert nats["read_only"] is True
 
 
-def test_nats_gets_every_service_password() -> None:
+def test_nats_gets_every_identitys_public_key_and_no_seed() -> None:
     env = environment("nats")
-    assert set(env) == {f"NATS_{name.upper()}_PASSWORD" for name in SERVICES}
+    assert set(env) == {f"NATS_{name.upper()}_NKEY" for name in IDENTITIES}
     for name, value in env.items():
         assert value == f"${{{name}:?set it in deploy/secrets.env}}"
 
@@ -155,3 +158,35 @@ def test_matchmaking_bots_reach_the_engine_by_its_service_name() -> None:
     env = environment("matchmaking")
     assert env["BOULEVARD_ENGINE_HOST"] == "engine"
     assert env["BOULEVARD_ENGINE_PORT"] == str(SERVICES["engine"].port)
+
+
+TLS_FILES = {
+    "BOULEVARD_TLS_CERT_FILE": "/run/secrets/tls-cert",
+    "BOULEVARD_TLS_KEY_FILE": "/run/secrets/tls-key",
+    "BOULEVARD_TLS_CA_FILE": "/run/secrets/tls-ca",
+}
+
+
+@pytest.mark.parametrize("service", SERVICES.values(), ids=lambda s: s.name)
+def test_each_service_serves_tls_and_verifies_with_the_ca(service: Service) -> None:
+    assert sorted(service_config(service.name)["secrets"]) == ["tls-ca", "tls-cert", "tls-key"]
+    env = environment(service.name)
+    assert {k: env[k] for k in TLS_FILES} == TLS_FILES
+
+
+def test_tls_files_come_from_deploy_tls_and_the_ca_key_stays_out() -> None:
+    secrets = compose()["secrets"]
+    assert {name: s["file"] for name, s in secrets.items()} == {
+        "tls-ca": "./deploy/tls/ca.pem",
+        "tls-cert": "./deploy/tls/server.pem",
+        "tls-key": "./deploy/tls/server-key.pem",
+    }
+    assert "tls/" in (DEPLOY / ".gitignore").read_text().splitlines()
+
+
+def test_nats_speaks_tls_only_with_the_compose_certificate() -> None:
+    assert sorted(service_config("nats")["secrets"]) == ["tls-cert", "tls-key"]
+    tls = conf_block((DEPLOY / "nats" / "nats.conf").read_text(), "tls")
+    assert tls is not None
+    assert conf_setting(tls, "cert_file") == "/run/secrets/tls-cert"
+    assert conf_setting(tls, "key_file") == "/run/secrets/tls-key"

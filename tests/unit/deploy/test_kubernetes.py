@@ -14,11 +14,14 @@ from typing import Any
 import pytest
 import yaml
 
+from boulevard.messaging.identities import IDENTITIES
 from tests.unit.deploy.support import (
     HEALTHCHECK,
     K8S,
     SERVICES,
     Service,
+    conf_block,
+    conf_setting,
     env_names,
     load_yaml_documents,
     manifests,
@@ -142,10 +145,10 @@ def test_the_nats_servers_run_the_shipped_cluster_config() -> None:
     assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
 
 
-def test_nats_gets_every_service_password_from_the_secret() -> None:
+def test_nats_gets_every_identitys_public_key_from_the_secret_and_no_seed() -> None:
     container = only_container(objects("StatefulSet")["nats"])
     assert secret_keys_used(container) == {
-        f"NATS_{name.upper()}_PASSWORD": f"nats-{name}-password" for name in SERVICES
+        f"NATS_{name.upper()}_NKEY": f"nats-{name}-nkey" for name in IDENTITIES
     }
 
 
@@ -179,10 +182,12 @@ def test_each_service_makes_its_streams_with_three_replicas(service: Service) ->
 
 
 @pytest.mark.parametrize("service", SERVICES.values(), ids=lambda s: s.name)
-def test_each_service_connects_to_nats_as_its_own_user(service: Service) -> None:
+def test_each_service_connects_to_nats_as_its_own_identity(service: Service) -> None:
     container = only_container(deployment(service))
-    assert values(container)["NATS_URL"] == f"nats://{service.name}:$(NATS_PASSWORD)@nats:4222"
-    assert secret_keys_used(container)["NATS_PASSWORD"] == f"nats-{service.name}-password"
+    assert values(container)["NATS_URL"] == "nats://nats:4222"  # nothing secret in a URL
+    used = secret_keys_used(container)
+    assert used["BOULEVARD_NATS_NKEY_SEED"] == f"nats-{service.name}-seed"
+    assert [k for k in used.values() if k.startswith("nats-")] == [f"nats-{service.name}-seed"]
 
 
 def test_replicas() -> None:
@@ -259,3 +264,43 @@ def test_matchmaking_bots_reach_the_engine_through_its_service() -> None:
     assert env["BOULEVARD_ENGINE_HOST"] in objects("Service")
     (port,) = objects("Service")[env["BOULEVARD_ENGINE_HOST"]]["spec"]["ports"]
     assert env["BOULEVARD_ENGINE_PORT"] == str(port["port"]) == str(SERVICES["engine"].port)
+
+
+def tls_mount(workload: dict[str, Any]) -> str:
+    """Where the pod mounts the boulevard-tls Secret (and that it does so read-only)."""
+    spec = workload["spec"]["template"]["spec"]
+    (volume,) = [v for v in spec["volumes"] if "secret" in v]
+    assert volume["secret"]["secretName"] == "boulevard-tls"
+    assert volume["secret"]["defaultMode"] == 0o440
+    keys = {item["key"] for item in volume["secret"]["items"]}
+    assert keys == {"ca.pem", "server.pem", "server-key.pem"}  # never the CA's key
+    (mount,) = [m for m in only_container(workload)["volumeMounts"] if m["name"] == volume["name"]]
+    assert mount["readOnly"] is True
+    return str(mount["mountPath"])
+
+
+@pytest.mark.parametrize("service", SERVICES.values(), ids=lambda s: s.name)
+def test_each_service_serves_tls_and_verifies_with_the_ca(service: Service) -> None:
+    workload = deployment(service)
+    where = tls_mount(workload)
+    env = values(only_container(workload))
+    assert env["BOULEVARD_TLS_CERT_FILE"] == f"{where}/server.pem"
+    assert env["BOULEVARD_TLS_KEY_FILE"] == f"{where}/server-key.pem"
+    assert env["BOULEVARD_TLS_CA_FILE"] == f"{where}/ca.pem"
+    # The key is mode 0440: readable through the pod's group, not by others.
+    pod = workload["spec"]["template"]["spec"]["securityContext"]
+    assert pod["fsGroup"] == pod["runAsGroup"]
+
+
+def test_nats_serves_clients_and_routes_over_tls_with_the_mounted_files() -> None:
+    where = tls_mount(objects("StatefulSet")["nats"])
+    text = (K8S.parent / "nats" / "nats-cluster.conf").read_text()
+    client_tls = conf_block(text, "tls")
+    cluster = conf_block(text, "cluster")
+    assert client_tls is not None and cluster is not None
+    route_tls = conf_block(cluster, "tls")
+    assert route_tls is not None
+    for block in (client_tls, route_tls):
+        assert conf_setting(block, "cert_file") == f"{where}/server.pem"
+        assert conf_setting(block, "key_file") == f"{where}/server-key.pem"
+    assert conf_setting(route_tls, "ca_file") == f"{where}/ca.pem"  # routes verify each other

@@ -1,14 +1,20 @@
 """The nats-server configs we ship: JetStream always fsyncs before it acknowledges (DESIGN.md,
-"Durability"), the Kubernetes ConfigMap carries the same files, and the users in the
-permissions file are the four services, each with its own password variable."""
+"Durability"), the Kubernetes ConfigMap carries the same files, and the permissions file is
+the generated one: an nkey user per identity, no password, no anonymous user."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from dataclasses import asdict
 
 import pytest
 
+from boulevard.messaging.identities import (
+    IDENTITIES,
+    NatsNames,
+    permissions,
+    render_deploy_permissions,
+)
 from tests.unit.deploy.support import (
     NATS_CONFIGS,
     SERVICES,
@@ -67,21 +73,46 @@ def test_the_cluster_config_is_a_cluster() -> None:
     assert conf_setting(text, "server_name") == "$POD_NAME"
 
 
-def test_each_service_is_a_user_with_its_own_password_in_one_account() -> None:
+def test_each_identity_is_an_nkey_user_in_one_account_and_nobody_has_a_password() -> None:
     text = (NATS_CONFIGS / "nats-permissions.conf").read_text()
-    users = re.findall(r"(?m)^\s*user:\s*(\S+)\s*\n\s*password:\s*(\S+)", text)
-    assert sorted(users) == sorted((name, f"$NATS_{name.upper()}_PASSWORD") for name in SERVICES)
+    users = re.findall(r"(?m)^\s*nkey:\s*(\S+)", text)
+    assert sorted(users) == sorted(f"$NATS_{name.upper()}_NKEY" for name in IDENTITIES)
+    assert set(SERVICES) | {"admin"} == set(IDENTITIES)
     assert text.count("jetstream: enabled") == 1
+    assert not re.search(r"(?im)^\s*(password|user|no_auth_user|token)\s*[:=]", text)
+
+
+def test_the_shipped_permissions_are_the_ones_boulevard_up_and_the_tests_run() -> None:
+    """One permission model: deploy/ is rendered by the code that configures the embedded
+    server (`make nats-config` after a change)."""
+    assert (NATS_CONFIGS / "nats-permissions.conf").read_text() == render_deploy_permissions()
+    copies = [
+        doc["data"]["nats-permissions.conf"]
+        for _, doc in manifests()
+        if doc["kind"] == "ConfigMap" and "nats-permissions.conf" in doc["data"]
+    ]
+    assert copies == [render_deploy_permissions()]
+
+
+def test_the_permission_names_are_the_settings_defaults() -> None:
+    """The permissions name streams, buckets and consumers by the settings' defaults."""
+    for settings in (service.settings() for service in SERVICES.values()):
+        for field, value in asdict(NatsNames.from_settings(settings)).items():
+            assert value == getattr(NatsNames(), field), (type(settings).__name__, field)
 
 
 def test_only_the_owner_writes_each_evidence_subject() -> None:
-    text = Path(NATS_CONFIGS / "nats-permissions.conf").read_text()
     owner = {"game.>": "engine", "dice.*": "dice", "ledger.>": "ledger", "mm.>": "matchmaking"}
-    blocks = re.split(r"(?m)^\s*user:\s*", text)[1:]
-    by_user = {block.split()[0]: block for block in blocks}
     for subject, writer in owner.items():
-        for user, block in by_user.items():
-            denied = f'"{subject}"' in block.split("subscribe:")[0]
-            assert denied == (user != writer), (subject, user)
-    for user, block in by_user.items():
-        assert '"$JS.API.STREAM.DELETE.>"' in block, user
+        for identity in SERVICES:
+            allowed = subject in permissions(identity).publish_allow
+            assert allowed == (identity == writer), (subject, identity)
+    for identity in IDENTITIES:
+        perms = permissions(identity)
+        assert "$JS.API.STREAM.DELETE.>" in perms.publish_deny, identity
+        assert "$JS.API.STREAM.PURGE.>" in perms.publish_deny, identity
+        assert "$JS.API.STREAM.MSG.DELETE.>" in perms.publish_deny, identity
+    # Only the engine asks for dice, only dice answers.
+    asks = {i for i in SERVICES if "dice.rpc.>" in permissions(i).publish_allow}
+    answers = {i for i in SERVICES if "dice.rpc.>" in permissions(i).subscribe_allow}
+    assert (asks, answers) == ({"engine"}, {"dice"})
