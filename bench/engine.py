@@ -5,7 +5,10 @@ Starts a nats-server (sync always, as shipped) and the four services as processe
    raw JetStream publish one at a time, all in this run;
 2. random legal Lords of Vegas moves with 1, 10 and 100 games at once: SubmitAction calls
    per second and their p50/p99 latency (each move also costs one ListLegalActions);
-3. rebuild of the longest game the bots play (trade haggling included) from the log, cold,
+3. what signing costs per action (docs/auditing.md): the client's Ed25519 signature, the
+   engine's verification and receipt signature and the chain hashes, beside the time one
+   SubmitAction takes at the measured throughput (aim: under 10%);
+4. rebuild of the longest game the bots play (trade haggling included) from the log, cold,
    with and without a snapshot (the engine core in-process on the same NATS), and the
    1,000-event time at that rate.
 Usage: python bench/engine.py [--quick]
@@ -34,13 +37,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from common import Timer, rate
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.audit.signing import Receipt, SigningKey, chain_hash, command_signing_bytes, verify
 from boulevard.cli.up import start_platform
 from boulevard.client.bots import SeatPlayer, reveal_seed
+from boulevard.client.signing import sign_submit
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.fairness import client_seed_commitment
 from boulevard.games import get_game
 from boulevard.games.lords_of_vegas.types import ProposeTrade, RejectTrade
 from boulevard.messaging.server import NatsServer, free_port
+from boulevard.platform.keys import load_key
 from boulevard.platform.settings import Settings
 from services.engine.chance import LocalChance
 from services.engine.engine import Engine, MemoryKeyValue
@@ -108,6 +114,9 @@ def haggler(budget: int) -> Any:
     return bot
 
 
+KEYS = [SigningKey(bytes([i + 1]) * 32) for i in range(4)]  # one per seat, as clients hold
+
+
 async def create_game(stub: Any, operator: str, players: int = 4) -> engine_pb2.CreateGameResponse:
     """A game whose seats committed to seeds and revealed them (the blind opening)."""
     seeds = [f"bench-seed-{uuid.uuid4().hex}" for _ in range(players)]
@@ -117,7 +126,10 @@ async def create_game(stub: Any, operator: str, players: int = 4) -> engine_pb2.
             game="lords_of_vegas",
             seats=[
                 engine_pb2.SeatAssignment(
-                    seat=i, player_id=f"b{i}", client_seed_commitment=client_seed_commitment(seed)
+                    seat=i,
+                    player_id=f"b{i}",
+                    client_seed_commitment=client_seed_commitment(seed),
+                    public_key=KEYS[i].public_hex,
                 )
                 for i, seed in enumerate(seeds)
             ],
@@ -174,6 +186,7 @@ async def drive_game(
                     expected_version=legal.version,
                     idempotency_key=uuid.uuid4().hex,
                 )
+                sign_submit(request, seat, KEYS[seat])
                 start = time.perf_counter()
                 try:
                     await stub.SubmitAction(request)
@@ -222,14 +235,45 @@ async def long_game(address: str, operator: str) -> str:
         created = await create_game(stub, operator)
         bot = haggler(budget=12)
         players = [
-            SeatPlayer(stub, created.game_id, game.name, seat, token, bot, random.Random(seat))
+            SeatPlayer(
+                stub, created.game_id, game.name, seat, token, bot, random.Random(seat), KEYS[seat]
+            )
             for seat, token in enumerate(created.player_tokens)
         ]
         await asyncio.gather(*(p.play() for p in players))
         return created.game_id
 
 
-async def rebuild(server: NatsServer, game_id: str, token_key: bytes) -> tuple[int, float, float]:
+def signing_cost(n: int, envelopes_per_action: float = 3.0) -> dict[str, float]:
+    """Seconds per action of the trust layer's crypto: the client signs the command, the
+    engine verifies it, signs a receipt and chain-hashes each envelope it appends."""
+    player, engine = KEYS[0], SigningKey(bytes(range(32)))
+    action = bytes(range(24))
+    envelope = bytes(400)
+    with Timer() as sign_t:
+        sigs = [player.sign_command("g-bench", 0, i, f"k{i}", action) for i in range(n)]
+    with Timer() as verify_t:
+        for i, sig in enumerate(sigs):
+            assert verify(
+                player.public_key, sig, command_signing_bytes("g-bench", 0, i, f"k{i}", action)
+            )
+    with Timer() as receipt_t:
+        for i in range(n):
+            Receipt.sign(engine, "g-bench", i, chain_hash(envelope))
+    with Timer() as chain_t:
+        for _ in range(int(n * envelopes_per_action)):
+            chain_hash(envelope)
+    return {
+        "sign": sign_t.seconds / n,
+        "verify": verify_t.seconds / n,
+        "receipt": receipt_t.seconds / n,
+        "chain": chain_t.seconds / n,
+    }
+
+
+async def rebuild(
+    server: NatsServer, game_id: str, token_key: bytes, engine_key: SigningKey
+) -> tuple[int, float, float]:
     nc = await server.connect("engine")
     store = JetStreamEventStore(nc, "GAMES", "game")
     snapshots = await JetStreamKeyValue.open(nc, "engine_snapshots")
@@ -237,7 +281,13 @@ async def rebuild(server: NatsServer, game_id: str, token_key: bytes) -> tuple[i
     for label, kv in (("cold", MemoryKeyValue()), ("snapshot", snapshots)):
         runs = []
         for _ in range(5):
-            engine = Engine(store, LocalChance(random.Random()), kv, token_key)  # type: ignore[arg-type]
+            engine = Engine(
+                store,
+                LocalChance(random.Random()),
+                kv,  # type: ignore[arg-type]
+                token_key,
+                receipt_key=engine_key,  # the engine's: its snapshots are sealed with it
+            )
             with Timer() as t:
                 session = await engine.load(game_id)
             runs.append(t.seconds)
@@ -271,17 +321,33 @@ async def main(quick: bool) -> None:
             print(f"  JetStream publish, one at a time     {raw_js:>9,.0f} msg/s (sync always)")
             print("SubmitAction through the engine (random legal Lords of Vegas moves, 4 seats")
             print("a game; each move = ListLegalActions + SubmitAction, woken by WatchGame):")
+            best = 0.0
             for games in (1, 10, 100):
                 r = await games_at_once(addresses["engine"], operator, games, seconds)
                 raw = raw1 if games == 1 else raw64
+                best = max(best, r["actions_per_s"])
                 print(
                     f"  {games:>3} games: {r['actions_per_s']:>7,.0f} actions/s "
                     f"(ratio {r['actions_per_s'] / raw:4.2f} of raw gRPC)  "
                     f"p50 {r['p50_ms']:6.1f} ms  p99 {r['p99_ms']:6.1f} ms"
                 )
+            cost = signing_cost(500 if quick else 3000)
+            engine_side = cost["verify"] + cost["receipt"] + cost["chain"]
+            per_action = 1 / best  # the engine's time per action at its best throughput
+            print("signing and verifying per action (Ed25519, SHA-256; docs/auditing.md):")
+            print(f"  client signs the command            {cost['sign'] * 1e6:7.1f} us")
+            print(f"  engine verifies it                  {cost['verify'] * 1e6:7.1f} us")
+            print(f"  engine signs the receipt            {cost['receipt'] * 1e6:7.1f} us")
+            print(f"  engine chain-hashes ~3 envelopes    {cost['chain'] * 1e6:7.1f} us")
+            print(
+                f"  engine's share: {engine_side * 1e6:.1f} us of the {per_action * 1e6:,.0f} us "
+                f"one SubmitAction takes at {best:,.0f} actions/s = "
+                f"{100 * engine_side / per_action:.1f}% (aim < 10%)"
+            )
             game_id = await long_game(addresses["engine"], operator)
             key = platform.env["BOULEVARD_TOKEN_KEY"].encode()
-            events, cold, snap = await rebuild(platform.nats, game_id, key)
+            engine_key = load_key("", Path(tmp) / "engine" / "signing-key")
+            events, cold, snap = await rebuild(platform.nats, game_id, key, engine_key)
             print(f"rebuild of a {events:,}-event game from the log (median of 5):")
             print(
                 f"  from the start      {cold * 1000:7.1f} ms  ({rate(events, cold):,.0f} events/s)"

@@ -46,11 +46,14 @@ import nats  # noqa: E402
 
 from boulevard.api.v1 import matchmaking_pb2 as pb  # noqa: E402
 from boulevard.api.v1 import matchmaking_pb2_grpc  # noqa: E402
+from boulevard.audit.signing import SigningKey  # noqa: E402
 from boulevard.messaging.server import NatsServer, free_port  # noqa: E402
 from services.matchmaking.store import Records, open_bucket, rating_key  # noqa: E402
 
 GAME = "las_vegas"
 NOOP = "/bench.Noop/Call"
+
+BENCH_KEY = SigningKey(bytes(32)).public_hex  # every ticket's seat key
 
 
 # ---- the raw denominator: a gRPC server that does nothing ----
@@ -143,7 +146,11 @@ async def drain(
             t0 = time.time()
             r = await stub.CreateTicket(
                 pb.CreateTicketRequest(
-                    player_id=f"d{tag}-{i}", game=GAME, min_seats=2, max_seats=4
+                    public_key=BENCH_KEY,
+                    player_id=f"d{tag}-{i}",
+                    game=GAME,
+                    min_seats=2,
+                    max_seats=4,
                 ),
                 timeout=30,
             )
@@ -182,7 +189,7 @@ async def steady(
             n += 1
             t0 = time.perf_counter()
             r = await stub.CreateTicket(
-                pb.CreateTicketRequest(
+                pb.CreateTicketRequest(public_key=BENCH_KEY,
                     player_id=f"s{tag}-{i}", game=GAME, min_seats=2, max_seats=2,
                     request_id=f"{n}",
                 ), timeout=30,
@@ -221,7 +228,9 @@ async def fill_unmatchable(
                 pb.PlayerRating(player_id=player, game=GAME, mu=1000.0 + 500 * i, sigma=1),
             )
             await stub.CreateTicket(
-                pb.CreateTicketRequest(player_id=player, game=GAME, min_seats=5, max_seats=5),
+                pb.CreateTicketRequest(
+                    public_key=BENCH_KEY, player_id=player, game=GAME, min_seats=5, max_seats=5
+                ),
                 timeout=30,
             )
 

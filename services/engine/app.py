@@ -21,6 +21,7 @@ from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.messaging.poison import poisoned
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from boulevard.platform.errors import BoulevardError, Unavailable, nats_unavailable
+from boulevard.platform.keys import load_key
 from services.engine.chance import DiceServiceChance
 from services.engine.engine import Engine, SeatRequest
 from services.engine.kv import JetStreamKeyValue
@@ -67,6 +68,10 @@ class EngineApp:
             cache_size=s.engine_cache_games,
             on_finished=self._finished,
             reveal_seconds=s.engine_reveal_seconds,
+            receipt_key=load_key(
+                s.engine_signing_key.get_secret_value(),
+                s.engine_signing_key_file or s.data_dir / "engine" / "signing-key",
+            ),
         )
         self.servicer = EngineServicer(
             self.engine, store, self.index, s.operator_token.get_secret_value()
@@ -124,7 +129,13 @@ class EngineApp:
                 match.match_id,
                 match.game,
                 [
-                    SeatRequest(s.seat, s.player_id, s.client_seed_commitment, s.bot)
+                    SeatRequest(
+                        s.seat,
+                        s.player_id,
+                        s.client_seed_commitment,
+                        s.bot,
+                        public_key=s.public_key,
+                    )
                     for s in match.seats
                 ],
                 match_id=match.match_id,

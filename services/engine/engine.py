@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import structlog
 
 from boulevard.api.v1 import events_pb2
+from boulevard.audit.signing import SigningKey, chain_hash
 from boulevard.eventlog.errors import ConcurrencyConflict
 from boulevard.eventlog.store import EventStore, NewEvent
 from boulevard.fairness import MAX_CLIENT_SEED_BYTES, client_seed_commitment, is_commitment
@@ -47,6 +48,13 @@ from boulevard.platform.errors import (
     PermissionDenied,
     Unavailable,
     nats_unavailable,
+)
+from services.engine.chain import (
+    accept_command,
+    check_public_key,
+    link,
+    open_snapshot,
+    seal_snapshot,
 )
 from services.engine.sessions import Session, envelope_of
 
@@ -106,6 +114,7 @@ class SeatRequest:
     player_id: str
     seed_commitment: str = ""  # hex SHA-256 of the seat's client seed; "" = no seed
     bot: bool = False
+    public_key: str = ""  # hex Ed25519 key that will sign this seat's commands
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +136,7 @@ class Submitted:
     version: int
     envelopes: tuple[events_pb2.EventEnvelope, ...]
     finished: bool
+    head: bytes = b""  # the chain hash at `version` (what a receipt signs)
 
 
 def game_id_for(request_id: str) -> str:
@@ -149,6 +159,7 @@ class Engine:
         clock: Callable[[], int] = lambda: int(time.time() * 1000),
         on_finished: Callable[[Session], Awaitable[None]] | None = None,
         reveal_seconds: float = 60.0,
+        receipt_key: SigningKey | None = None,
     ) -> None:
         self.store = store
         self.chance = chance
@@ -164,6 +175,9 @@ class Engine:
         # Games waiting for their seats' seed reveals -> the reveal deadline: what
         # `sweep_reveals` wakes when no player ever comes back.
         self.awaiting_seeds: dict[str, int] = {}
+        # Signs receipts and snapshots; its public half is served by GetEngineKey.
+        self.receipt_key = receipt_key or SigningKey.generate()
+        self.forged_snapshots = 0  # snapshots refused because the log disagreed
 
     # -- creating -------------------------------------------------------------------------
 
@@ -201,6 +215,8 @@ class Engine:
             check_options(game, options)
         except RulesError as err:
             raise InvalidArgument(f"bad options: {err.message}") from err
+        for s in seats:
+            check_public_key(s.seat, s.public_key)
         ordered = sorted(seats, key=lambda s: s.seat)
         game_id = game_id_for(request_id)
         async with self._lock(game_id):
@@ -218,7 +234,14 @@ class Engine:
                     game=game_name,
                     config=config,
                     seats=tuple(
-                        PlayerSeat(s.seat, s.player_id, s.bot, s.seed_commitment) for s in ordered
+                        PlayerSeat(
+                            s.seat,
+                            s.player_id,
+                            s.bot,
+                            seed_commitment=s.seed_commitment,
+                            public_key=s.public_key,
+                        )
+                        for s in ordered
                     ),
                     seed_commitment=opened.commitment,
                     match_id=match_id,
@@ -268,16 +291,45 @@ class Engine:
         session: Session | None = None
         raw = await self.snapshots.get(game_id)
         if raw is not None:
-            session = Session.from_snapshot(game_id, raw)
-        for recorded in await self.store.read(game_id, (session.version + 1) if session else 1):
+            session = self._open_snapshot(game_id, raw)
+        log_ = await self.store.read(game_id, session.version if session else 1)
+        if session is not None:
+            # Trust the snapshot only if the log's envelope at its version has its hash.
+            if (
+                log_
+                and log_[0].version == session.version
+                and (chain_hash(log_[0].data) == session.head_hash)
+            ):
+                log_ = log_[1:]
+            else:
+                self._forged_snapshot(game_id, "the log's chain hash differs")
+                session = None
+                log_ = await self.store.read(game_id, 1)
+        for recorded in log_:
             envelope = events_pb2.EventEnvelope.FromString(recorded.data)
             if session is None:
                 created = created_of(envelope)
                 session = Session.new(game_id, created)
-            session.apply_envelope(envelope)
+            session.apply_envelope(envelope, recorded.data)
         if session is not None:
             self._cache(session)
         return session
+
+    def _open_snapshot(self, game_id: str, raw: bytes) -> Session | None:
+        opened = open_snapshot(self.receipt_key, raw)
+        if opened is None:
+            self._forged_snapshot(game_id, "not signed by this engine's key")
+            return None
+        body, _version, _head = opened
+        try:
+            return Session.from_snapshot(game_id, body)
+        except (ValueError, KeyError, TypeError, RulesError):
+            self._forged_snapshot(game_id, "it does not decode")
+            return None
+
+    def _forged_snapshot(self, game_id: str, why: str) -> None:
+        self.forged_snapshots += 1
+        log.error("forged snapshot: rebuilding the game from its log", game_id=game_id, why=why)
 
     async def _load(self, game_id: str) -> Session:
         session = await self._load_or_none(game_id)
@@ -400,14 +452,18 @@ class Engine:
         command: Any,
         expected_version: int,
         idempotency_key: str,
+        action: bytes = b"",
+        signature: bytes = b"",
     ) -> Submitted:
+        """Run one signed command: `action` is the exact bytes the seat signed (the Action
+        message's deterministic encoding) and `command` the game command it maps to."""
         if claims.game_id != game_id:
             raise PermissionDenied("this token is for another game")
         if getattr(command, "seat", claims.seat) != claims.seat:
             raise PermissionDenied(
                 f"you play seat {claims.seat}; you cannot act for seat {command.seat}"
             )
-        key = f"cmd:{idempotency_key or uuid.uuid4().hex}"
+        key = f"cmd:{idempotency_key}"
         for _attempt in range(MAX_RETRIES):
             async with self._lock(game_id):
                 session = await self._load(game_id)
@@ -415,6 +471,15 @@ class Engine:
                     await self._settle(session)
                 except ConcurrencyConflict:
                     continue  # another replica settled it first: read the log again
+                accepted = accept_command(
+                    game_id,
+                    session.created,
+                    claims,
+                    expected_version,
+                    idempotency_key,
+                    action,
+                    signature,
+                )
                 done = session.commands.get(key)
                 if done is not None:
                     return await self._result(session, done.first, done.last)
@@ -430,7 +495,8 @@ class Engine:
                     raise FailedPrecondition("that action changes nothing")
                 first = session.version + 1
                 try:
-                    await self._append(session, list(events), key)
+                    # The command is recorded with its events, in the same atomic append.
+                    await self._append(session, [accepted, *events], key)
                 except ConcurrencyConflict:
                     # Another replica wrote first (`_append` dropped our copy), or an
                     # earlier attempt of this very command did (its append unconfirmed).
@@ -456,14 +522,21 @@ class Engine:
                         "not have been applied: reload the game before acting again (send an "
                         "idempotency_key to make such retries safe)"
                     ) from exc
-                try:
-                    await self._settle(session, key)
-                except ConcurrencyConflict:
-                    # Another replica resolved the chance this command asked for: the
-                    # command stands; answer with the log as it is now.
-                    session = await self._load(game_id)
+                session = await self._settle_after(session, key)
                 return await self._result(session, first, session.version)
         raise Aborted("too many concurrent writers on this game; try again")
+
+    async def _settle_after(self, session: Session, key: str) -> Session:
+        """Settle what a stored command led to. Another replica that reloaded the game may
+        resolve the same chance first (the same outcome: the request id names the version);
+        the command stands, so read the log again and carry on rather than fail it."""
+        for _attempt in range(MAX_RETRIES):
+            try:
+                await self._settle(session, key)
+                return session
+            except ConcurrencyConflict:
+                session = await self._load(session.game_id)
+        raise Aborted("too many concurrent writers on this game; reload to see your move")
 
     async def _result(self, session: Session, first: int, last: int) -> Submitted:
         wanted = range(first, last + 1)
@@ -474,7 +547,9 @@ class Engine:
             envelopes = tuple(
                 events_pb2.EventEnvelope.FromString(r.data) for r in recorded if r.version <= last
             )
-        return Submitted(session.version, envelopes, session.finished is not None)
+        return Submitted(
+            session.version, envelopes, session.finished is not None, session.head_hash
+        )
 
     async def _append(self, session: Session, events: Sequence[Any], causation: str) -> None:
         """Append events after the session's version, then fold them in."""
@@ -494,7 +569,11 @@ class Engine:
                     correlation,
                 )
             )
-        new = [NewEvent(e.event_id, e.type, e.SerializeToString()) for e in envelopes]
+        new = []
+        head = session.head_hash
+        for e in envelopes:
+            data, head = link(e, head)
+            new.append(NewEvent(e.event_id, e.type, data))
         try:
             await self.store.append(session.game_id, new, session.version)
         except Exception:
@@ -506,9 +585,10 @@ class Engine:
         for envelope, event in zip(envelopes, events, strict=True):
             session.remember(envelope)
             session.apply(event, int(envelope.version), causation)
+        session.head_hash = head
         self._cache(session)
         if session.version // self.snapshot_every > before // self.snapshot_every:
-            await self.snapshots.put(session.game_id, session.snapshot())
+            await self._snapshot(session)
 
     async def _settle_racing(self, session: Session, causation: str) -> Session:
         """Settle after this replica's own append. Another replica that loaded the game
@@ -549,7 +629,7 @@ class Engine:
                 reason=outcome.reason,
             )
             await self._append(session, [finished], causation)
-            await self.snapshots.put(session.game_id, session.snapshot())
+            await self._snapshot(session)
             log.info("game finished", game_id=session.game_id, ranking=outcome.ranking)
             if self.on_finished is not None:
                 await self.on_finished(session)
@@ -558,6 +638,11 @@ class Engine:
             # so a crash between GameFinished and the reveal still reveals.
             await self.chance.reveal(session.game_id)
             session.revealed = True
+
+    async def _snapshot(self, session: Session) -> None:
+        await self.snapshots.put(
+            session.game_id, seal_snapshot(self.receipt_key, session.snapshot())
+        )
 
 
 def created_of(envelope: events_pb2.EventEnvelope) -> GameCreated:

@@ -11,11 +11,13 @@ from typing import Any, TypeAlias
 import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+from boulevard.audit.signing import chain_hash
 from boulevard.client import mapping
 from boulevard.eventlog.jetstream import JetStreamEventStore, follow
 from boulevard.platform.auth import authorize, verify_token
 from boulevard.platform.errors import InvalidArgument, PermissionDenied, Unauthenticated
 from boulevard.platform.wire import sent_unknown_field
+from services.engine.chain import receipt_pb
 from services.engine.engine import Engine, SeatRequest
 from services.engine.kv import JetStreamKeyValue
 from services.engine.sessions import Session, redacted
@@ -75,7 +77,10 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         created = await self.engine.create_game(
             request.request_id,
             request.game,
-            [SeatRequest(s.seat, s.player_id, s.client_seed_commitment) for s in request.seats],
+            [
+                SeatRequest(s.seat, s.player_id, s.client_seed_commitment, public_key=s.public_key)
+                for s in request.seats
+            ],
             tuple(sorted(request.options.items())),
         )
         session = await self.engine.load(created.game_id)
@@ -143,6 +148,9 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             command,
             request.expected_version,
             request.idempotency_key,
+            # What the seat signed: the action's deterministic encoding (docs/auditing.md).
+            request.action.SerializeToString(deterministic=True),
+            request.signature,
         )
         if result.finished:
             await self.index.put(
@@ -151,6 +159,9 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         return engine_pb2.SubmitActionResponse(
             version=result.version,
             events=[redacted(session.game, e, result.finished) for e in result.envelopes],
+            receipt=receipt_pb(
+                self.engine.receipt_key, request.game_id, result.version, result.head
+            ),
         )
 
     async def RevealSeed(
@@ -163,6 +174,54 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             all_revealed=revealed.all_revealed,
             deadline_unix_ms=revealed.deadline_unix_ms,
         )
+
+    async def GetGameLog(
+        self, request: engine_pb2.GetGameLogRequest, context: Context
+    ) -> engine_pb2.GetGameLogResponse:
+        size = request.page_size or 500
+        if size > 1000:
+            raise InvalidArgument("page_size is at most 1000")
+        session = await self.engine.load(request.game_id)  # NOT_FOUND, malformed id
+        finished = session.finished is not None
+        start = max(request.from_version, 1)
+        # Everything stored, not only what this replica folded: an auditor wants the log.
+        recorded = await self.store.read(session.game_id, start)
+        last_stored = recorded[-1].version if recorded else session.version
+        page = recorded[:size]
+        out = []
+        for r in page:
+            envelope = r.data
+            hidden = False
+            if not finished:
+                # During a game, the same redaction as WatchGame: a shuffle's order is the
+                # deck's future, so it stays hidden until the end.
+                parsed = events_pb2.EventEnvelope.FromString(r.data)
+                shown = redacted(session.game, parsed, False)
+                if shown is not parsed:
+                    envelope, hidden = shown.SerializeToString(), True
+            out.append(
+                engine_pb2.LoggedEnvelope(
+                    version=r.version,
+                    envelope=envelope,
+                    redacted=hidden,
+                    chain_hash=chain_hash(r.data),
+                )
+            )
+        last = page[-1].version if page else start - 1
+        return engine_pb2.GetGameLogResponse(
+            game_id=session.game_id,
+            game=session.game.name,
+            envelopes=out,
+            last_version=last_stored,
+            finished=finished,
+            next_from_version=last + 1 if last < last_stored else 0,
+        )
+
+    async def GetEngineKey(
+        self, request: engine_pb2.GetEngineKeyRequest, context: Context
+    ) -> engine_pb2.GetEngineKeyResponse:
+        key = self.engine.receipt_key
+        return engine_pb2.GetEngineKeyResponse(public_key=key.public_hex, key_id=key.key_id)
 
     async def WatchGame(
         self, request: engine_pb2.WatchGameRequest, context: Context

@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from boulevard.api.v1 import events_pb2
+from boulevard.audit.signing import ZERO_HASH, chain_hash
 from boulevard.games import get_game
 from boulevard.games.base import (
     ChanceKind,
     ClientSeedRevealed,
     ClientSeedsFixed,
+    CommandAccepted,
     GameCreated,
     GameDefinition,
     GameFinished,
@@ -50,6 +52,9 @@ class Session:
     # game's dice may run only from then on).
     client_seeds: dict[int, str] = field(default_factory=dict)
     seeds_fixed: bool = False
+    # The chain hash of the envelope at `version` (docs/auditing.md): what the next
+    # envelope names as its prev_hash, and what a receipt signs.
+    head_hash: bytes = ZERO_HASH
     # The latest envelopes this process appended or read, by version: a command's result
     # comes from here instead of re-reading the log (bounded; older results are read).
     recent: dict[int, events_pb2.EventEnvelope] = field(default_factory=dict)
@@ -99,6 +104,8 @@ class Session:
                 self.client_seeds[event.seat] = event.client_seed
             case ClientSeedsFixed():
                 self.seeds_fixed = True
+            case CommandAccepted():
+                pass  # who asked: recorded for auditors, no change to the game
             case _:
                 self.state = self.game.evolve(self.state, event)
         self.version = version
@@ -108,7 +115,11 @@ class Session:
             self.commands[causation_id] = CommandResult(first, version)
             self.last_causation = causation_id
 
-    def apply_envelope(self, envelope: events_pb2.EventEnvelope) -> None:
+    def apply_envelope(self, envelope: events_pb2.EventEnvelope, stored: bytes = b"") -> None:
+        """Fold one envelope read from the log; `stored` (its bytes as stored) moves the
+        chain head along."""
+        if stored:
+            self.head_hash = chain_hash(stored)
         self.remember(envelope)
         self.apply(self.codec.loads(envelope.payload), int(envelope.version), envelope.causation_id)
 
@@ -124,6 +135,7 @@ class Session:
             "last_causation": self.last_causation,
             "client_seeds": {str(k): v for k, v in self.client_seeds.items()},
             "seeds_fixed": self.seeds_fixed,
+            "chain_hash": self.head_hash.hex(),
         }
         return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
 
@@ -143,6 +155,7 @@ class Session:
             last_causation=data["last_causation"],
             client_seeds={int(k): v for k, v in data.get("client_seeds", {}).items()},
             seeds_fixed=data.get("seeds_fixed", True),
+            head_hash=bytes.fromhex(data.get("chain_hash", "")),
         )
 
     @classmethod

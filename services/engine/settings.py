@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from functools import cache
+from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from boulevard.platform.settings import Settings
 
@@ -21,6 +22,11 @@ class EngineSettings(Settings):
     # a seat that has not revealed plays with an empty seed (docs/fairness.md).
     engine_reveal_seconds: float = Field(default=60.0, gt=0, le=86_400)
     engine_reveal_sweep_seconds: float = Field(default=1.0, gt=0)
+    # Hex of the 32-byte Ed25519 seed that signs receipts and snapshots. Empty: read (or on
+    # first start create) `engine_signing_key_file`, by default
+    # `<data_dir>/engine/signing-key`. Its public half is served by GetEngineKey.
+    engine_signing_key: SecretStr = SecretStr("")
+    engine_signing_key_file: Path | None = None
 
 
 @cache

@@ -130,6 +130,21 @@ class LedgerBook:
 
     # Posting ------------------------------------------------------------------------
 
+    def admit_anchor(
+        self, env: events_pb2.EventEnvelope, chain_head: bytes
+    ) -> JournalEntry | Rejection | None:
+        """A finished game's chain head becomes an anchor entry (once per game: keyed by
+        the GameFinished version like any entry)."""
+        key = (env.game_id, env.version)
+        if self.ledger.is_posted(*key) or key in self.rejections:
+            return None
+        try:
+            return self.ledger.anchor(entry_source(env), chain_head)
+        except LedgerError as err:
+            r = Rejection(env.game_id, env.version, env.event_id, err.code.value, err.message)
+            self.rejections[key] = r
+            return r
+
     def admit(self, env: events_pb2.EventEnvelope) -> JournalEntry | Rejection | None:
         """What an envelope from GAMES becomes: nothing (no money moved, or already
         posted or refused), an entry (appended to the in-memory ledger, to be stored), or

@@ -27,6 +27,7 @@ from nats.js.errors import FetchTimeoutError, NotFoundError
 
 from boulevard.accounting import JournalEntry, TreeHeadSigner
 from boulevard.api.v1 import events_pb2
+from boulevard.audit.signing import chain_hash
 from boulevard.eventlog.jetstream import decode_commit
 from boulevard.messaging.poison import poisoned
 from services.ledger.book import LedgerBook, Rejection
@@ -205,9 +206,10 @@ class Poster:
         book, journal = self.book, self.journal
         outgoing: list[Outgoing] = []
         admitted: list[JournalEntry | None] = []
-        for m, env in envelopes_of(msgs):
+        for m, env, stored in envelopes_with_bytes(msgs):
             result: JournalEntry | Rejection | None
-            if env.transfers and m.subject != f"{self.games_prefix}.{env.game_id}":
+            moves = env.transfers or env.type == "GameFinished"
+            if moves and m.subject != f"{self.games_prefix}.{env.game_id}":
                 result = Rejection(
                     env.game_id, env.version, env.event_id, "wrong_subject",
                     f"envelope for game {env.game_id!r} on subject {m.subject!r}",
@@ -215,7 +217,11 @@ class Poster:
                 book.rejections[(env.game_id, env.version)] = result
             else:
                 try:
-                    result = book.admit(env)
+                    if env.type == "GameFinished" and not env.transfers:
+                        # The game's log ends here: anchor its chain head in the signed tree.
+                        result = book.admit_anchor(env, chain_hash(stored))
+                    else:
+                        result = book.admit(env)
                 except Exception as exc:
                     # Not a LedgerError (those are refusals, below) but something no rule
                     # foresaw: skipping it beats refusing every later event behind it.
@@ -291,14 +297,17 @@ class Poster:
         log.info("tree head signed", tree_size=size, root=sth.head.root_hash.hex())
 
 
-def envelopes_of(msgs: list[Msg]) -> list[tuple[Msg, events_pb2.EventEnvelope]]:
+def envelopes_with_bytes(
+    msgs: list[Msg],
+) -> list[tuple[Msg, events_pb2.EventEnvelope, bytes]]:
     """Every event envelope of the GAMES messages, in order (each message is an
-    EventCommit: the events one append wrote, see docs/architecture.md)."""
-    out: list[tuple[Msg, events_pb2.EventEnvelope]] = []
+    EventCommit: the events one append wrote, see docs/architecture.md), with its bytes as
+    stored (what its chain hash covers, docs/auditing.md)."""
+    out: list[tuple[Msg, events_pb2.EventEnvelope, bytes]] = []
     for m in msgs:
         try:
             events = decode_commit(m.subject.rsplit(".", 1)[-1], m.data)
-            decoded = [(m, events_pb2.EventEnvelope.FromString(e.data)) for e in events]
+            decoded = [(m, events_pb2.EventEnvelope.FromString(e.data), e.data) for e in events]
         except (DecodeError, ValueError) as exc:
             poisoned("ledger.games", "undecodable", subject=m.subject, error=exc)
             continue

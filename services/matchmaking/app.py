@@ -11,6 +11,7 @@ from nats.aio.client import Client as NATS
 from boulevard.api.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from boulevard.client.botrunner import BotRunner
 from boulevard.messaging.streams import ensure_stream, platform_streams
+from boulevard.platform.keys import load_key
 from services.matchmaking.matcher import WindowPolicy
 from services.matchmaking.matchmaker import Config, Matchmaker
 from services.matchmaking.rating_feed import RatingFeed
@@ -38,6 +39,11 @@ class MatchmakingApp:
                 "matchmaking needs BOULEVARD_TOKEN_KEY (the HMAC key of player tokens, shared "
                 "with the engine)"
             )
+        # The operator's bot key signs the bot seats' moves (docs/auditing.md).
+        self.bot_key = load_key(
+            settings.bot_signing_key.get_secret_value(),
+            settings.bot_signing_key_file or settings.data_dir / "bots" / "signing-key",
+        )
         self.matchmaker: Matchmaker | None = None
         self.ratings: RatingFeed | None = None
         self.bots: BotRunner | None = None
@@ -66,6 +72,7 @@ class MatchmakingApp:
             recover_after_ms=int(s.matchmaking_recover_after_seconds * 1000),
             form_concurrency=s.matchmaking_form_concurrency,
             match_formed_subject=f"{s.matchmaking_subject_prefix}.match_formed",
+            bot_public_key=self.bot_key.public_hex,
             games_stream=s.games_stream if s.matchmaking_game_wait_seconds else "",
             games_subject_prefix=s.games_subject_prefix,
             game_wait_seconds=s.matchmaking_game_wait_seconds,
@@ -89,6 +96,7 @@ class MatchmakingApp:
             subject=config.match_formed_subject,
             stream=s.matchmaking_stream,
             tls_ca_file=s.tls_ca_file,
+            bot_key=self.bot_key,
         )
         await self.bots.start()
 

@@ -37,6 +37,7 @@ from nats.js.kv import KeyValue
 
 from boulevard.api.v1 import events_pb2
 from boulevard.api.v1 import matchmaking_pb2 as pb
+from boulevard.audit.signing import parse_public_key
 from boulevard.client.bots import bot_client_seed
 from boulevard.fairness import client_seed_commitment, is_commitment
 from boulevard.games import REGISTRY
@@ -98,6 +99,8 @@ class Config:
     recover_after_ms: int
     form_concurrency: int
     match_formed_subject: str
+    # Hex of the operator's bot key: bound to every bot seat (docs/auditing.md).
+    bot_public_key: str = ""
     # Where the engine writes games: a ticket turns ASSIGNED only once its game's first
     # event is there, so a client that calls GetGame right after ASSIGNED finds the game.
     # Empty: do not wait (unit tests with no engine).
@@ -263,6 +266,7 @@ class Matchmaker:
             status=pb.TICKET_STATUS_WAITING,
             client_seed_commitment=req.client_seed_commitment,
             bot_fill_after_seconds=req.bot_fill_after_seconds,
+            public_key=req.public_key,
             created_unix_ms=now,
             expires_unix_ms=now + self.config.ticket_ttl_ms,
             updated_unix_ms=now,
@@ -603,6 +607,7 @@ class Matchmaker:
                             client_seed_commitment=client_seed_commitment(
                                 bot_client_seed(self.config.token_key, match_id, seat)
                             ),
+                            public_key=self.config.bot_public_key,
                         )
                     )
                     ticket_ids.append("")
@@ -613,6 +618,7 @@ class Matchmaker:
                             seat=seat,
                             player_id=t.player_id,
                             client_seed_commitment=t.client_seed_commitment,
+                            public_key=t.public_key,
                         )
                     )
                     ticket_ids.append(tid)
@@ -909,6 +915,11 @@ def validate_create(req: pb.CreateTicketRequest) -> tuple[int, int]:
         raise InvalidArgument(
             "client_seed_commitment must be 64 lowercase hex digits (SHA-256 of your seed)"
         )
+    try:
+        parse_public_key(req.public_key)
+    except ValueError as err:
+        # Without a key the seat could never sign a move; refuse now, not at the engine.
+        raise InvalidArgument(f"public_key: {err}") from None
     if not req.game:
         raise InvalidArgument(f"game is required; known: {', '.join(sorted(REGISTRY))}")
     game = REGISTRY.get(req.game)

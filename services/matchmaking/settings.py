@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from functools import cache
+from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from boulevard.platform.settings import Settings
 
@@ -40,6 +41,11 @@ class MatchmakingSettings(Settings):
     matchmaking_ratings_fetch_batch: int = Field(default=256, ge=1)
     # Where the bot runner finds the engine (bots play through its public API).
     engine_host: str = "127.0.0.1"
+    # Hex of the 32-byte Ed25519 seed of the operator's bot key (the bot seats sign with
+    # it). Empty: read (or on first start create) `bot_signing_key_file`, by default
+    # `<data_dir>/bots/signing-key`; `boulevard up` makes it once per data dir.
+    bot_signing_key: SecretStr = SecretStr("")
+    bot_signing_key_file: Path | None = None
 
 
 @cache

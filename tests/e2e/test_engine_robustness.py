@@ -13,6 +13,7 @@ import pytest
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.client.bots import SeatPlayer
 from boulevard.client.mapping import command_to_action
+from boulevard.client.signing import sign_submit, signed_submit
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.games import get_game
 from boulevard.games.codec import Codec
@@ -20,6 +21,7 @@ from boulevard.messaging.server import free_port
 from services.engine.sessions import Session
 from tests.e2e.conftest import OPERATOR, Platform
 from tests.e2e.test_games import create
+from tests.support.keys import seat_key
 from tests.support.nats import NatsHandle, connect_as
 from tests.support.processes import ServiceProcess
 
@@ -77,6 +79,7 @@ def test_engine_killed_five_times_mid_game(platform: Platform) -> None:
                         token,
                         game.bots["heuristic"],
                         random.Random(seat),
+                        seat_key(seat),
                     )
                     for seat, token in enumerate(created.player_tokens)
                 ]
@@ -127,8 +130,8 @@ def test_two_replicas_race_one_wins_no_fork(platform: Platform) -> None:
                 for _ in range(10):
                     # Both replicas load the game, then both try different moves at once.
                     tokens = created.player_tokens
-                    legal, actor = None, ""
-                    for token in tokens:
+                    legal, actor, actor_seat = None, "", 0
+                    for actor_seat, token in enumerate(tokens):  # noqa: B007
                         req = engine_pb2.ListLegalActionsRequest(
                             game_id=created.game_id, player_token=token
                         )
@@ -141,12 +144,14 @@ def test_two_replicas_race_one_wins_no_fork(platform: Platform) -> None:
                     actions = list(legal.actions)
                     calls = [
                         stub.SubmitAction(
-                            engine_pb2.SubmitActionRequest(
-                                game_id=created.game_id,
-                                player_token=actor,
-                                action=actions[i % len(actions)],
-                                expected_version=legal.version,
-                                idempotency_key=uuid.uuid4().hex,
+                            signed_submit(
+                                created.game_id,
+                                actor,
+                                actor_seat,
+                                seat_key(actor_seat),
+                                actions[i % len(actions)],
+                                legal.version,
+                                uuid.uuid4().hex,
                             )
                         )
                         for i, stub in enumerate((one, two))
@@ -154,7 +159,7 @@ def test_two_replicas_race_one_wins_no_fork(platform: Platform) -> None:
                     results = await asyncio.gather(*calls, return_exceptions=True)
                     wins = [r for r in results if not isinstance(r, Exception)]
                     losses = [r for r in results if isinstance(r, Exception)]
-                    assert len(wins) >= 1
+                    assert len(wins) >= 1, [(e.code(), e.details()) for e in losses]
                     for loss in losses:
                         assert isinstance(loss, grpc.aio.AioRpcError)
                         assert loss.code() == grpc.StatusCode.ABORTED, loss.details()
@@ -201,7 +206,8 @@ def test_bad_input_gets_precise_status_and_changes_nothing(platform: Platform) -
                 assert info.value.details()  # a readable message
                 return info.value.code()
 
-            def req(**kw: object) -> engine_pb2.SubmitActionRequest:
+            def req(signer: int | None = None, **kw: object) -> engine_pb2.SubmitActionRequest:
+                """A request signed by `signer`'s seat key (default: the seat's own)."""
                 base: dict[str, object] = dict(
                     game_id=gid,
                     player_token=tokens[seat],
@@ -210,7 +216,9 @@ def test_bad_input_gets_precise_status_and_changes_nothing(platform: Platform) -
                     idempotency_key=uuid.uuid4().hex,
                 )
                 base.update(kw)
-                return engine_pb2.SubmitActionRequest(**base)  # type: ignore[arg-type]
+                request = engine_pb2.SubmitActionRequest(**base)  # type: ignore[arg-type]
+                signer = seat if signer is None else signer
+                return sign_submit(request, signer, seat_key(signer))
 
             assert await code_of(req(game_id="no-such-game")) in (
                 grpc.StatusCode.PERMISSION_DENIED,
@@ -220,7 +228,7 @@ def test_bad_input_gets_precise_status_and_changes_nothing(platform: Platform) -
             assert (
                 await code_of(req(action=engine_pb2.Action())) == grpc.StatusCode.INVALID_ARGUMENT
             )
-            out_of_turn = req(action=illegal, player_token=tokens[idle])
+            out_of_turn = req(idle, action=illegal, player_token=tokens[idle])
             assert await code_of(out_of_turn) == grpc.StatusCode.FAILED_PRECONDITION
             assert (
                 await code_of(req(player_token=tokens[1 - seat]))
@@ -231,6 +239,17 @@ def test_bad_input_gets_precise_status_and_changes_nothing(platform: Platform) -
                 == grpc.StatusCode.PERMISSION_DENIED
             )
             assert await code_of(req(player_token="")) == grpc.StatusCode.UNAUTHENTICATED
+            # The move must be signed by the seat's own key, over exactly these bytes.
+            unsigned = req()
+            unsigned.ClearField("signature")
+            assert await code_of(unsigned) == grpc.StatusCode.UNAUTHENTICATED
+            assert await code_of(req(signer=idle)) == grpc.StatusCode.PERMISSION_DENIED
+            replayed = req()
+            replayed.expected_version += 1  # changed after signing
+            assert await code_of(replayed) == grpc.StatusCode.PERMISSION_DENIED
+            no_key = req()
+            no_key.idempotency_key = ""
+            assert await code_of(no_key) == grpc.StatusCode.INVALID_ARGUMENT
             assert (
                 await code_of(req(player_token="v1.x.0.eA.forged"))
                 == grpc.StatusCode.UNAUTHENTICATED

@@ -34,6 +34,7 @@ from boulevard.api.v1 import (
     matchmaking_pb2_grpc,
 )
 from tests.e2e.conftest import OPERATOR, Platform
+from tests.support.keys import TEST_PUBLIC_KEY, seat_key
 from tests.support.processes import SERVICES
 
 pytestmark = pytest.mark.e2e
@@ -207,7 +208,12 @@ def real_ids(platform: Platform) -> Pool:
             engine_pb2.CreateGameRequest(
                 request_id=uuid.uuid4().hex,
                 game="las_vegas",
-                seats=[engine_pb2.SeatAssignment(seat=i, player_id=f"fz{i}") for i in range(2)],
+                seats=[
+                    engine_pb2.SeatAssignment(
+                        seat=i, player_id=f"fz{i}", public_key=seat_key(i).public_hex
+                    )
+                    for i in range(2)
+                ],
             ),
             metadata=(("authorization", f"Bearer {OPERATOR}"),),
         )
@@ -215,6 +221,7 @@ def real_ids(platform: Platform) -> Pool:
         ticket = matchmaking_pb2_grpc.MatchmakingServiceStub(channel).CreateTicket(
             matchmaking_pb2.CreateTicketRequest(
                 request_id="fz", player_id=f"fz-{uuid.uuid4().hex[:8]}", game="lords_of_vegas",
+                public_key=TEST_PUBLIC_KEY,
                 min_seats=4, max_seats=4,
             )
         ).ticket  # fmt: skip
@@ -228,6 +235,7 @@ def real_ids(platform: Platform) -> Pool:
         "account": ["bank", "seat:0", "seat:1"],
         "lot": ["A1", "C12", "F9"],
         "die_from": ["A2"],
+        "public_key": [TEST_PUBLIC_KEY, seat_key(0).public_hex],
     }
     return Pool(named, [
         "",

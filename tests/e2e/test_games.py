@@ -23,6 +23,7 @@ from boulevard.api.v1 import (
 from boulevard.client.bots import play_game, reveal_seed
 from boulevard.fairness import client_seed_commitment
 from tests.e2e.conftest import OPERATOR, Platform
+from tests.support.keys import seat_key, seat_keys
 
 pytestmark = pytest.mark.e2e
 
@@ -52,6 +53,7 @@ async def create(
                     seat=i,
                     player_id=f"p{i}",
                     client_seed_commitment=client_seed_commitment(seed_of(request_id, i)),
+                    public_key=seat_key(i).public_hex,
                 )
                 for i in range(players)
             ],
@@ -83,7 +85,14 @@ async def play_and_check(platform: Platform, game: str, players: int, **options:
     async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         created = await create(stub, game, players, **options)
-        seats = await play_game(channel, created.game_id, game, list(created.player_tokens), seed=1)
+        seats = await play_game(
+            channel,
+            created.game_id,
+            game,
+            list(created.player_tokens),
+            seat_keys(players),
+            seed=1,
+        )
         assert all(s.moves > 0 for s in seats)
         final = await stub.GetGame(engine_pb2.GetGameRequest(game_id=created.game_id))
         assert final.status == engine_pb2.GAME_STATUS_FINISHED
@@ -152,7 +161,9 @@ def test_list_games_filters_by_status_game_and_player(platform: Platform) -> Non
             stub = engine_pb2_grpc.EngineServiceStub(channel)
             vegas = await create(stub, "las_vegas", 2)
             lords = await create(stub, "lords_of_vegas", 2)
-            await play_game(channel, vegas.game_id, "las_vegas", list(vegas.player_tokens))
+            await play_game(
+                channel, vegas.game_id, "las_vegas", list(vegas.player_tokens), seat_keys(2)
+            )
 
             async def ids(**kw: object) -> set[str]:
                 found: set[str] = set()

@@ -22,6 +22,7 @@ from boulevard.fairness import client_seed_commitment
 from boulevard.games import get_game
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create
+from tests.support.keys import TEST_KEY, TEST_PUBLIC_KEY
 
 pytestmark = pytest.mark.e2e
 
@@ -32,6 +33,7 @@ def test_ticket_with_bot_fill_to_a_finished_game(platform: Platform) -> None:
             mm = matchmaking_pb2_grpc.MatchmakingServiceStub(mm_channel)
             created = await mm.CreateTicket(
                 matchmaking_pb2.CreateTicketRequest(
+                    public_key=TEST_PUBLIC_KEY,
                     request_id=uuid.uuid4().hex,
                     player_id="alice",
                     game="las_vegas",
@@ -60,7 +62,7 @@ def test_ticket_with_bot_fill_to_a_finished_game(platform: Platform) -> None:
             engine = engine_pb2_grpc.EngineServiceStub(channel)
             alice = SeatPlayer(
                 engine, ticket.game_id, game.name, ticket.seat, ticket.player_token,
-                game.bots["heuristic"], random.Random(1), client_seed="alice's seed",
+                game.bots["heuristic"], random.Random(1), TEST_KEY, client_seed="alice's seed",
             )  # fmt: skip
             await asyncio.wait_for(alice.play(), 120)
             final = await engine.GetGame(engine_pb2.GetGameRequest(game_id=ticket.game_id))
@@ -107,6 +109,7 @@ def test_assigned_means_the_game_exists(platform: Platform) -> None:
     async def one_player(mm: matchmaking_pb2_grpc.MatchmakingServiceStub, i: int) -> str:
         created = await mm.CreateTicket(
             matchmaking_pb2.CreateTicketRequest(
+                public_key=TEST_PUBLIC_KEY,
                 request_id=uuid.uuid4().hex,
                 player_id=f"quick-{i}-{uuid.uuid4().hex[:6]}",
                 game="las_vegas",

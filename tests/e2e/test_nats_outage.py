@@ -18,9 +18,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2, ledger_pb2, ledger_pb2_grpc
 from boulevard.cli.up import wait_serving
+from boulevard.client.signing import signed_submit
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from tests.e2e.conftest import OPERATOR, TOKEN_KEY
 from tests.e2e.test_games import create
+from tests.support.keys import seat_key
 from tests.support.nats import NatsHandle, start_test_nats
 from tests.support.processes import ServiceProcess, service_env
 
@@ -102,11 +104,8 @@ async def test_nats_down_means_not_serving_and_unavailable_then_recovery(
             engine_pb2.ListLegalActionsRequest(game_id=created.game_id, player_token=token)
         )
         key = uuid.uuid4().hex
-        submit = engine_pb2.SubmitActionRequest(
-            game_id=created.game_id,
-            player_token=token,
-            action=legal.actions[0],
-            idempotency_key=key,
+        submit = signed_submit(
+            created.game_id, token, seat, seat_key(seat), legal.actions[0], 0, key
         )
 
         outage.nats.stop()

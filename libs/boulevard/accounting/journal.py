@@ -133,6 +133,10 @@ class JournalEntry:
     prev_hash: bytes
     source: EntrySource
     postings: tuple[Posting, ...]
+    # A game anchor (docs/ledger.md, "Game anchors"): the chain head of a finished game's
+    # log (docs/auditing.md), recorded at its GameFinished version. An anchor moves no
+    # money: it has no postings, and an entry with postings is never an anchor.
+    anchor: bytes | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.seq, bool) or not isinstance(self.seq, int):
@@ -141,6 +145,14 @@ class JournalEntry:
             raise EntryRejected(ErrorCode.INVALID_FIELD, f"seq {self.seq} must be ≥ 1")
         if not isinstance(self.prev_hash, bytes) or len(self.prev_hash) != HASH_SIZE:
             raise EntryRejected(ErrorCode.INVALID_FIELD, "prev_hash must be 32 bytes")
+        if self.anchor is not None:
+            if not isinstance(self.anchor, bytes) or len(self.anchor) != HASH_SIZE:
+                raise EntryRejected(ErrorCode.INVALID_FIELD, "an anchor is a 32-byte hash")
+            if self.postings != ():
+                raise EntryRejected(
+                    ErrorCode.MALFORMED, "a game anchor moves no money", seq=self.seq
+                )
+            return
         check_balanced(self.postings, seq=self.seq)
 
     @cached_property
@@ -161,7 +173,9 @@ class JournalEntry:
 
     def to_json(self) -> dict[str, Any]:
         s = self.source
+        head = {} if self.anchor is None else {"anchor": self.anchor.hex()}
         return {
+            **head,
             "v": FORMAT_VERSION,
             "seq": self.seq,
             "prev": self.prev_hash.hex(),
@@ -211,8 +225,13 @@ def decode_entry(raw: bytes) -> JournalEntry:
     """Parse an entry's canonical bytes; anything but exactly canonical bytes is refused."""
     try:
         data = json.loads(raw)
-        if not isinstance(data, dict) or set(data) != _FIELDS:
-            raise ValueError(f"fields must be exactly {sorted(_FIELDS)}")
+        if not isinstance(data, dict) or set(data) - {"anchor"} != _FIELDS:
+            raise ValueError(f"fields must be exactly {sorted(_FIELDS)} (and an anchor)")
+        anchor = data.get("anchor")
+        if anchor is not None and (
+            not isinstance(anchor, str) or len(anchor) != 2 * HASH_SIZE or anchor != anchor.lower()
+        ):
+            raise ValueError("anchor must be 64 lowercase hex digits")
         if data["v"] != FORMAT_VERSION:
             raise ValueError(f"unknown format version {data['v']!r}")
         postings = []
@@ -234,6 +253,7 @@ def decode_entry(raw: bytes) -> JournalEntry:
                 time_unix_ms=data["time_unix_ms"],
             ),
             postings=tuple(postings),
+            anchor=None if anchor is None else bytes.fromhex(anchor),
         )
     except EntryRejected as exc:  # well-formed JSON, but not an entry that may exist
         raise VerificationFailed(exc.code, exc.message, seq=exc.seq) from exc
@@ -346,6 +366,14 @@ class Ledger:
         self._posted.setdefault(entry.source.game_id, set()).add(entry.source.version)
         self.tree.append_leaf_hash(entry.hash)
         self.head_hash = entry.hash
+
+    def anchor(self, source: EntrySource, chain_head: bytes) -> JournalEntry:
+        """Post a game anchor: the chain head of a finished game's log, so the next signed
+        tree head commits to the game's history as well as its money. On error nothing
+        changes."""
+        entry = JournalEntry(self.size + 1, self.head_hash, source, (), chain_head)
+        self._apply(entry, self.check(entry))
+        return entry
 
     def post(self, source: EntrySource, postings: Iterable[Posting]) -> JournalEntry:
         """Build, check and append the next entry in one step; on error nothing changes."""

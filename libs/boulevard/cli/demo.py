@@ -1,6 +1,6 @@
 """The demo game `boulevard up` plays once the platform is healthy: bots play a game through
 the public gRPC API while a spectator shows it as `boulevard watch` would (the same table,
-`boulevard.client.table`), then the two audits run and print their verdicts."""
+`boulevard.client.table`), then the three audits run and print their verdicts."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.audit.signing import SigningKey
 from boulevard.client.bots import new_client_seed, play_game
 from boulevard.client.table import Table
 from boulevard.fairness import client_seed_commitment
@@ -41,6 +42,7 @@ async def demo(
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         # Each seat commits to a seed of its own now and reveals it once the game exists.
         seeds = [new_client_seed() for _ in range(players)]
+        keys = [SigningKey.generate() for _ in range(players)]  # each seat signs its moves
         created = await stub.CreateGame(
             engine_pb2.CreateGameRequest(
                 request_id=f"demo-{uuid.uuid4().hex[:12]}",
@@ -50,6 +52,7 @@ async def demo(
                         seat=i,
                         player_id=f"bot-{i}",
                         client_seed_commitment=client_seed_commitment(seeds[i]),
+                        public_key=keys[i].public_hex,
                     )
                     for i in range(players)
                 ],
@@ -62,7 +65,7 @@ async def demo(
         )
         watcher = asyncio.create_task(watch(stub, created.game_id, table))
         await play_game(
-            channel, created.game_id, game, list(created.player_tokens), client_seeds=seeds
+            channel, created.game_id, game, list(created.player_tokens), keys, client_seeds=seeds
         )
         await watcher
         game_id: str = created.game_id
@@ -105,7 +108,7 @@ def play_demo(
     env: dict[str, str] | None = None,
     say: Callable[[str], None] = print,
 ) -> bool:
-    """Play the demo and audit it; True when both audits pass."""
+    """Play the demo and audit it; True when all three audits pass."""
     definition = get_game(game)
     seats = players or min(4, definition.max_players)
     table = Table(game, out=say, terminal=terminal, speed=speed)
@@ -128,4 +131,8 @@ def play_demo(
     say(f"  boulevard audit ledger --game {game_id}")
     say(f"    {_verdict(ledger_ok)}  every dollar balanced, hash-chained, signed and reconciled")
     say(f"          {ledger}")
-    return dice_ok and ledger_ok
+    game_ok, replay = run_audit(["game", game_id], audit_env)
+    say(f"  boulevard audit game {game_id}")
+    say(f"    {_verdict(game_ok)}  every event re-decided from a signed move or a recorded roll")
+    say(f"          {replay}")
+    return dice_ok and ledger_ok and game_ok

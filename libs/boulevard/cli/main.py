@@ -7,7 +7,15 @@ import os
 import sys
 from collections.abc import Sequence
 
-from boulevard.cli import audit_dice, audit_ledger, nats_identities, tls_certs, up, watch
+from boulevard.cli import (
+    audit_dice,
+    audit_game,
+    audit_ledger,
+    nats_identities,
+    tls_certs,
+    up,
+    watch,
+)
 from boulevard.platform import tls
 
 
@@ -34,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="WHAT")
     audit_ledger.add_parser(audit_sub)
     audit_dice.add_parser(sub)  # finds `audit` and adds `dice` beside `ledger`
+    audit_game.add_parser(sub)  # `game` and `all`
     return parser
 
 

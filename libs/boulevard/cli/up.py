@@ -99,7 +99,9 @@ async def wait_serving(
             await asyncio.sleep(0.1)
 
 
-SECRETS = ("BOULEVARD_TOKEN_KEY", "BOULEVARD_OPERATOR_TOKEN")
+# BOT_SIGNING_KEY: the Ed25519 seed the operator's bots sign their moves with
+# (docs/auditing.md); the engine's receipt key is kept in <data_dir>/engine/signing-key.
+SECRETS = ("BOULEVARD_TOKEN_KEY", "BOULEVARD_OPERATOR_TOKEN", "BOULEVARD_BOT_SIGNING_KEY")
 
 
 def local_secrets(data_dir: Path) -> dict[str, str]:

@@ -21,6 +21,7 @@ from nats.aio.subscription import Subscription
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+from boulevard.audit.signing import SigningKey
 from boulevard.client.bots import SeatPlayer, bot_client_seed
 from boulevard.games import REGISTRY
 from boulevard.platform import tls
@@ -37,6 +38,7 @@ class BotRunner:
         token_key: bytes,
         subject: str,
         stream: str,
+        bot_key: SigningKey,
         durable: str = "bot-runner",
         bot_name: str = "heuristic",
         tls_ca_file: Path | None = None,
@@ -49,6 +51,9 @@ class BotRunner:
         self.durable = durable
         self.bot_name = bot_name
         self.tls_ca_file = tls_ca_file  # the engine serves TLS: verify it with this CA
+        # The operator's bot key: the matchmaker binds its public half to every bot seat,
+        # so an auditor sees which seats the operator played.
+        self.bot_key = bot_key
         self._channel: grpc.aio.Channel | None = None
         self._sub: Subscription | None = None
         self._games: set[asyncio.Task[None]] = set()
@@ -90,6 +95,7 @@ class BotRunner:
                 issue_token(self.token_key, PlayerClaims(game_id, s.seat, s.player_id)),
                 game.bots[self.bot_name],
                 random.Random(f"{game_id}:{s.seat}"),
+                self.bot_key,
                 # the seed the matchmaker committed to for this bot seat
                 client_seed=bot_client_seed(self.token_key, game_id, s.seat),
             )

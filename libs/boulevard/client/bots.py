@@ -14,13 +14,15 @@ import random
 import secrets
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.audit.signing import SigningKey
 from boulevard.client.mapping import action_to_command, command_to_action, proto_to_view
+from boulevard.client.signing import signed_submit
 from boulevard.games import get_game
 from boulevard.games.base import Bot
 
@@ -69,8 +71,11 @@ class SeatPlayer:
     token: str
     bot: Bot
     rng: random.Random
+    key: SigningKey  # the seat's key, bound to it when the game was created
     moves: int = 0
     client_seed: str | None = None  # revealed before playing, when given
+    # The engine's signed receipt for each accepted move: proof, later, that the log held it.
+    receipts: list[engine_pb2.Receipt] = field(default_factory=list)
 
     async def play(self) -> None:
         """Play until the game ends (revealing this seat's client seed first)."""
@@ -124,16 +129,18 @@ class SeatPlayer:
         view = proto_to_view(game, got.view)
         commands = [action_to_command(game, a) for a in legal.actions]
         choice = self.bot(view, commands, self.seat, self.rng)
-        request = engine_pb2.SubmitActionRequest(
-            game_id=self.game_id,
-            player_token=self.token,
-            action=command_to_action(game, choice),
-            expected_version=legal.version,
-            idempotency_key=uuid.uuid4().hex,
+        request = signed_submit(
+            self.game_id,
+            self.token,
+            self.seat,
+            self.key,
+            command_to_action(game, choice),
+            legal.version,
+            uuid.uuid4().hex,
         )
         for attempt in range(SUBMIT_ATTEMPTS):
             try:
-                await self.stub.SubmitAction(request)
+                reply = await self.stub.SubmitAction(request)
                 break
             except grpc.aio.AioRpcError as err:
                 if err.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION):
@@ -144,6 +151,7 @@ class SeatPlayer:
                 # applied at most once, so retrying it is safe (docs/security.md).
                 await asyncio.sleep(0.5 * 2**attempt)
         self.moves += 1
+        self.receipts.append(reply.receipt)
         return True
 
 
@@ -163,12 +171,15 @@ async def play_game(
     game_id: str,
     game_name: str,
     tokens: list[str],
+    keys: list[SigningKey],
     bot_name: str = "heuristic",
     seed: int | None = None,
     client_seeds: list[str] | None = None,
 ) -> list[SeatPlayer]:
-    """Play every seat of a game with bots until it ends. `client_seeds` (per seat) are the
-    seeds the seats committed to when the game was made: each seat reveals its own."""
+    """Play every seat of a game with bots until it ends, signing each seat's moves with
+    its key (`keys[seat]`, the keys the game was created with). `client_seeds` (per seat)
+    are the seeds the seats committed to when the game was made: each seat reveals its own
+    first."""
     stub = engine_pb2_grpc.EngineServiceStub(channel)
     game = get_game(game_name)
     rng = random.Random(seed)
@@ -181,6 +192,7 @@ async def play_game(
             token,
             game.bots[bot_name],
             random.Random(rng.random()),
+            keys[seat],
             client_seed=client_seeds[seat] if client_seeds is not None else None,
         )
         for seat, token in enumerate(tokens)

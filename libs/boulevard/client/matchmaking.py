@@ -3,7 +3,8 @@
     async with MatchmakingClient("127.0.0.1:50051") as mm:
         ticket = await mm.create_ticket("alice", "lords_of_vegas", 2, 4, request_id="r1")
         assigned = await mm.wait_for_assignment(ticket.ticket_id)
-        # assigned.game_id, assigned.seat, assigned.player_token -> the engine
+        # assigned.game_id, assigned.seat, assigned.player_token -> the engine;
+        # sign each move with mm.key (boulevard.client.signing.signed_submit)
 
 gRPC errors come back as `grpc.aio.AioRpcError` with the precise status the service chose
 (see docs/matchmaking.md).
@@ -18,6 +19,7 @@ from types import TracebackType
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, matchmaking_pb2_grpc
 from boulevard.api.v1 import matchmaking_pb2 as pb
+from boulevard.audit.signing import SigningKey
 from boulevard.client.bots import new_client_seed, reveal_seed
 from boulevard.fairness import client_seed_commitment
 from boulevard.platform import tls
@@ -38,12 +40,19 @@ class TicketNotAssigned(Exception):
 
 class MatchmakingClient:
     def __init__(
-        self, address: str, timeout: float = 10.0, tls_ca_file: Path | str | None = None
+        self,
+        address: str,
+        timeout: float = 10.0,
+        key: SigningKey | None = None,
+        tls_ca_file: Path | str | None = None,
     ) -> None:
         """`tls_ca_file`: verify the server's TLS certificate with this CA (default:
         BOULEVARD_TLS_CA_FILE; plaintext when neither is set)."""
         self.address = address
         self.timeout = timeout
+        # The player's move-signing key: its public half goes on every ticket, so the seat
+        # it gets is bound to it; keep it (key.seed) to play the game. Made when not given.
+        self.key = key or SigningKey.generate()
         self._channel = tls.channel(address, tls_ca_file)
         self._stub = matchmaking_pb2_grpc.MatchmakingServiceStub(self._channel)
         self._seeds: dict[str, str] = {}  # ticket id -> the client seed committed to
@@ -72,6 +81,7 @@ class MatchmakingClient:
         client_seed: str | None = None,
         bot_fill_after_seconds: int = 0,
         request_id: str | None = None,
+        public_key: str = "",
     ) -> pb.Ticket:
         """Queue for a game. Without a request id one is made, so retrying this call (not
         the whole function) is safe; pass your own to retry across restarts.
@@ -88,6 +98,7 @@ class MatchmakingClient:
             max_seats=max_seats,
             client_seed_commitment=client_seed_commitment(seed),
             bot_fill_after_seconds=bot_fill_after_seconds,
+            public_key=public_key or self.key.public_hex,
         )
         reply: pb.CreateTicketResponse = await self._stub.CreateTicket(
             request, timeout=self.timeout

@@ -108,6 +108,8 @@ class Table:
                 f"; seats {missing} did not reveal and play with an empty seed" if missing else ""
             )
             return f"client seeds fixed: the dice may roll{late}"
+        if event.type == "CommandAccepted":
+            return ""  # the signed record of the move (for auditors); its events say it
         if event.type == "ChanceResolved":
             values = data.get("values") or []
             nonce = data.get("nonce", "?")

@@ -17,10 +17,12 @@ def _register() -> None:
     from boulevard.games.las_vegas import GAME as LAS_VEGAS
     from boulevard.games.long_shot import GAME as LONG_SHOT
     from boulevard.games.lords_of_vegas import GAME as LORDS_OF_VEGAS
+    from boulevard.games.vegas_showdown import GAME as VEGAS_SHOWDOWN
 
     REGISTRY[LAS_VEGAS.name] = LAS_VEGAS
     REGISTRY[LORDS_OF_VEGAS.name] = LORDS_OF_VEGAS
     REGISTRY[LONG_SHOT.name] = LONG_SHOT
+    REGISTRY[VEGAS_SHOWDOWN.name] = VEGAS_SHOWDOWN
 
 
 _register()

@@ -96,6 +96,9 @@ class PlayerSeat:
     player_id: str
     bot: bool = False
     seed_commitment: str = ""  # hex SHA-256 of the seat's client seed ("" = no seed)
+    # Lowercase hex of the raw Ed25519 key that signs this seat's commands (bots: the
+    # operator's bot key); see docs/auditing.md.
+    public_key: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +144,25 @@ class GameFinished:
     reason: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class CommandAccepted:
+    """The platform's record of a player's command, appended in the same commit as (and
+    just before) the events the command produced: who asked (seat, authenticated player),
+    what exactly they signed (`action`: hex of the Action message's bytes), and the
+    signature (hex) by the seat's key. docs/auditing.md says how to check it."""
+
+    seat: Seat
+    player_id: str
+    idempotency_key: str
+    expected_version: int
+    action: str
+    signature: str
+
+
 PLATFORM_EVENTS: tuple[type, ...] = (
     GameCreated,
     GameFinished,
+    CommandAccepted,
     ClientSeedRevealed,
     ClientSeedsFixed,
 )

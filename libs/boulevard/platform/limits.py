@@ -80,6 +80,7 @@ LIMITS: Mapping[str, Limit] = {
         "SubmitActionRequest.idempotency_key": Limit(KEY),
         "SubmitActionRequest.signature": Limit(SIGNATURE, "bytes; docs/trust.md"),
         "WatchGameRequest.game_id": Limit(ID),
+        "GetGameLogRequest.game_id": Limit(ID),
         "WatchGameRequest.player_token": Limit(TOKEN),
         "RevealSeedRequest.game_id": Limit(ID),
         "RevealSeedRequest.player_token": Limit(TOKEN),

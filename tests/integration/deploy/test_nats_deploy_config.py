@@ -43,6 +43,7 @@ from boulevard.messaging.identities import IDENTITIES, inbox_prefix, key_variabl
 from boulevard.messaging.server import NatsServer, free_port, nats_server_binary
 from boulevard.platform import tls
 from boulevard.platform.tls import Pki, client_ssl_context, make_pki
+from tests.support.keys import TEST_KEY, TEST_PUBLIC_KEY
 from tests.support.processes import SERVICES, ServiceProcess
 
 pytestmark = pytest.mark.integration
@@ -285,6 +286,7 @@ async def play_a_matchmade_game(ports: dict[str, int], ca: Path) -> None:
         mm = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
         created = await mm.CreateTicket(
             matchmaking_pb2.CreateTicketRequest(
+                public_key=TEST_PUBLIC_KEY,
                 request_id=uuid.uuid4().hex,
                 player_id="alice",
                 game="las_vegas",
@@ -317,7 +319,7 @@ async def play_a_matchmade_game(ports: dict[str, int], ca: Path) -> None:
                 await asyncio.sleep(0.1)
         alice = SeatPlayer(
             engine, ticket.game_id, game.name, ticket.seat, ticket.player_token,
-            game.bots["heuristic"], random.Random(1),
+            game.bots["heuristic"], random.Random(1), TEST_KEY,
         )  # fmt: skip
         await asyncio.wait_for(alice.play(), 120)
         final = await engine.GetGame(engine_pb2.GetGameRequest(game_id=ticket.game_id))

@@ -20,6 +20,7 @@ from services.engine.app import EngineApp
 from services.engine.settings import EngineSettings
 from tests.integration.dice.support import dice_settings, running_dice
 from tests.integration.matchmaking.support import eventually
+from tests.support.keys import seat_key
 from tests.support.nats import NatsHandle
 
 pytestmark = pytest.mark.integration
@@ -40,7 +41,10 @@ async def running_engine(nats_url: str) -> AsyncIterator[RunningService]:
 
 
 def match(match_id: str, game: str = "las_vegas") -> bytes:
-    seats = [events_pb2.MatchSeat(seat=i, player_id=f"p{i}") for i in range(2)]
+    seats = [
+        events_pb2.MatchSeat(seat=i, player_id=f"p{i}", public_key=seat_key(i).public_hex)
+        for i in range(2)
+    ]
     return events_pb2.MatchFormed(match_id=match_id, game=game, seats=seats).SerializeToString()
 
 

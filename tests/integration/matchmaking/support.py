@@ -32,6 +32,7 @@ def mm_settings(nats_url: str, **overrides: Any) -> MatchmakingSettings:
     values: dict[str, Any] = {
         "NATS_URL": nats_url,
         "token_key": TOKEN_KEY,
+        "bot_signing_key": "42" * 32,  # the operator's bot key (else a file in data_dir)
         "log_format": "console",
         "log_level": "warning",
         "shutdown_grace_seconds": 0.5,

@@ -13,6 +13,7 @@ import grpc
 import pytest
 
 from boulevard.api.v1 import matchmaking_pb2 as pb
+from boulevard.audit.signing import SigningKey
 from boulevard.client.bots import bot_client_seed
 from boulevard.client.matchmaking import MatchmakingClient, TicketNotAssigned
 from boulevard.fairness import client_seed_commitment as C
@@ -26,6 +27,7 @@ from tests.integration.matchmaking.support import (
     running_mm,
     stub_for,
 )
+from tests.support.keys import TEST_PUBLIC_KEY
 
 pytestmark = pytest.mark.integration
 
@@ -33,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def req(player: str, **kw: object) -> pb.CreateTicketRequest:
+    kw.setdefault("public_key", TEST_PUBLIC_KEY)
     return pb.CreateTicketRequest(player_id=player, game=kw.pop("game", GAME), **kw)  # type: ignore[arg-type]
 
 
@@ -58,6 +61,10 @@ async def test_bad_input_gets_precise_status_codes(nats_server) -> None:
             await code_of(stub.CreateTicket(req("a", client_seed_commitment="s" * 64))) == invalid
         )
         assert await code_of(stub.CreateTicket(req("a", bot_fill_after_seconds=60))) == invalid
+        # Every seat signs its moves: no key, or not an Ed25519 key, no ticket.
+        assert await code_of(stub.CreateTicket(req("a", public_key=""))) == invalid
+        assert await code_of(stub.CreateTicket(req("a", public_key="ab" * 31))) == invalid
+        assert await code_of(stub.CreateTicket(req("a", public_key="AB" * 32))) == invalid
         assert await code_of(stub.GetTicket(pb.GetTicketRequest(ticket_id=""))) == invalid
         assert await code_of(stub.GetTicket(pb.GetTicketRequest(ticket_id="../x"))) == invalid
         assert await code_of(stub.ListQueues(pb.ListQueuesRequest(game="chess"))) == invalid
@@ -178,6 +185,11 @@ async def test_bot_fill_gives_bot_seats_and_a_token_for_the_human(nats_server, n
         bots = [s for s in match.seats if s.bot]
         assert sorted(s.player_id for s in bots) == ["bot-1", "bot-2"]
         assert match.seats[done.seat].player_id == "ivy" and not match.seats[done.seat].bot
+        # Each seat is bound to the key that will sign its moves: the player's own, and for
+        # the bots the operator's bot key, so an auditor sees which seats the operator played.
+        assert match.seats[done.seat].public_key == TEST_PUBLIC_KEY
+        bot_key = SigningKey(bytes.fromhex("42" * 32)).public_hex
+        assert [s.public_key for s in bots] == [bot_key, bot_key]
         claims = verify_token(TOKEN_KEY.encode(), done.player_token)
         assert (claims.game_id, claims.seat) == (match.match_id, done.seat)
         # Each bot seat is committed blind, like a player's: to the seed the bot runner will

@@ -29,6 +29,7 @@ from tests.integration.matchmaking.support import (
     settled,
     stub_for,
 )
+from tests.support.keys import TEST_PUBLIC_KEY
 from tests.support.processes import ServiceProcess, service_env
 
 pytestmark = pytest.mark.integration
@@ -73,7 +74,7 @@ async def test_sigkill_during_matching_loses_no_ticket_and_matches_none_twice(
     for i in range(240):
         lo = rng.randint(2, 4)
         requests.append(
-            pb.CreateTicketRequest(
+            pb.CreateTicketRequest(public_key=TEST_PUBLIC_KEY,
                 request_id=f"req-{i}", player_id=f"k{i:03d}", game=GAME,
                 min_seats=lo, max_seats=rng.randint(lo, 5), client_seed_commitment=C(f"s{i}"),
             )
@@ -155,12 +156,16 @@ async def test_a_half_reserved_match_left_by_a_crash_is_abandoned(
     async with running_mm(settings) as svc, stub_for(svc.address) as stub:
         a = (
             await stub.CreateTicket(
-                pb.CreateTicketRequest(player_id="a", game=GAME, min_seats=3, max_seats=3)
+                pb.CreateTicketRequest(
+                    public_key=TEST_PUBLIC_KEY, player_id="a", game=GAME, min_seats=3, max_seats=3
+                )
             )
         ).ticket
         b = (
             await stub.CreateTicket(
-                pb.CreateTicketRequest(player_id="b", game=GAME, min_seats=3, max_seats=3)
+                pb.CreateTicketRequest(
+                    public_key=TEST_PUBLIC_KEY, player_id="b", game=GAME, min_seats=3, max_seats=3
+                )
             )
         ).ticket
     match_id = new_match_id()
@@ -201,7 +206,9 @@ async def test_a_half_reserved_match_left_by_a_crash_is_abandoned(
         )
         assert back.match_id == ""
         await stub.CreateTicket(
-            pb.CreateTicketRequest(player_id="c", game=GAME, min_seats=3, max_seats=3)
+            pb.CreateTicketRequest(
+                public_key=TEST_PUBLIC_KEY, player_id="c", game=GAME, min_seats=3, max_seats=3
+            )
         )
         done = await eventually(
             lambda: _with_status(stub, a.ticket_id, pb.TICKET_STATUS_ASSIGNED), within=10
@@ -219,12 +226,16 @@ async def test_a_committed_match_left_unassigned_is_finished(nats_server, nc) ->
     async with running_mm(settings) as svc, stub_for(svc.address) as stub:
         a = (
             await stub.CreateTicket(
-                pb.CreateTicketRequest(player_id="a", game=GAME, min_seats=3, max_seats=3)
+                pb.CreateTicketRequest(
+                    public_key=TEST_PUBLIC_KEY, player_id="a", game=GAME, min_seats=3, max_seats=3
+                )
             )
         ).ticket
         b = (
             await stub.CreateTicket(
-                pb.CreateTicketRequest(player_id="b", game=GAME, min_seats=3, max_seats=3)
+                pb.CreateTicketRequest(
+                    public_key=TEST_PUBLIC_KEY, player_id="b", game=GAME, min_seats=3, max_seats=3
+                )
             )
         ).ticket
     match_id = new_match_id()
@@ -268,7 +279,9 @@ async def _with_status(stub, ticket_id: str, status: int) -> pb.Ticket | None:
 
 
 async def queue_for_three(stub, player: str) -> pb.Ticket:
-    r = pb.CreateTicketRequest(player_id=player, game=GAME, min_seats=3, max_seats=3)
+    r = pb.CreateTicketRequest(
+        public_key=TEST_PUBLIC_KEY, player_id=player, game=GAME, min_seats=3, max_seats=3
+    )
     return (await stub.CreateTicket(r)).ticket
 
 

@@ -24,6 +24,7 @@ from tests.integration.matchmaking.support import (
     settled,
     stub_for,
 )
+from tests.support.keys import TEST_PUBLIC_KEY
 
 pytestmark = pytest.mark.integration
 
@@ -55,7 +56,9 @@ async def test_two_hundred_tickets_form_only_valid_matches(nats_server, nc) -> N
             lo = rng.randint(2, 5)
             hi = rng.randint(lo, 5)
             stub = (a, b)[i % 2]
-            r = pb.CreateTicketRequest(player_id=p, game=GAME, min_seats=lo, max_seats=hi)
+            r = pb.CreateTicketRequest(
+                public_key=TEST_PUBLIC_KEY, player_id=p, game=GAME, min_seats=lo, max_seats=hi
+            )
             return (await stub.CreateTicket(r)).ticket
 
         made = await asyncio.gather(*(create(i, p) for i, p in enumerate(players)))
@@ -90,7 +93,13 @@ async def test_cancel_racing_formation_never_matches_the_cancelled_ticket(nats_s
 
         async def create_and_cancel(i: int) -> pb.Ticket:
             stub = (a, b)[i % 2]
-            r = pb.CreateTicketRequest(player_id=f"c{i:03d}", game=GAME, min_seats=2, max_seats=3)
+            r = pb.CreateTicketRequest(
+                public_key=TEST_PUBLIC_KEY,
+                player_id=f"c{i:03d}",
+                game=GAME,
+                min_seats=2,
+                max_seats=3,
+            )
             t = (await stub.CreateTicket(r)).ticket
             if i % 2 == 0:
                 await asyncio.sleep(random.random() * 0.02)

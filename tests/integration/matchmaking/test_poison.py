@@ -27,6 +27,7 @@ from tests.integration.matchmaking.support import (
     stub_for,
 )
 from tests.integration.matchmaking.test_ratings import finish_game
+from tests.support.keys import TEST_PUBLIC_KEY
 from tests.support.nats import NatsHandle
 
 pytestmark = pytest.mark.integration
@@ -70,7 +71,9 @@ async def test_poison_on_games_and_in_the_tickets_bucket(nats_server: NatsHandle
             await stub.GetTicket(pb.GetTicketRequest(ticket_id="garbage0"))
         assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
         # The service goes on: new tickets, and the forged value is in nobody's view.
-        made = await stub.CreateTicket(pb.CreateTicketRequest(player_id="ann", game=GAME))
+        made = await stub.CreateTicket(
+            pb.CreateTicketRequest(player_id="ann", game=GAME, public_key=TEST_PUBLIC_KEY)
+        )
         assert made.ticket.status == pb.TICKET_STATUS_WAITING
         await eventually(lambda: POISONED[("matchmaking.tickets", "wrong_key")] > before.get(
             ("matchmaking.tickets", "wrong_key"), 0))  # fmt: skip

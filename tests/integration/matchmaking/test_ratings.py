@@ -24,6 +24,7 @@ from tests.integration.matchmaking.support import (
     running_mm,
     stub_for,
 )
+from tests.support.keys import TEST_PUBLIC_KEY
 
 pytestmark = pytest.mark.integration
 
@@ -86,7 +87,11 @@ async def test_finished_games_move_winners_up_once(nats_server, nc) -> None:
         ada_now = r.mu
 
         # A ticket made now carries the new rating.
-        t = await stub.CreateTicket(pb.CreateTicketRequest(player_id="ada", game=GAME, min_seats=5))
+        t = await stub.CreateTicket(
+            pb.CreateTicketRequest(
+                public_key=TEST_PUBLIC_KEY, player_id="ada", game=GAME, min_seats=5
+            )
+        )
         assert t.ticket.rating == pytest.approx(ada_now)
 
     # A restart does not rate anything twice (durable consumer + per-player game ids).

@@ -206,3 +206,27 @@ def test_any_sequence_of_transfers_keeps_every_balance_sum_at_zero(
         again.append(decode_entry(raw))
     assert again.balances() == ledger.balances()
     assert again.tree.root() == ledger.tree.root() and again.head_hash == ledger.head_hash
+
+
+def test_a_game_anchor_is_chained_and_in_the_tree_but_moves_no_money() -> None:
+    ledger = Ledger()
+    paid = ledger.post(src(), postings_from_transfers("g1", [t("bank", "seat:0", 10)]))
+    head = bytes(range(32))
+    anchor = ledger.anchor(src(version=9), head)
+    assert anchor.seq == 2 and anchor.prev_hash == paid.hash and anchor.anchor == head
+    assert ledger.tree.size == 2 and ledger.head_hash == anchor.hash
+    assert ledger.balance(AccountId("g1", "seat:0")) == 10
+    assert decode_entry(anchor.canonical) == anchor
+    assert b'"anchor":"000102' in anchor.canonical
+    # Not twice for the same game event; never with money; never a malformed head.
+    with pytest.raises(LedgerError):
+        ledger.anchor(src(version=9), head)
+    with pytest.raises(EntryRejected):
+        JournalEntry(3, anchor.hash, src(version=10), paid.postings, head)
+    with pytest.raises(EntryRejected):
+        JournalEntry(3, anchor.hash, src(version=10), (), b"short")
+    # An entry without postings and without an anchor is still refused.
+    with pytest.raises(EntryRejected):
+        JournalEntry(3, anchor.hash, src(version=10), ())
+    # Money entries keep their exact bytes (no anchor field).
+    assert b"anchor" not in paid.canonical

@@ -3,28 +3,35 @@ in-process chance: whole games, idempotency, snapshots, permissions, bad input."
 
 from __future__ import annotations
 
+import json
 import random
+import uuid
 from typing import Any
 
 import pytest
 
+from boulevard.audit.signing import SigningKey
+from boulevard.client.mapping import command_to_action
 from boulevard.eventlog.store import InMemoryEventStore
 from boulevard.games import REGISTRY
 from boulevard.games.base import RulesError
 from boulevard.games.las_vegas.types import PlaceDice
-from boulevard.platform.auth import verify_token
+from boulevard.platform.auth import PlayerClaims, verify_token
 from boulevard.platform.errors import (
     Aborted,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    Unauthenticated,
 )
 from services.engine.chance import LocalChance
-from services.engine.engine import Engine, MemoryKeyValue, SeatRequest
+from services.engine.engine import Engine, MemoryKeyValue, SeatRequest, Submitted
 from services.engine.sessions import Session
 
 KEY = b"test-key" * 4
+# One signing key per seat number, as a client app would hold for its seat.
+SEAT_KEYS = [SigningKey(bytes([i + 1]) * 32) for i in range(12)]
 
 
 def make_engine(store: InMemoryEventStore | None = None, snapshot_every: int = 50) -> Engine:
@@ -40,7 +47,27 @@ def make_engine(store: InMemoryEventStore | None = None, snapshot_every: int = 5
 def seats(n: int) -> list[SeatRequest]:
     # No seed commitments: the game's dice need no reveal (tests/unit/engine/test_opening.py
     # covers the commit–commit–reveal opening).
-    return [SeatRequest(i, f"player-{i}") for i in range(n)]
+    return [SeatRequest(i, f"player-{i}", public_key=SEAT_KEYS[i].public_hex) for i in range(n)]
+
+
+async def submit(
+    engine: Engine,
+    game_id: str,
+    claims: PlayerClaims,
+    command: Any,
+    expected_version: int,
+    key: str,
+    signer: SigningKey | None = None,
+) -> Submitted:
+    """Submit `command` signed as the client would: over the Action's exact bytes."""
+    session = await engine.load(game_id)
+    try:
+        action = command_to_action(session.game, command).SerializeToString(deterministic=True)
+    except Exception:
+        action = b"not-an-action"
+    signer = signer or SEAT_KEYS[claims.seat]
+    signature = signer.sign_command(game_id, claims.seat, expected_version, key, action)
+    return await engine.submit(game_id, claims, command, expected_version, key, action, signature)
 
 
 async def play_to_end(engine: Engine, game_id: str, tokens: tuple[str, ...], seed: int) -> Session:
@@ -54,14 +81,22 @@ async def play_to_end(engine: Engine, game_id: str, tokens: tuple[str, ...], see
             if legal:
                 bot = session.game.bots["random"]
                 command = bot(session.game.view(session.state, seat), legal, seat, rng)
-                await engine.submit(game_id, verify_token(KEY, token), command, 0, "")
+                claims = verify_token(KEY, token)
+                await submit(engine, game_id, claims, command, 0, uuid.uuid4().hex)
                 break
         session = await engine.load(game_id)
     raise AssertionError("game did not finish")
 
 
-@pytest.mark.parametrize("game_name", sorted(REGISTRY))
-@pytest.mark.parametrize("players", [2, 4])
+# Each game at its smallest table and at 4 players (or its largest, if smaller).
+TABLES = [
+    (name, players)
+    for name, game in sorted(REGISTRY.items())
+    for players in sorted({game.min_players, min(4, game.max_players)})
+]
+
+
+@pytest.mark.parametrize(("game_name", "players"), TABLES)
 async def test_a_whole_game_and_its_rebuild(game_name: str, players: int) -> None:
     game = REGISTRY[game_name]
     players = min(max(players, game.min_players), game.max_players)  # e.g. 3-8 for Long Shot
@@ -109,12 +144,12 @@ async def test_a_retried_command_returns_the_first_result() -> None:
     session = await engine.load("m")
     seat, command = first_legal(session)
     claims = verify_token(KEY, created.tokens[seat])
-    first = await engine.submit("m", claims, command, session.version, "click-1")
-    again = await engine.submit("m", claims, command, session.version - 5, "click-1")
+    first = await submit(engine, "m", claims, command, session.version, "click-1")
+    again = await submit(engine, "m", claims, command, session.version - 5, "click-1")
     assert again == first
     # Also for a fresh engine on the same log (after a restart).
     engine2 = Engine(engine.store, engine.chance, MemoryKeyValue(), KEY)
-    assert await engine2.submit("m", claims, command, 1, "click-1") == first
+    assert await submit(engine2, "m", claims, command, 1, "click-1") == first
 
 
 async def test_acting_for_another_seat_or_game_is_denied() -> None:
@@ -124,10 +159,10 @@ async def test_acting_for_another_seat_or_game_is_denied() -> None:
     seat, command = first_legal(session)
     other = verify_token(KEY, created.tokens[1 - seat])
     with pytest.raises(PermissionDenied):
-        await engine.submit("m", other, command, 0, "k")
+        await submit(engine, "m", other, command, 0, "k")
     other_game = await engine.create_game("n", "las_vegas", seats(2))
     with pytest.raises(PermissionDenied):
-        await engine.submit("m", verify_token(KEY, other_game.tokens[seat]), command, 0, "k")
+        await submit(engine, "m", verify_token(KEY, other_game.tokens[seat]), command, 0, "k")
     assert (await engine.load("m")).version == session.version
 
 
@@ -138,11 +173,11 @@ async def test_wrong_version_illegal_and_unknown_game() -> None:
     seat, command = first_legal(session)
     claims = verify_token(KEY, created.tokens[seat])
     with pytest.raises(Aborted):
-        await engine.submit("m", claims, command, session.version + 3, "k1")
+        await submit(engine, "m", claims, command, session.version + 3, "k1")
     with pytest.raises(NotFound):
         await engine.load("nope")
     with pytest.raises(RulesError):
-        await engine.submit("m", claims, PlaceDice(seat=seat, number=7), 0, "k2")
+        await submit(engine, "m", claims, PlaceDice(seat=seat, number=7), 0, "k2")
     assert (await engine.load("m")).version == session.version
 
 
@@ -152,5 +187,68 @@ async def test_a_finished_game_refuses_actions_and_reveals() -> None:
     session = await play_to_end(engine, "fin", created.tokens, seed=3)
     assert "fin" in engine.chance.revealed  # type: ignore[attr-defined]
     with pytest.raises(FailedPrecondition):
-        await engine.submit("fin", verify_token(KEY, created.tokens[0]), object(), 0, "late")
+        await submit(engine, "fin", verify_token(KEY, created.tokens[0]), object(), 0, "late")
     assert session.finished is not None
+
+
+async def test_a_seat_without_a_key_is_refused_at_creation() -> None:
+    engine = make_engine()
+    keyless = [SeatRequest(0, "a"), SeatRequest(1, "b", public_key="ab" * 32)]
+    with pytest.raises(InvalidArgument, match="public_key"):
+        await engine.create_game("nokey", "las_vegas", keyless)
+    bad = [SeatRequest(i, f"p{i}", public_key="zz" * 32) for i in range(2)]
+    with pytest.raises(InvalidArgument):
+        await engine.create_game("badkey", "las_vegas", bad)
+
+
+async def test_unsigned_or_badly_signed_commands_are_refused() -> None:
+    engine = make_engine()
+    created = await engine.create_game("m", "las_vegas", seats(2))
+    session = await engine.load("m")
+    seat, command = first_legal(session)
+    claims = verify_token(KEY, created.tokens[seat])
+    action = command_to_action(session.game, command).SerializeToString(deterministic=True)
+    v = session.version
+    with pytest.raises(Unauthenticated):
+        await engine.submit("m", claims, command, v, "k", action, b"")
+    # Signed by the other seat's key, or by the right key over other bytes: not this move.
+    with pytest.raises(PermissionDenied):
+        await submit(engine, "m", claims, command, v, "k", signer=SEAT_KEYS[1 - seat])
+    good = SEAT_KEYS[seat].sign_command("m", seat, v, "k", action)
+    with pytest.raises(PermissionDenied):
+        await engine.submit("m", claims, command, v, "k2", action, good)  # another key
+    with pytest.raises(PermissionDenied):
+        await engine.submit("m", claims, command, 0, "k", action, good)  # another version
+    with pytest.raises(InvalidArgument):
+        await engine.submit("m", claims, command, v, "", action, good)
+    assert (await engine.load("m")).version == v
+    result = await engine.submit("m", claims, command, v, "k", action, good)
+    # The command is recorded first, in the same append as its events.
+    assert result.envelopes[0].type == "CommandAccepted"
+    assert result.envelopes[0].causation_id == result.envelopes[1].causation_id == "cmd:k"
+
+
+async def test_a_forged_snapshot_is_not_used() -> None:
+    store = InMemoryEventStore()
+    engine = make_engine(store, snapshot_every=5)
+    created = await engine.create_game("snap", "las_vegas", seats(2))
+    honest = await play_to_end(engine, "snap", created.tokens, seed=5)
+    sealed = await engine.snapshots.get("snap")
+    assert sealed is not None
+    # Rewrite the snapshot: the state says otherwise, the body is re-signed with another
+    # key (a NATS-level attacker does not have the engine's), or the hash is wrong.
+    from services.engine.chain import seal_snapshot
+
+    body = json.loads(json.loads(sealed)["body"])
+    body["finished"] = None
+    forged_other_key = seal_snapshot(SigningKey.generate(), json.dumps(body).encode())
+    wrong_hash = dict(body, chain_hash="00" * 32)
+    forged_wrong_hash = seal_snapshot(engine.receipt_key, json.dumps(wrong_hash).encode())
+    for forged in (forged_other_key, forged_wrong_hash, b"junk"):
+        fresh = make_engine(store)
+        fresh.receipt_key = engine.receipt_key
+        await fresh.snapshots.put("snap", forged)
+        rebuilt = await fresh.load("snap")
+        assert rebuilt.finished is not None
+        assert rebuilt.snapshot() == honest.snapshot()
+        assert fresh.forged_snapshots == 1

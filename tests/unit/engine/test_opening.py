@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from boulevard.audit.signing import SigningKey
 from boulevard.eventlog.store import InMemoryEventStore
 from boulevard.fairness import client_seed_commitment
 from boulevard.games.base import ClientSeedRevealed, ClientSeedsFixed
@@ -39,8 +40,14 @@ def make_engine(clock: Clock) -> Engine:
     )
 
 
+KEYS = [SigningKey(bytes([i + 1]) * 32) for i in range(len(SEEDS))]
+
+
 def committed_seats() -> list[SeatRequest]:
-    return [SeatRequest(i, f"p{i}", client_seed_commitment(seed)) for i, seed in enumerate(SEEDS)]
+    return [
+        SeatRequest(i, f"p{i}", client_seed_commitment(seed), public_key=KEYS[i].public_hex)
+        for i, seed in enumerate(SEEDS)
+    ]
 
 
 def events_of(engine: Engine, game_id: str) -> list[str]:
@@ -126,10 +133,17 @@ async def test_after_the_deadline_a_missing_seat_plays_with_an_empty_seed() -> N
 
 async def test_create_game_refuses_a_malformed_commitment() -> None:
     engine = make_engine(Clock())
-    bad = [SeatRequest(0, "a", "not-a-hash"), SeatRequest(1, "b")]
+    keys = [k.public_hex for k in KEYS]
+    bad = [
+        SeatRequest(0, "a", "not-a-hash", public_key=keys[0]),
+        SeatRequest(1, "b", public_key=keys[1]),
+    ]
     with pytest.raises(InvalidArgument, match="commitment"):
         await engine.create_game("m5", "las_vegas", bad)
-    upper = [SeatRequest(0, "a", client_seed_commitment("s").upper()), SeatRequest(1, "b")]
+    upper = [
+        SeatRequest(0, "a", client_seed_commitment("s").upper(), public_key=keys[0]),
+        SeatRequest(1, "b", public_key=keys[1]),
+    ]
     with pytest.raises(InvalidArgument):
         await engine.create_game("m6", "las_vegas", upper)
 

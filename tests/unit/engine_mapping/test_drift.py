@@ -110,8 +110,8 @@ def test_a_command_without_a_message_is_a_mapping_error() -> None:
 
 
 def test_a_game_without_protos_is_a_clear_error() -> None:
-    game = dataclasses.replace(LAS_VEGAS, name="vegas_showdown", title="Vegas Showdown")
-    with pytest.raises(ProtoMappingError, match=r"vegas_showdown.*has no proto mapping"):
+    game = dataclasses.replace(LAS_VEGAS, name="roulette", title="Roulette")
+    with pytest.raises(ProtoMappingError, match=r"roulette.*has no proto mapping"):
         action_to_command(game, engine_pb2.Action())
     with pytest.raises(ProtoMappingError, match="has no proto mapping"):
         view_to_proto(game, object())

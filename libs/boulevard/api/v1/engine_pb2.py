@@ -26,9 +26,10 @@ from boulevard.api.v1 import events_pb2 as boulevard_dot_v1_dot_events__pb2
 from boulevard.api.v1 import las_vegas_pb2 as boulevard_dot_v1_dot_las__vegas__pb2
 from boulevard.api.v1 import long_shot_pb2 as boulevard_dot_v1_dot_long__shot__pb2
 from boulevard.api.v1 import lords_of_vegas_pb2 as boulevard_dot_v1_dot_lords__of__vegas__pb2
+from boulevard.api.v1 import vegas_showdown_pb2 as boulevard_dot_v1_dot_vegas__showdown__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x62oulevard/v1/engine.proto\x12\x0c\x62oulevard.v1\x1a\x19\x62oulevard/v1/events.proto\x1a\x1c\x62oulevard/v1/las_vegas.proto\x1a\x1c\x62oulevard/v1/long_shot.proto\x1a!boulevard/v1/lords_of_vegas.proto\"d\n\x0eSeatAssignment\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x1e\n\x16\x63lient_seed_commitment\x18\x04 \x01(\tJ\x04\x08\x03\x10\x04R\x0b\x63lient_seed\"\xd1\x01\n\x11\x43reateGameRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12+\n\x05seats\x18\x03 \x03(\x0b\x32\x1c.boulevard.v1.SeatAssignment\x12=\n\x07options\x18\x04 \x03(\x0b\x32,.boulevard.v1.CreateGameRequest.OptionsEntry\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"U\n\x12\x43reateGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x15\n\rplayer_tokens\x18\x02 \x03(\t\x12\x17\n\x0fseed_commitment\x18\x03 \x01(\t\"7\n\x0eGetGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\"\xa1\x01\n\x0fGetGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\x04\x12(\n\x06status\x18\x04 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12$\n\x04view\x18\x05 \x01(\x0b\x32\x16.boulevard.v1.GameView\x12\x0e\n\x06to_act\x18\x06 \x03(\r\"\xc0\x01\n\x08GameView\x12\x10\n\x08rendered\x18\x01 \x01(\t\x12\x38\n\x0elords_of_vegas\x18\n \x01(\x0b\x32\x1e.boulevard.v1.LordsOfVegasViewH\x00\x12/\n\tlas_vegas\x18\x0b \x01(\x0b\x32\x1a.boulevard.v1.LasVegasViewH\x00\x12/\n\tlong_shot\x18\r \x01(\x0b\x32\x1a.boulevard.v1.LongShotViewH\x00\x42\x06\n\x04game\"\xbe\x01\n\x06\x41\x63tion\x12:\n\x0elords_of_vegas\x18\n \x01(\x0b\x32 .boulevard.v1.LordsOfVegasActionH\x00\x12\x31\n\tlas_vegas\x18\x0b \x01(\x0b\x32\x1c.boulevard.v1.LasVegasActionH\x00\x12\x31\n\tlong_shot\x18\r \x01(\x0b\x32\x1c.boulevard.v1.LongShotActionH\x00\x42\x06\n\x04gameJ\x04\x08\x01\x10\x02R\x04type\"\x84\x01\n\x10ListGamesRequest\x12(\n\x06status\x18\x01 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x11\n\tplayer_id\x18\x03 \x01(\t\x12\x11\n\tpage_size\x18\x04 \x01(\r\x12\x12\n\npage_token\x18\x05 \x01(\t\"{\n\x0bGameSummary\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12(\n\x06status\x18\x03 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12\x0f\n\x07version\x18\x04 \x01(\x04\x12\x12\n\nplayer_ids\x18\x05 \x03(\t\"V\n\x11ListGamesResponse\x12(\n\x05games\x18\x01 \x03(\x0b\x32\x19.boulevard.v1.GameSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"@\n\x17ListLegalActionsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\"R\n\x18ListLegalActionsResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12%\n\x07\x61\x63tions\x18\x02 \x03(\x0b\x32\x14.boulevard.v1.Action\"\x95\x01\n\x13SubmitActionRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\x12$\n\x06\x61\x63tion\x18\x03 \x01(\x0b\x32\x14.boulevard.v1.Action\x12\x18\n\x10\x65xpected_version\x18\x04 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\"T\n\x14SubmitActionResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12+\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x1b.boulevard.v1.EventEnvelope\"O\n\x10WatchGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\x12\x14\n\x0c\x66rom_version\x18\x03 \x01(\x04\"u\n\x11WatchGameResponse\x12*\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x1b.boulevard.v1.EventEnvelope\x12$\n\x04view\x18\x02 \x01(\x0b\x32\x16.boulevard.v1.GameView\x12\x0e\n\x06to_act\x18\x03 \x03(\r\"O\n\x11RevealSeedRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\x12\x13\n\x0b\x63lient_seed\x18\x03 \x01(\t\"U\n\x12RevealSeedResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x14\n\x0c\x61ll_revealed\x18\x02 \x01(\x08\x12\x18\n\x10\x64\x65\x61\x64line_unix_ms\x18\x03 \x01(\x03*[\n\nGameStatus\x12\x1b\n\x17GAME_STATUS_UNSPECIFIED\x10\x00\x12\x16\n\x12GAME_STATUS_ACTIVE\x10\x01\x12\x18\n\x14GAME_STATUS_FINISHED\x10\x02\x32\xd1\x04\n\rEngineService\x12O\n\nCreateGame\x12\x1f.boulevard.v1.CreateGameRequest\x1a .boulevard.v1.CreateGameResponse\x12\x46\n\x07GetGame\x12\x1c.boulevard.v1.GetGameRequest\x1a\x1d.boulevard.v1.GetGameResponse\x12L\n\tListGames\x12\x1e.boulevard.v1.ListGamesRequest\x1a\x1f.boulevard.v1.ListGamesResponse\x12\x61\n\x10ListLegalActions\x12%.boulevard.v1.ListLegalActionsRequest\x1a&.boulevard.v1.ListLegalActionsResponse\x12U\n\x0cSubmitAction\x12!.boulevard.v1.SubmitActionRequest\x1a\".boulevard.v1.SubmitActionResponse\x12N\n\tWatchGame\x12\x1e.boulevard.v1.WatchGameRequest\x1a\x1f.boulevard.v1.WatchGameResponse0\x01\x12O\n\nRevealSeed\x12\x1f.boulevard.v1.RevealSeedRequest\x1a .boulevard.v1.RevealSeedResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x62oulevard/v1/engine.proto\x12\x0c\x62oulevard.v1\x1a\x19\x62oulevard/v1/events.proto\x1a\x1c\x62oulevard/v1/las_vegas.proto\x1a\x1c\x62oulevard/v1/long_shot.proto\x1a!boulevard/v1/lords_of_vegas.proto\x1a!boulevard/v1/vegas_showdown.proto\"x\n\x0eSeatAssignment\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x1e\n\x16\x63lient_seed_commitment\x18\x04 \x01(\t\x12\x12\n\npublic_key\x18\x05 \x01(\tJ\x04\x08\x03\x10\x04R\x0b\x63lient_seed\"\xd1\x01\n\x11\x43reateGameRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12+\n\x05seats\x18\x03 \x03(\x0b\x32\x1c.boulevard.v1.SeatAssignment\x12=\n\x07options\x18\x04 \x03(\x0b\x32,.boulevard.v1.CreateGameRequest.OptionsEntry\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"U\n\x12\x43reateGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x15\n\rplayer_tokens\x18\x02 \x03(\t\x12\x17\n\x0fseed_commitment\x18\x03 \x01(\t\"7\n\x0eGetGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\"\xa1\x01\n\x0fGetGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\x04\x12(\n\x06status\x18\x04 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12$\n\x04view\x18\x05 \x01(\x0b\x32\x16.boulevard.v1.GameView\x12\x0e\n\x06to_act\x18\x06 \x03(\r\"\xfb\x01\n\x08GameView\x12\x10\n\x08rendered\x18\x01 \x01(\t\x12\x38\n\x0elords_of_vegas\x18\n \x01(\x0b\x32\x1e.boulevard.v1.LordsOfVegasViewH\x00\x12/\n\tlas_vegas\x18\x0b \x01(\x0b\x32\x1a.boulevard.v1.LasVegasViewH\x00\x12\x39\n\x0evegas_showdown\x18\x0c \x01(\x0b\x32\x1f.boulevard.v1.VegasShowdownViewH\x00\x12/\n\tlong_shot\x18\r \x01(\x0b\x32\x1a.boulevard.v1.LongShotViewH\x00\x42\x06\n\x04game\"\xfb\x01\n\x06\x41\x63tion\x12:\n\x0elords_of_vegas\x18\n \x01(\x0b\x32 .boulevard.v1.LordsOfVegasActionH\x00\x12\x31\n\tlas_vegas\x18\x0b \x01(\x0b\x32\x1c.boulevard.v1.LasVegasActionH\x00\x12;\n\x0evegas_showdown\x18\x0c \x01(\x0b\x32!.boulevard.v1.VegasShowdownActionH\x00\x12\x31\n\tlong_shot\x18\r \x01(\x0b\x32\x1c.boulevard.v1.LongShotActionH\x00\x42\x06\n\x04gameJ\x04\x08\x01\x10\x02R\x04type\"\x84\x01\n\x10ListGamesRequest\x12(\n\x06status\x18\x01 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x11\n\tplayer_id\x18\x03 \x01(\t\x12\x11\n\tpage_size\x18\x04 \x01(\r\x12\x12\n\npage_token\x18\x05 \x01(\t\"{\n\x0bGameSummary\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12(\n\x06status\x18\x03 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12\x0f\n\x07version\x18\x04 \x01(\x04\x12\x12\n\nplayer_ids\x18\x05 \x03(\t\"V\n\x11ListGamesResponse\x12(\n\x05games\x18\x01 \x03(\x0b\x32\x19.boulevard.v1.GameSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"@\n\x17ListLegalActionsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\"R\n\x18ListLegalActionsResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12%\n\x07\x61\x63tions\x18\x02 \x03(\x0b\x32\x14.boulevard.v1.Action\"\xa8\x01\n\x13SubmitActionRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\x12$\n\x06\x61\x63tion\x18\x03 \x01(\x0b\x32\x14.boulevard.v1.Action\x12\x18\n\x10\x65xpected_version\x18\x04 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\x12\x11\n\tsignature\x18\x06 \x01(\x0c\"|\n\x14SubmitActionResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12+\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x1b.boulevard.v1.EventEnvelope\x12&\n\x07receipt\x18\x03 \x01(\x0b\x32\x15.boulevard.v1.Receipt\"b\n\x07Receipt\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x04\x12\x12\n\nchain_head\x18\x03 \x01(\x0c\x12\x0e\n\x06key_id\x18\x04 \x01(\t\x12\x11\n\tsignature\x18\x05 \x01(\x0c\"M\n\x11GetGameLogRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0c\x66rom_version\x18\x02 \x01(\x04\x12\x11\n\tpage_size\x18\x03 \x01(\r\"Y\n\x0eLoggedEnvelope\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x10\n\x08\x65nvelope\x18\x02 \x01(\x0c\x12\x10\n\x08redacted\x18\x03 \x01(\x08\x12\x12\n\nchain_hash\x18\x04 \x01(\x0c\"\xa7\x01\n\x12GetGameLogResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12/\n\tenvelopes\x18\x03 \x03(\x0b\x32\x1c.boulevard.v1.LoggedEnvelope\x12\x14\n\x0clast_version\x18\x04 \x01(\x04\x12\x10\n\x08\x66inished\x18\x05 \x01(\x08\x12\x19\n\x11next_from_version\x18\x06 \x01(\x04\"\x15\n\x13GetEngineKeyRequest\":\n\x14GetEngineKeyResponse\x12\x12\n\npublic_key\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\"O\n\x10WatchGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\x12\x14\n\x0c\x66rom_version\x18\x03 \x01(\x04\"u\n\x11WatchGameResponse\x12*\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x1b.boulevard.v1.EventEnvelope\x12$\n\x04view\x18\x02 \x01(\x0b\x32\x16.boulevard.v1.GameView\x12\x0e\n\x06to_act\x18\x03 \x03(\r\"O\n\x11RevealSeedRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\x12\x13\n\x0b\x63lient_seed\x18\x03 \x01(\t\"U\n\x12RevealSeedResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x14\n\x0c\x61ll_revealed\x18\x02 \x01(\x08\x12\x18\n\x10\x64\x65\x61\x64line_unix_ms\x18\x03 \x01(\x03*[\n\nGameStatus\x12\x1b\n\x17GAME_STATUS_UNSPECIFIED\x10\x00\x12\x16\n\x12GAME_STATUS_ACTIVE\x10\x01\x12\x18\n\x14GAME_STATUS_FINISHED\x10\x02\x32\xf9\x05\n\rEngineService\x12O\n\nCreateGame\x12\x1f.boulevard.v1.CreateGameRequest\x1a .boulevard.v1.CreateGameResponse\x12\x46\n\x07GetGame\x12\x1c.boulevard.v1.GetGameRequest\x1a\x1d.boulevard.v1.GetGameResponse\x12L\n\tListGames\x12\x1e.boulevard.v1.ListGamesRequest\x1a\x1f.boulevard.v1.ListGamesResponse\x12\x61\n\x10ListLegalActions\x12%.boulevard.v1.ListLegalActionsRequest\x1a&.boulevard.v1.ListLegalActionsResponse\x12U\n\x0cSubmitAction\x12!.boulevard.v1.SubmitActionRequest\x1a\".boulevard.v1.SubmitActionResponse\x12N\n\tWatchGame\x12\x1e.boulevard.v1.WatchGameRequest\x1a\x1f.boulevard.v1.WatchGameResponse0\x01\x12O\n\nRevealSeed\x12\x1f.boulevard.v1.RevealSeedRequest\x1a .boulevard.v1.RevealSeedResponse\x12O\n\nGetGameLog\x12\x1f.boulevard.v1.GetGameLogRequest\x1a .boulevard.v1.GetGameLogResponse\x12U\n\x0cGetEngineKey\x12!.boulevard.v1.GetEngineKeyRequest\x1a\".boulevard.v1.GetEngineKeyResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,46 +38,58 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_CREATEGAMEREQUEST_OPTIONSENTRY']._loaded_options = None
   _globals['_CREATEGAMEREQUEST_OPTIONSENTRY']._serialized_options = b'8\001'
-  _globals['_GAMESTATUS']._serialized_start=2279
-  _globals['_GAMESTATUS']._serialized_end=2370
-  _globals['_SEATASSIGNMENT']._serialized_start=165
-  _globals['_SEATASSIGNMENT']._serialized_end=265
-  _globals['_CREATEGAMEREQUEST']._serialized_start=268
-  _globals['_CREATEGAMEREQUEST']._serialized_end=477
-  _globals['_CREATEGAMEREQUEST_OPTIONSENTRY']._serialized_start=431
-  _globals['_CREATEGAMEREQUEST_OPTIONSENTRY']._serialized_end=477
-  _globals['_CREATEGAMERESPONSE']._serialized_start=479
-  _globals['_CREATEGAMERESPONSE']._serialized_end=564
-  _globals['_GETGAMEREQUEST']._serialized_start=566
-  _globals['_GETGAMEREQUEST']._serialized_end=621
-  _globals['_GETGAMERESPONSE']._serialized_start=624
-  _globals['_GETGAMERESPONSE']._serialized_end=785
-  _globals['_GAMEVIEW']._serialized_start=788
-  _globals['_GAMEVIEW']._serialized_end=980
-  _globals['_ACTION']._serialized_start=983
-  _globals['_ACTION']._serialized_end=1173
-  _globals['_LISTGAMESREQUEST']._serialized_start=1176
-  _globals['_LISTGAMESREQUEST']._serialized_end=1308
-  _globals['_GAMESUMMARY']._serialized_start=1310
-  _globals['_GAMESUMMARY']._serialized_end=1433
-  _globals['_LISTGAMESRESPONSE']._serialized_start=1435
-  _globals['_LISTGAMESRESPONSE']._serialized_end=1521
-  _globals['_LISTLEGALACTIONSREQUEST']._serialized_start=1523
-  _globals['_LISTLEGALACTIONSREQUEST']._serialized_end=1587
-  _globals['_LISTLEGALACTIONSRESPONSE']._serialized_start=1589
-  _globals['_LISTLEGALACTIONSRESPONSE']._serialized_end=1671
-  _globals['_SUBMITACTIONREQUEST']._serialized_start=1674
-  _globals['_SUBMITACTIONREQUEST']._serialized_end=1823
-  _globals['_SUBMITACTIONRESPONSE']._serialized_start=1825
-  _globals['_SUBMITACTIONRESPONSE']._serialized_end=1909
-  _globals['_WATCHGAMEREQUEST']._serialized_start=1911
-  _globals['_WATCHGAMEREQUEST']._serialized_end=1990
-  _globals['_WATCHGAMERESPONSE']._serialized_start=1992
-  _globals['_WATCHGAMERESPONSE']._serialized_end=2109
-  _globals['_REVEALSEEDREQUEST']._serialized_start=2111
-  _globals['_REVEALSEEDREQUEST']._serialized_end=2190
-  _globals['_REVEALSEEDRESPONSE']._serialized_start=2192
-  _globals['_REVEALSEEDRESPONSE']._serialized_end=2277
-  _globals['_ENGINESERVICE']._serialized_start=2373
-  _globals['_ENGINESERVICE']._serialized_end=2966
+  _globals['_GAMESTATUS']._serialized_start=3036
+  _globals['_GAMESTATUS']._serialized_end=3127
+  _globals['_SEATASSIGNMENT']._serialized_start=200
+  _globals['_SEATASSIGNMENT']._serialized_end=320
+  _globals['_CREATEGAMEREQUEST']._serialized_start=323
+  _globals['_CREATEGAMEREQUEST']._serialized_end=532
+  _globals['_CREATEGAMEREQUEST_OPTIONSENTRY']._serialized_start=486
+  _globals['_CREATEGAMEREQUEST_OPTIONSENTRY']._serialized_end=532
+  _globals['_CREATEGAMERESPONSE']._serialized_start=534
+  _globals['_CREATEGAMERESPONSE']._serialized_end=619
+  _globals['_GETGAMEREQUEST']._serialized_start=621
+  _globals['_GETGAMEREQUEST']._serialized_end=676
+  _globals['_GETGAMERESPONSE']._serialized_start=679
+  _globals['_GETGAMERESPONSE']._serialized_end=840
+  _globals['_GAMEVIEW']._serialized_start=843
+  _globals['_GAMEVIEW']._serialized_end=1094
+  _globals['_ACTION']._serialized_start=1097
+  _globals['_ACTION']._serialized_end=1348
+  _globals['_LISTGAMESREQUEST']._serialized_start=1351
+  _globals['_LISTGAMESREQUEST']._serialized_end=1483
+  _globals['_GAMESUMMARY']._serialized_start=1485
+  _globals['_GAMESUMMARY']._serialized_end=1608
+  _globals['_LISTGAMESRESPONSE']._serialized_start=1610
+  _globals['_LISTGAMESRESPONSE']._serialized_end=1696
+  _globals['_LISTLEGALACTIONSREQUEST']._serialized_start=1698
+  _globals['_LISTLEGALACTIONSREQUEST']._serialized_end=1762
+  _globals['_LISTLEGALACTIONSRESPONSE']._serialized_start=1764
+  _globals['_LISTLEGALACTIONSRESPONSE']._serialized_end=1846
+  _globals['_SUBMITACTIONREQUEST']._serialized_start=1849
+  _globals['_SUBMITACTIONREQUEST']._serialized_end=2017
+  _globals['_SUBMITACTIONRESPONSE']._serialized_start=2019
+  _globals['_SUBMITACTIONRESPONSE']._serialized_end=2143
+  _globals['_RECEIPT']._serialized_start=2145
+  _globals['_RECEIPT']._serialized_end=2243
+  _globals['_GETGAMELOGREQUEST']._serialized_start=2245
+  _globals['_GETGAMELOGREQUEST']._serialized_end=2322
+  _globals['_LOGGEDENVELOPE']._serialized_start=2324
+  _globals['_LOGGEDENVELOPE']._serialized_end=2413
+  _globals['_GETGAMELOGRESPONSE']._serialized_start=2416
+  _globals['_GETGAMELOGRESPONSE']._serialized_end=2583
+  _globals['_GETENGINEKEYREQUEST']._serialized_start=2585
+  _globals['_GETENGINEKEYREQUEST']._serialized_end=2606
+  _globals['_GETENGINEKEYRESPONSE']._serialized_start=2608
+  _globals['_GETENGINEKEYRESPONSE']._serialized_end=2666
+  _globals['_WATCHGAMEREQUEST']._serialized_start=2668
+  _globals['_WATCHGAMEREQUEST']._serialized_end=2747
+  _globals['_WATCHGAMERESPONSE']._serialized_start=2749
+  _globals['_WATCHGAMERESPONSE']._serialized_end=2866
+  _globals['_REVEALSEEDREQUEST']._serialized_start=2868
+  _globals['_REVEALSEEDREQUEST']._serialized_end=2947
+  _globals['_REVEALSEEDRESPONSE']._serialized_start=2949
+  _globals['_REVEALSEEDRESPONSE']._serialized_end=3034
+  _globals['_ENGINESERVICE']._serialized_start=3130
+  _globals['_ENGINESERVICE']._serialized_end=3891
 # @@protoc_insertion_point(module_scope)

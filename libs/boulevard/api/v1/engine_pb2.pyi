@@ -7,6 +7,7 @@ from boulevard.api.v1 import events_pb2 as _events_pb2
 from boulevard.api.v1 import las_vegas_pb2 as _las_vegas_pb2
 from boulevard.api.v1 import long_shot_pb2 as _long_shot_pb2
 from boulevard.api.v1 import lords_of_vegas_pb2 as _lords_of_vegas_pb2
+from boulevard.api.v1 import vegas_showdown_pb2 as _vegas_showdown_pb2
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -47,6 +48,7 @@ class SeatAssignment(_message.Message):
     SEAT_FIELD_NUMBER: _builtins.int
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_COMMITMENT_FIELD_NUMBER: _builtins.int
+    PUBLIC_KEY_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     player_id: _builtins.str
     """max 128 chars"""
@@ -55,16 +57,19 @@ class SeatAssignment(_message.Message):
     contributes no seed (it plays with an empty one, and the audit says so)
     max 64 chars
     """
+    public_key: _builtins.str
+    """required, max 64 chars: hex of the seat's raw Ed25519 key"""
     def __init__(
         self,
         *,
         seat: _builtins.int = ...,
         player_id: _builtins.str = ...,
         client_seed_commitment: _builtins.str = ...,
+        public_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed_commitment", b"client_seed_commitment", "player_id", b"player_id", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed_commitment", b"client_seed_commitment", "player_id", b"player_id", "public_key", b"public_key", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -229,6 +234,7 @@ class GameView(_message.Message):
     RENDERED_FIELD_NUMBER: _builtins.int
     LORDS_OF_VEGAS_FIELD_NUMBER: _builtins.int
     LAS_VEGAS_FIELD_NUMBER: _builtins.int
+    VEGAS_SHOWDOWN_FIELD_NUMBER: _builtins.int
     LONG_SHOT_FIELD_NUMBER: _builtins.int
     rendered: _builtins.str
     """the plain-text board a terminal can print"""
@@ -237,6 +243,8 @@ class GameView(_message.Message):
     @_builtins.property
     def las_vegas(self) -> _las_vegas_pb2.LasVegasView: ...
     @_builtins.property
+    def vegas_showdown(self) -> _vegas_showdown_pb2.VegasShowdownView: ...
+    @_builtins.property
     def long_shot(self) -> _long_shot_pb2.LongShotView: ...
     def __init__(
         self,
@@ -244,13 +252,14 @@ class GameView(_message.Message):
         rendered: _builtins.str = ...,
         lords_of_vegas: _lords_of_vegas_pb2.LordsOfVegasView | None = ...,
         las_vegas: _las_vegas_pb2.LasVegasView | None = ...,
+        vegas_showdown: _vegas_showdown_pb2.VegasShowdownView | None = ...,
         long_shot: _long_shot_pb2.LongShotView | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas", "vegas_showdown", b"vegas_showdown"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas", "rendered", b"rendered"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas", "rendered", b"rendered", "vegas_showdown", b"vegas_showdown"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas", "long_shot"]  # noqa: Y015
+    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas", "vegas_showdown", "long_shot"]  # noqa: Y015
     _WhichOneofArgType_game: _TypeAlias = _typing.Literal["game", b"game"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_game) -> _WhichOneofReturnType_game | None: ...
 
@@ -264,11 +273,14 @@ class Action(_message.Message):
 
     LORDS_OF_VEGAS_FIELD_NUMBER: _builtins.int
     LAS_VEGAS_FIELD_NUMBER: _builtins.int
+    VEGAS_SHOWDOWN_FIELD_NUMBER: _builtins.int
     LONG_SHOT_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def lords_of_vegas(self) -> _lords_of_vegas_pb2.LordsOfVegasAction: ...
     @_builtins.property
     def las_vegas(self) -> _las_vegas_pb2.LasVegasAction: ...
+    @_builtins.property
+    def vegas_showdown(self) -> _vegas_showdown_pb2.VegasShowdownAction: ...
     @_builtins.property
     def long_shot(self) -> _long_shot_pb2.LongShotAction: ...
     def __init__(
@@ -276,13 +288,14 @@ class Action(_message.Message):
         *,
         lords_of_vegas: _lords_of_vegas_pb2.LordsOfVegasAction | None = ...,
         las_vegas: _las_vegas_pb2.LasVegasAction | None = ...,
+        vegas_showdown: _vegas_showdown_pb2.VegasShowdownAction | None = ...,
         long_shot: _long_shot_pb2.LongShotAction | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas", "vegas_showdown", b"vegas_showdown"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "las_vegas", b"las_vegas", "long_shot", b"long_shot", "lords_of_vegas", b"lords_of_vegas", "vegas_showdown", b"vegas_showdown"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas", "long_shot"]  # noqa: Y015
+    _WhichOneofReturnType_game: _TypeAlias = _typing.Literal["lords_of_vegas", "las_vegas", "vegas_showdown", "long_shot"]  # noqa: Y015
     _WhichOneofArgType_game: _TypeAlias = _typing.Literal["game", b"game"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_game) -> _WhichOneofReturnType_game | None: ...
 
@@ -433,13 +446,20 @@ class SubmitActionRequest(_message.Message):
     ACTION_FIELD_NUMBER: _builtins.int
     EXPECTED_VERSION_FIELD_NUMBER: _builtins.int
     IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
+    SIGNATURE_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     """max 64 chars"""
     player_token: _builtins.str
     """max 4096 chars"""
     expected_version: _builtins.int
     idempotency_key: _builtins.str
-    """max 128 chars"""
+    """required, max 128 chars: a signed command runs once"""
+    signature: _builtins.bytes
+    """Ed25519 signature by the seat's key over the command's signing bytes
+    (docs/auditing.md): game id, seat, expected version, idempotency key and the `action`
+    message's deterministic encoding. Missing: UNAUTHENTICATED; wrong: PERMISSION_DENIED.
+    max 64 bytes
+    """
     @_builtins.property
     def action(self) -> Global___Action: ...
     def __init__(
@@ -450,10 +470,11 @@ class SubmitActionRequest(_message.Message):
         action: Global___Action | None = ...,
         expected_version: _builtins.int = ...,
         idempotency_key: _builtins.str = ...,
+        signature: _builtins.bytes = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "expected_version", b"expected_version", "game_id", b"game_id", "idempotency_key", b"idempotency_key", "player_token", b"player_token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "expected_version", b"expected_version", "game_id", b"game_id", "idempotency_key", b"idempotency_key", "player_token", b"player_token", "signature", b"signature"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -465,22 +486,203 @@ class SubmitActionResponse(_message.Message):
 
     VERSION_FIELD_NUMBER: _builtins.int
     EVENTS_FIELD_NUMBER: _builtins.int
+    RECEIPT_FIELD_NUMBER: _builtins.int
     version: _builtins.int
     @_builtins.property
     def events(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.EventEnvelope]: ...
+    @_builtins.property
+    def receipt(self) -> Global___Receipt:
+        """the engine's signed word that the log reached `version`"""
+
     def __init__(
         self,
         *,
         version: _builtins.int = ...,
         events: _abc.Iterable[_events_pb2.EventEnvelope] | None = ...,
+        receipt: Global___Receipt | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["receipt", b"receipt"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "receipt", b"receipt", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SubmitActionResponse: _TypeAlias = SubmitActionResponse  # noqa: Y015
+
+@_typing.final
+class Receipt(_message.Message):
+    """The engine's signature over (game id, version, chain head): proof that the game's log
+    held this history (docs/auditing.md, "Receipts").
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
+    CHAIN_HEAD_FIELD_NUMBER: _builtins.int
+    KEY_ID_FIELD_NUMBER: _builtins.int
+    SIGNATURE_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    version: _builtins.int
+    chain_head: _builtins.bytes
+    """the chain hash of the envelope at `version`"""
+    key_id: _builtins.str
+    """hex SHA-256 of the engine's raw public key"""
+    signature: _builtins.bytes
+    """Ed25519 over the receipt's signing bytes"""
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        version: _builtins.int = ...,
+        chain_head: _builtins.bytes = ...,
+        key_id: _builtins.str = ...,
+        signature: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_head", b"chain_head", "game_id", b"game_id", "key_id", b"key_id", "signature", b"signature", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Receipt: _TypeAlias = Receipt  # noqa: Y015
+
+@_typing.final
+class GetGameLogRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    FROM_VERSION_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    """max 64 chars"""
+    from_version: _builtins.int
+    """0 or 1: from the start"""
+    page_size: _builtins.int
+    """envelopes per page; 0 = 500, at most 1000"""
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        from_version: _builtins.int = ...,
+        page_size: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["from_version", b"from_version", "game_id", b"game_id", "page_size", b"page_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetGameLogRequest: _TypeAlias = GetGameLogRequest  # noqa: Y015
+
+@_typing.final
+class LoggedEnvelope(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VERSION_FIELD_NUMBER: _builtins.int
+    ENVELOPE_FIELD_NUMBER: _builtins.int
+    REDACTED_FIELD_NUMBER: _builtins.int
+    CHAIN_HASH_FIELD_NUMBER: _builtins.int
+    version: _builtins.int
+    envelope: _builtins.bytes
+    """the EventEnvelope exactly as stored (hash these bytes)"""
+    redacted: _builtins.bool
+    """a live game's hidden shuffle: `envelope` is re-encoded without"""
+    chain_hash: _builtins.bytes
+    """its values and `chain_hash` is the stored envelope's
+    the chain hash of the stored envelope
+    """
+    def __init__(
+        self,
+        *,
+        version: _builtins.int = ...,
+        envelope: _builtins.bytes = ...,
+        redacted: _builtins.bool = ...,
+        chain_hash: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_hash", b"chain_hash", "envelope", b"envelope", "redacted", b"redacted", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LoggedEnvelope: _TypeAlias = LoggedEnvelope  # noqa: Y015
+
+@_typing.final
+class GetGameLogResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    GAME_FIELD_NUMBER: _builtins.int
+    ENVELOPES_FIELD_NUMBER: _builtins.int
+    LAST_VERSION_FIELD_NUMBER: _builtins.int
+    FINISHED_FIELD_NUMBER: _builtins.int
+    NEXT_FROM_VERSION_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    game: _builtins.str
+    last_version: _builtins.int
+    """the log's length when read"""
+    finished: _builtins.bool
+    next_from_version: _builtins.int
+    """0 when this page reached the end"""
+    @_builtins.property
+    def envelopes(self) -> _containers.RepeatedCompositeFieldContainer[Global___LoggedEnvelope]: ...
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        game: _builtins.str = ...,
+        envelopes: _abc.Iterable[Global___LoggedEnvelope] | None = ...,
+        last_version: _builtins.int = ...,
+        finished: _builtins.bool = ...,
+        next_from_version: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["envelopes", b"envelopes", "finished", b"finished", "game", b"game", "game_id", b"game_id", "last_version", b"last_version", "next_from_version", b"next_from_version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetGameLogResponse: _TypeAlias = GetGameLogResponse  # noqa: Y015
+
+@_typing.final
+class GetEngineKeyRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetEngineKeyRequest: _TypeAlias = GetEngineKeyRequest  # noqa: Y015
+
+@_typing.final
+class GetEngineKeyResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PUBLIC_KEY_FIELD_NUMBER: _builtins.int
+    KEY_ID_FIELD_NUMBER: _builtins.int
+    public_key: _builtins.str
+    """lowercase hex of the raw 32-byte Ed25519 public key"""
+    key_id: _builtins.str
+    """hex SHA-256 of the raw public key"""
+    def __init__(
+        self,
+        *,
+        public_key: _builtins.str = ...,
+        key_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key_id", b"key_id", "public_key", b"public_key"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetEngineKeyResponse: _TypeAlias = GetEngineKeyResponse  # noqa: Y015
 
 @_typing.final
 class WatchGameRequest(_message.Message):

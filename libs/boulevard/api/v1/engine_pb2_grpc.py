@@ -71,6 +71,16 @@ class EngineServiceStub:
                 request_serializer=boulevard_dot_v1_dot_engine__pb2.RevealSeedRequest.SerializeToString,
                 response_deserializer=boulevard_dot_v1_dot_engine__pb2.RevealSeedResponse.FromString,
                 _registered_method=True)
+        self.GetGameLog = channel.unary_unary(
+                '/boulevard.v1.EngineService/GetGameLog',
+                request_serializer=boulevard_dot_v1_dot_engine__pb2.GetGameLogRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_engine__pb2.GetGameLogResponse.FromString,
+                _registered_method=True)
+        self.GetEngineKey = channel.unary_unary(
+                '/boulevard.v1.EngineService/GetEngineKey',
+                request_serializer=boulevard_dot_v1_dot_engine__pb2.GetEngineKeyRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_engine__pb2.GetEngineKeyResponse.FromString,
+                _registered_method=True)
 
 
 class EngineServiceServicer:
@@ -123,6 +133,21 @@ class EngineServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetGameLog(self, request, context):
+        """The game's log as stored, page by page, for auditors (docs/auditing.md): everything
+        once the game is over; during a game, shuffles are hidden as in WatchGame.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetEngineKey(self, request, context):
+        """The Ed25519 key that signs receipts (SubmitActionResponse.receipt).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EngineServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -160,6 +185,16 @@ def add_EngineServiceServicer_to_server(servicer, server):
                     servicer.RevealSeed,
                     request_deserializer=boulevard_dot_v1_dot_engine__pb2.RevealSeedRequest.FromString,
                     response_serializer=boulevard_dot_v1_dot_engine__pb2.RevealSeedResponse.SerializeToString,
+            ),
+            'GetGameLog': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetGameLog,
+                    request_deserializer=boulevard_dot_v1_dot_engine__pb2.GetGameLogRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_engine__pb2.GetGameLogResponse.SerializeToString,
+            ),
+            'GetEngineKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetEngineKey,
+                    request_deserializer=boulevard_dot_v1_dot_engine__pb2.GetEngineKeyRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_engine__pb2.GetEngineKeyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -353,6 +388,60 @@ class EngineService:
             '/boulevard.v1.EngineService/RevealSeed',
             boulevard_dot_v1_dot_engine__pb2.RevealSeedRequest.SerializeToString,
             boulevard_dot_v1_dot_engine__pb2.RevealSeedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetGameLog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/boulevard.v1.EngineService/GetGameLog',
+            boulevard_dot_v1_dot_engine__pb2.GetGameLogRequest.SerializeToString,
+            boulevard_dot_v1_dot_engine__pb2.GetGameLogResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetEngineKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/boulevard.v1.EngineService/GetEngineKey',
+            boulevard_dot_v1_dot_engine__pb2.GetEngineKeyRequest.SerializeToString,
+            boulevard_dot_v1_dot_engine__pb2.GetEngineKeyResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -46,6 +46,12 @@ class EngineServiceStub:
     checked against the seat's commitment and recorded in the game's log. No chance is
     resolved before every seat has revealed or the reveal deadline has passed.
     """
+    GetGameLog: _grpc.UnaryUnaryMultiCallable[_engine_pb2.GetGameLogRequest, _engine_pb2.GetGameLogResponse]
+    """The game's log as stored, page by page, for auditors (docs/auditing.md): everything
+    once the game is over; during a game, shuffles are hidden as in WatchGame.
+    """
+    GetEngineKey: _grpc.UnaryUnaryMultiCallable[_engine_pb2.GetEngineKeyRequest, _engine_pb2.GetEngineKeyResponse]
+    """The Ed25519 key that signs receipts (SubmitActionResponse.receipt)."""
 
 @_typing.type_check_only
 class EngineServiceAsyncStub(EngineServiceStub):
@@ -65,6 +71,12 @@ class EngineServiceAsyncStub(EngineServiceStub):
     checked against the seat's commitment and recorded in the game's log. No chance is
     resolved before every seat has revealed or the reveal deadline has passed.
     """
+    GetGameLog: _aio.UnaryUnaryMultiCallable[_engine_pb2.GetGameLogRequest, _engine_pb2.GetGameLogResponse]  # type: ignore[assignment]
+    """The game's log as stored, page by page, for auditors (docs/auditing.md): everything
+    once the game is over; during a game, shuffles are hidden as in WatchGame.
+    """
+    GetEngineKey: _aio.UnaryUnaryMultiCallable[_engine_pb2.GetEngineKeyRequest, _engine_pb2.GetEngineKeyResponse]  # type: ignore[assignment]
+    """The Ed25519 key that signs receipts (SubmitActionResponse.receipt)."""
 
 class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
     """Hosts every game: turns player actions into events on the GAMES stream and rebuilds any
@@ -123,5 +135,23 @@ class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
         checked against the seat's commitment and recorded in the game's log. No chance is
         resolved before every seat has revealed or the reveal deadline has passed.
         """
+
+    @_abc_1.abstractmethod
+    def GetGameLog(
+        self,
+        request: _engine_pb2.GetGameLogRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_engine_pb2.GetGameLogResponse, _abc.Awaitable[_engine_pb2.GetGameLogResponse]]:
+        """The game's log as stored, page by page, for auditors (docs/auditing.md): everything
+        once the game is over; during a game, shuffles are hidden as in WatchGame.
+        """
+
+    @_abc_1.abstractmethod
+    def GetEngineKey(
+        self,
+        request: _engine_pb2.GetEngineKeyRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_engine_pb2.GetEngineKeyResponse, _abc.Awaitable[_engine_pb2.GetEngineKeyResponse]]:
+        """The Ed25519 key that signs receipts (SubmitActionResponse.receipt)."""
 
 def add_EngineServiceServicer_to_server(servicer: EngineServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

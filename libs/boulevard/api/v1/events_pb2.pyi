@@ -121,6 +121,7 @@ class EventEnvelope(_message.Message):
     CORRELATION_ID_FIELD_NUMBER: _builtins.int
     PAYLOAD_FIELD_NUMBER: _builtins.int
     TRANSFERS_FIELD_NUMBER: _builtins.int
+    PREV_HASH_FIELD_NUMBER: _builtins.int
     event_id: _builtins.str
     """unique; also the Nats-Msg-Id of the message"""
     type: _builtins.str
@@ -139,6 +140,11 @@ class EventEnvelope(_message.Message):
     """the conversation it belongs to (e.g. the match id)"""
     payload: _builtins.bytes
     """the event itself: canonical JSON from boulevard.games.codec"""
+    prev_hash: _builtins.bytes
+    """The game log's hash chain (docs/auditing.md): the chain hash of the envelope at
+    version - 1 (32 zero bytes for version 1). An envelope's own chain hash is
+    SHA-256("boulevard.game.chain.v1" || 0x00 || its stored bytes).
+    """
     @_builtins.property
     def transfers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Transfer]:
         """the money it moves, lifted from the payload"""
@@ -156,10 +162,11 @@ class EventEnvelope(_message.Message):
         correlation_id: _builtins.str = ...,
         payload: _builtins.bytes = ...,
         transfers: _abc.Iterable[Global___Transfer] | None = ...,
+        prev_hash: _builtins.bytes = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["causation_id", b"causation_id", "correlation_id", b"correlation_id", "event_id", b"event_id", "game", b"game", "game_id", b"game_id", "payload", b"payload", "time_unix_ms", b"time_unix_ms", "transfers", b"transfers", "type", b"type", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["causation_id", b"causation_id", "correlation_id", b"correlation_id", "event_id", b"event_id", "game", b"game", "game_id", b"game_id", "payload", b"payload", "prev_hash", b"prev_hash", "time_unix_ms", b"time_unix_ms", "transfers", b"transfers", "type", b"type", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -204,11 +211,14 @@ class MatchSeat(_message.Message):
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     BOT_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_COMMITMENT_FIELD_NUMBER: _builtins.int
+    PUBLIC_KEY_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     player_id: _builtins.str
     bot: _builtins.bool
     client_seed_commitment: _builtins.str
     """lowercase hex SHA-256 of the seat's client seed"""
+    public_key: _builtins.str
+    """hex Ed25519 key that signs this seat's moves (bots: the bot key)"""
     def __init__(
         self,
         *,
@@ -216,10 +226,11 @@ class MatchSeat(_message.Message):
         player_id: _builtins.str = ...,
         bot: _builtins.bool = ...,
         client_seed_commitment: _builtins.str = ...,
+        public_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot", "client_seed_commitment", b"client_seed_commitment", "player_id", b"player_id", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot", "client_seed_commitment", b"client_seed_commitment", "player_id", b"player_id", "public_key", b"public_key", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -105,6 +105,7 @@ class Ticket(_message.Message):
     STATUS_REASON_FIELD_NUMBER: _builtins.int
     CANCEL_REQUESTED_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_COMMITMENT_FIELD_NUMBER: _builtins.int
+    PUBLIC_KEY_FIELD_NUMBER: _builtins.int
     ticket_id: _builtins.str
     player_id: _builtins.str
     game: _builtins.str
@@ -136,6 +137,8 @@ class Ticket(_message.Message):
     """ticket is cancelled instead of going back to the queue
     hex SHA-256 of the player's client seed
     """
+    public_key: _builtins.str
+    """the seat's Ed25519 key (docs/trust.md, docs/auditing.md)"""
     def __init__(
         self,
         *,
@@ -157,10 +160,11 @@ class Ticket(_message.Message):
         status_reason: _builtins.str = ...,
         cancel_requested: _builtins.bool = ...,
         client_seed_commitment: _builtins.str = ...,
+        public_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after_seconds", b"bot_fill_after_seconds", "cancel_requested", b"cancel_requested", "client_seed_commitment", b"client_seed_commitment", "created_unix_ms", b"created_unix_ms", "expires_unix_ms", b"expires_unix_ms", "game", b"game", "game_id", b"game_id", "match_id", b"match_id", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "player_token", b"player_token", "rating", b"rating", "seat", b"seat", "status", b"status", "status_reason", b"status_reason", "ticket_id", b"ticket_id", "updated_unix_ms", b"updated_unix_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after_seconds", b"bot_fill_after_seconds", "cancel_requested", b"cancel_requested", "client_seed_commitment", b"client_seed_commitment", "created_unix_ms", b"created_unix_ms", "expires_unix_ms", b"expires_unix_ms", "game", b"game", "game_id", b"game_id", "match_id", b"match_id", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "player_token", b"player_token", "public_key", b"public_key", "rating", b"rating", "seat", b"seat", "status", b"status", "status_reason", b"status_reason", "ticket_id", b"ticket_id", "updated_unix_ms", b"updated_unix_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -177,6 +181,7 @@ class CreateTicketRequest(_message.Message):
     MAX_SEATS_FIELD_NUMBER: _builtins.int
     BOT_FILL_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_COMMITMENT_FIELD_NUMBER: _builtins.int
+    PUBLIC_KEY_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     """idempotency key: a retry returns the same ticket (empty: none); max 128 chars"""
     player_id: _builtins.str
@@ -193,6 +198,11 @@ class CreateTicketRequest(_message.Message):
     """lowercase hex SHA-256 of the player's UTF-8 client seed (docs/fairness.md); empty: none
     max 64 chars
     """
+    public_key: _builtins.str
+    """Required: lowercase hex of the raw 32-byte Ed25519 public key that will sign this
+    player's moves (docs/auditing.md); bound to the seat in GameCreated.
+    max 64 chars
+    """
     def __init__(
         self,
         *,
@@ -203,10 +213,11 @@ class CreateTicketRequest(_message.Message):
         max_seats: _builtins.int = ...,
         bot_fill_after_seconds: _builtins.int = ...,
         client_seed_commitment: _builtins.str = ...,
+        public_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after_seconds", b"bot_fill_after_seconds", "client_seed_commitment", b"client_seed_commitment", "game", b"game", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "request_id", b"request_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after_seconds", b"bot_fill_after_seconds", "client_seed_commitment", b"client_seed_commitment", "game", b"game", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "public_key", b"public_key", "request_id", b"request_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,0 +1,506 @@
+"""`audit game`, the pure part: does a game's log follow from its players' signed commands
+and the recorded dice, under the game's own rules? (docs/auditing.md)
+
+Input is what anyone can fetch once a game is over: the log's envelopes as stored (bytes),
+and optionally the dice records, the match, the engine's key with receipts players kept,
+and the ledger's postings for the game. One forward pass checks, version by version:
+
+- the chain: versions 1, 2, … in order, each envelope naming the previous one's hash;
+- the opening: `GameCreated`, then exactly what `new_game` says;
+- every later event is explained: a `CommandAccepted` whose signature verifies under its
+  seat's bound key, followed by exactly the events `decide` gives for that command on the
+  replayed state; a `ChanceResolved` the state asked for and the dice service recorded; a
+  `GameFinished` that is what `outcome` says. Anything else is a forgery;
+- receipts: the log's hash at each receipt's version is the one the engine signed;
+- money: each event's transfers are what the ledger posted for it, and nothing else.
+
+The first version that does not follow raises `GameAuditFailed(version, what was expected)`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf.message import DecodeError
+
+from boulevard.api.v1 import engine_pb2, events_pb2
+from boulevard.audit.signing import (
+    ZERO_HASH,
+    Receipt,
+    chain_hash,
+    command_signing_bytes,
+    parse_public_key,
+    verify,
+)
+from boulevard.client.mapping import action_to_command
+from boulevard.games import REGISTRY
+from boulevard.games.base import (
+    ChanceResolved,
+    CommandAccepted,
+    GameCreated,
+    GameDefinition,
+    GameFinished,
+    RulesError,
+    transfers_of,
+)
+from boulevard.games.codec import Codec
+
+
+class GameAuditFailed(Exception):
+    """The log stops following from its commands at `version`."""
+
+    def __init__(self, version: int, message: str) -> None:
+        super().__init__(f"version {version}: {message}")
+        self.version = version
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class DiceRecord:
+    """One outcome as the dice service recorded it (ListOutcomes)."""
+
+    nonce: int
+    kind: str  # "roll" or "shuffle"
+    values: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SeatBinding:
+    """What the match says about a seat, to compare with GameCreated."""
+
+    seat: int
+    player_id: str
+    bot: bool
+    public_key: str
+
+
+@dataclass
+class GameAuditReport:
+    game_id: str
+    game: str = ""
+    versions: int = 0
+    commands: int = 0
+    chance: int = 0
+    finished: bool = False
+    head: bytes = ZERO_HASH  # the chain hash of the last envelope
+    heads: dict[int, bytes] = field(default_factory=dict)
+    receipts: int = 0
+    ledger_entries: int = 0
+    bot_seats: tuple[int, ...] = ()
+    operator_key_seats: tuple[int, ...] = ()  # seats signed with the operator's bot key
+    partial: str = ""  # why the audit stopped early (a live game's hidden shuffle)
+
+    def summary(self) -> str:
+        state = "finished" if self.finished else "in progress"
+        text = (
+            f"{self.game} game {self.game_id} ({state}): {self.versions} events follow from "
+            f"{self.commands} signed commands and {self.chance} recorded outcomes; "
+            f"chain head {self.head.hex()}"
+        )
+        if self.receipts:
+            text += f"; {self.receipts} receipts agree"
+        if self.ledger_entries:
+            text += f"; {self.ledger_entries} ledger entries match the money moved"
+        if self.bot_seats:
+            text += f"; bot seats {list(self.bot_seats)}"
+        if self.operator_key_seats:
+            text += f"; seats signed with the operator's bot key {list(self.operator_key_seats)}"
+        if self.partial:
+            text += f"; stopped early: {self.partial}"
+        return text
+
+
+Postings = Sequence[tuple[str, int]]  # (account name in the game's book, signed amount)
+
+
+def expected_postings(transfers: Sequence[Any]) -> list[tuple[str, int]]:
+    """What the ledger must post for an event's transfers (two postings per transfer)."""
+    out: list[tuple[str, int]] = []
+    for t in transfers:
+        out.append((t.source, -int(t.amount)))
+        out.append((t.target, int(t.amount)))
+    return sorted(out)
+
+
+def audit_game_log(
+    game_id: str,
+    log: Sequence[bytes],
+    *,
+    dice: Mapping[int, DiceRecord] | None = None,
+    commitment: str | None = None,
+    match_id: str | None = None,
+    match_seats: Sequence[SeatBinding] | None = None,
+    engine_key: bytes | None = None,
+    receipts: Sequence[Receipt] = (),
+    ledger: Mapping[int, Postings] | None = None,
+    anchors: Sequence[tuple[int, bytes]] = (),
+    bot_key: str = "",
+    redacted: frozenset[int] = frozenset(),
+) -> GameAuditReport:
+    """Check `log` (envelope bytes as stored, version 1 first); raise GameAuditFailed at the
+    first version that does not follow. Optional inputs are checked when given; versions
+    in `redacted` (a live game's hidden shuffles) end the audit there."""
+    return _Audit(game_id, dice, engine_key, receipts, ledger, anchors, bot_key).run(
+        log, commitment, match_id, match_seats, redacted
+    )
+
+
+class _Audit:
+    def __init__(
+        self,
+        game_id: str,
+        dice: Mapping[int, DiceRecord] | None,
+        engine_key: bytes | None,
+        receipts: Sequence[Receipt],
+        ledger: Mapping[int, Postings] | None,
+        anchors: Sequence[tuple[int, bytes]],
+        bot_key: str,
+    ) -> None:
+        self.game_id = game_id
+        self.dice = dice
+        self.engine_key = engine_key
+        self.receipts: dict[int, list[Receipt]] = {}
+        for r in receipts:
+            self.receipts.setdefault(r.version, []).append(r)
+        self.ledger = ledger
+        self.anchors = anchors
+        self.bot_key = bot_key
+        self.report = GameAuditReport(game_id)
+        self.game: GameDefinition[Any, Any, Any, Any] | None = None
+        self.codec = Codec(())
+        self.created: GameCreated | None = None
+        self.state: Any = None
+        self.expected: deque[Any] = deque()  # events still owed by the last command/opening
+        self.cause = ""
+        self.keys_used: set[str] = set()
+        self.nonces_used: set[int] = set()
+        self.last_nonce = -1
+
+    def run(
+        self,
+        log: Sequence[bytes],
+        commitment: str | None,
+        match_id: str | None,
+        match_seats: Sequence[SeatBinding] | None,
+        redacted: frozenset[int],
+    ) -> GameAuditReport:
+        report = self.report
+        prev = ZERO_HASH
+        for i, data in enumerate(log):
+            version = i + 1
+            if version in redacted:
+                report.partial = f"version {version} is hidden until the game ends"
+                break
+            env = self._envelope(version, data, prev)
+            prev = chain_hash(data)
+            report.heads[version] = prev
+            report.head = prev
+            report.versions = version
+            if version == 1:
+                self._opening(env, commitment, match_id, match_seats)
+            else:
+                self._event(version, env)
+            self._check_receipts(version, prev)
+            self._check_money(version, env)
+        end = report.versions + 1
+        if self.expected and not report.partial:
+            raise GameAuditFailed(
+                end,
+                f"the log ends before the {len(self.expected)} event(s) owed by "
+                f"{self.cause or 'the opening'} (next: {type(self.expected[0]).__name__})",
+            )
+        if not log:
+            raise GameAuditFailed(1, "the log is empty: expected GameCreated")
+        for version in sorted(self.receipts):
+            if version > report.versions and not report.partial:
+                raise GameAuditFailed(
+                    version,
+                    f"a receipt signs version {version}, but the log ends at "
+                    f"{report.versions}: history was deleted",
+                )
+        if self.ledger is not None and not report.partial:
+            for version in sorted(self.ledger):
+                if version > report.versions:
+                    raise GameAuditFailed(
+                        version, f"the ledger posted money for version {version}, not in the log"
+                    )
+        for version, head in self.anchors:
+            if report.heads.get(version) != head:
+                raise GameAuditFailed(
+                    version,
+                    f"the ledger anchors chain head {head.hex()} at version {version}; the "
+                    f"log's is {report.heads.get(version, b'').hex() or 'missing'}",
+                )
+        return report
+
+    # -- the chain --------------------------------------------------------------------------
+
+    def _envelope(self, version: int, data: bytes, prev: bytes) -> events_pb2.EventEnvelope:
+        try:
+            env = events_pb2.EventEnvelope.FromString(data)
+        except DecodeError:
+            raise GameAuditFailed(version, "not an EventEnvelope") from None
+        if env.version != version:
+            raise GameAuditFailed(
+                version,
+                f"expected the envelope of version {version}, found version {env.version} "
+                "(a commit deleted or reordered)",
+            )
+        if env.game_id != self.game_id:
+            raise GameAuditFailed(version, f"envelope of game {env.game_id!r}, not this one")
+        if bytes(env.prev_hash) != prev:
+            raise GameAuditFailed(
+                version,
+                f"prev_hash {bytes(env.prev_hash).hex() or '(none)'} is not the chain hash of "
+                f"version {version - 1} ({prev.hex()}): the history before it was changed",
+            )
+        return env
+
+    def _check_receipts(self, version: int, head: bytes) -> None:
+        for r in self.receipts.get(version, ()):
+            if r.game_id != self.game_id:
+                raise GameAuditFailed(version, f"a receipt for game {r.game_id!r}")
+            if self.engine_key is None or not r.verify(self.engine_key):
+                raise GameAuditFailed(version, "a receipt whose engine signature does not verify")
+            if r.chain_head != head:
+                raise GameAuditFailed(
+                    version,
+                    f"the engine signed chain head {r.chain_head.hex()} at version {version}; "
+                    f"the log has {head.hex()}: history was rewritten",
+                )
+            self.report.receipts += 1
+
+    def _check_money(self, version: int, env: events_pb2.EventEnvelope) -> None:
+        if self.ledger is None:
+            return
+        want = expected_postings(env.transfers)
+        got = sorted(self.ledger.get(version, ()))
+        if want != got:
+            raise GameAuditFailed(
+                version,
+                f"the event moves {want or 'no money'} but the ledger posted {got or 'nothing'}",
+            )
+        if got:
+            self.report.ledger_entries += 1
+
+    # -- the rules --------------------------------------------------------------------------
+
+    def _decode(self, version: int, env: events_pb2.EventEnvelope) -> Any:
+        try:
+            event = self.codec.loads(env.payload)
+        except RulesError as err:
+            raise GameAuditFailed(version, f"undecodable payload: {err.message}") from None
+        if env.type != type(event).__name__:
+            raise GameAuditFailed(
+                version, f"envelope type {env.type!r} but payload {type(event).__name__}"
+            )
+        lifted = expected_postings(env.transfers)
+        if lifted != expected_postings(transfers_of(event)):
+            raise GameAuditFailed(
+                version, "the envelope's transfers are not the ones its payload moves"
+            )
+        return event
+
+    def _opening(
+        self,
+        env: events_pb2.EventEnvelope,
+        commitment: str | None,
+        match_id: str | None,
+        match_seats: Sequence[SeatBinding] | None,
+    ) -> None:
+        created = self._decode(1, env)
+        if not isinstance(created, GameCreated):
+            raise GameAuditFailed(1, f"expected GameCreated first, found {env.type}")
+        game = REGISTRY.get(created.game)
+        if game is None or env.game != created.game:
+            raise GameAuditFailed(1, f"unknown game {created.game!r}")
+        self.game, self.created = game, created
+        self.report.game = game.name
+        self.codec = Codec((*game.event_types, *game.command_types))
+        if [s.seat for s in created.seats] != list(range(len(created.seats))):
+            raise GameAuditFailed(1, "seats are not numbered 0..n-1 in order")
+        for s in created.seats:
+            try:
+                parse_public_key(s.public_key)
+            except ValueError as err:
+                raise GameAuditFailed(1, f"seat {s.seat} has no valid key: {err}") from None
+        self.report.bot_seats = tuple(s.seat for s in created.seats if s.bot)
+        if self.bot_key:
+            self.report.operator_key_seats = tuple(
+                s.seat for s in created.seats if s.public_key == self.bot_key
+            )
+        if commitment is not None and created.seed_commitment != commitment:
+            raise GameAuditFailed(
+                1,
+                f"GameCreated publishes dice commitment {created.seed_commitment}, the dice "
+                f"service recorded {commitment}",
+            )
+        if match_id is not None and created.match_id != match_id:
+            raise GameAuditFailed(1, f"GameCreated names match {created.match_id!r}")
+        if match_seats is not None:
+            seated = [SeatBinding(s.seat, s.player_id, s.bot, s.public_key) for s in created.seats]
+            if seated != sorted(match_seats, key=lambda s: s.seat):
+                raise GameAuditFailed(1, f"seats {seated} are not the match's {list(match_seats)}")
+        self.state = game.initial_state()
+        try:
+            self.expected = deque(game.new_game(created.config))
+        except RulesError as err:
+            raise GameAuditFailed(1, f"new_game refuses the options: {err.message}") from None
+        self.cause = "new_game"
+
+    def _event(self, version: int, env: events_pb2.EventEnvelope) -> None:
+        game, created = self.game, self.created
+        assert game is not None and created is not None
+        event = self._decode(version, env)
+        if self.report.finished:
+            raise GameAuditFailed(version, f"{env.type} after GameFinished")
+        if self.expected:
+            want = self.expected.popleft()
+            if self.codec.dumps(want) != env.payload:
+                raise GameAuditFailed(
+                    version,
+                    f"{self.cause} gives {self.codec.dumps(want).decode()}, the log records "
+                    f"{env.payload.decode(errors='replace')}",
+                )
+            self.state = game.evolve(self.state, event)
+            return
+        match event:
+            case CommandAccepted():
+                self._command(version, env, event)
+            case ChanceResolved():
+                self._chance(version, event)
+            case GameFinished():
+                self._finished(version, event)
+            case GameCreated():
+                raise GameAuditFailed(version, "a second GameCreated")
+            case _:
+                raise GameAuditFailed(
+                    version,
+                    f"{env.type} follows from no command, recorded outcome or game end: "
+                    f"expected a CommandAccepted, ChanceResolved or GameFinished",
+                )
+
+    def _command(
+        self, version: int, env: events_pb2.EventEnvelope, accepted: CommandAccepted
+    ) -> None:
+        game, created = self.game, self.created
+        assert game is not None and created is not None
+        pending = game.chance(self.state)
+        if pending is not None:
+            raise GameAuditFailed(
+                version, f"a command while the game waits for chance ({pending.purpose})"
+            )
+        if game.outcome(self.state).finished:
+            raise GameAuditFailed(version, "a command after the game's end")
+        seats = {s.seat: s for s in created.seats}
+        seat = seats.get(accepted.seat)
+        if seat is None:
+            raise GameAuditFailed(version, f"a command for seat {accepted.seat}, not in the game")
+        if accepted.player_id != seat.player_id:
+            raise GameAuditFailed(
+                version, f"seat {seat.seat} is {seat.player_id!r}, not {accepted.player_id!r}"
+            )
+        if accepted.expected_version not in (0, version - 1):
+            raise GameAuditFailed(
+                version,
+                f"the command was signed for version {accepted.expected_version}, "
+                f"but follows version {version - 1}",
+            )
+        if not accepted.idempotency_key or accepted.idempotency_key in self.keys_used:
+            raise GameAuditFailed(
+                version, f"idempotency key {accepted.idempotency_key!r} used twice (a replay)"
+            )
+        self.keys_used.add(accepted.idempotency_key)
+        try:
+            action_bytes = bytes.fromhex(accepted.action)
+            signature = bytes.fromhex(accepted.signature)
+        except ValueError:
+            raise GameAuditFailed(version, "action or signature is not hex") from None
+        message = command_signing_bytes(
+            self.game_id,
+            accepted.seat,
+            accepted.expected_version,
+            accepted.idempotency_key,
+            action_bytes,
+        )
+        if not verify(bytes.fromhex(seat.public_key), signature, message):
+            raise GameAuditFailed(
+                version, f"the signature does not verify under seat {seat.seat}'s key"
+            )
+        try:
+            action = engine_pb2.Action.FromString(action_bytes)
+            command = action_to_command(game, action)
+        except (DecodeError, TypeError, ValueError, RulesError) as err:
+            raise GameAuditFailed(version, f"the signed action is not a command: {err}") from None
+        if getattr(command, "seat", seat.seat) != seat.seat:
+            raise GameAuditFailed(version, f"seat {seat.seat} signed a move for another seat")
+        try:
+            events = game.decide(command, self.state)
+        except RulesError as err:
+            raise GameAuditFailed(
+                version, f"the rules refuse this command ({err.code}: {err.message})"
+            ) from None
+        if not events:
+            raise GameAuditFailed(version, "the command changes nothing")
+        self.expected = deque(events)
+        self.cause = f"the command at version {version} ({type(command).__name__})"
+        self.report.commands += 1
+
+    def _chance(self, version: int, resolved: ChanceResolved) -> None:
+        game = self.game
+        assert game is not None
+        request = game.chance(self.state)
+        if request is None:
+            raise GameAuditFailed(version, "a ChanceResolved the game did not ask for")
+        asked = (request.purpose, request.kind, request.sides)
+        got = (resolved.purpose, resolved.kind, resolved.sides)
+        if asked != got or len(resolved.values) != request.count:
+            raise GameAuditFailed(
+                version,
+                f"the game asked for {request.count} x {asked}, the log answers "
+                f"{len(resolved.values)} x {got}",
+            )
+        if self.dice is not None:
+            record = self.dice.get(resolved.nonce)
+            if record is None:
+                raise GameAuditFailed(
+                    version, f"outcome nonce {resolved.nonce} is not in the dice records"
+                )
+            if resolved.nonce in self.nonces_used or resolved.nonce <= self.last_nonce:
+                raise GameAuditFailed(
+                    version, f"outcome nonce {resolved.nonce} used twice or out of order"
+                )
+            if record.values != resolved.values or record.kind != resolved.kind.value:
+                raise GameAuditFailed(
+                    version,
+                    f"the dice service recorded {record.kind} {list(record.values)} for nonce "
+                    f"{resolved.nonce}; the log uses {resolved.kind.value} "
+                    f"{list(resolved.values)}",
+                )
+            self.nonces_used.add(resolved.nonce)
+            self.last_nonce = resolved.nonce
+        self.state = game.evolve(self.state, resolved)
+        self.report.chance += 1
+
+    def _finished(self, version: int, finished: GameFinished) -> None:
+        game, created = self.game, self.created
+        assert game is not None and created is not None
+        if game.chance(self.state) is not None:
+            raise GameAuditFailed(version, "GameFinished while the game waits for chance")
+        outcome = game.outcome(self.state)
+        want = GameFinished(
+            ranking=outcome.ranking,
+            scores=outcome.scores,
+            player_ids=tuple(s.player_id for s in created.seats),
+            reason=outcome.reason,
+        )
+        if not outcome.finished or want != finished:
+            said = self.codec.dumps(want).decode() if outcome.finished else "the game goes on"
+            raise GameAuditFailed(
+                version,
+                f"the rules say {said}; the log records {self.codec.dumps(finished).decode()}",
+            )
+        self.report.finished = True

@@ -1,0 +1,313 @@
+"""`boulevard audit game <game_id>` and `boulevard audit all`: check that a game's log
+follows, event by event, from its players' signed commands and the recorded dice, under the
+game's own rules, without trusting the operator (docs/auditing.md).
+
+Fetched through public gRPC APIs only: the log as stored (`EngineService.GetGameLog`), the
+engine's receipt key (`GetEngineKey`), the dice records and commitment (`DiceService`), the
+ledger's entries for the game (`LedgerService.ListEntries`); checked locally with
+`boulevard.audit.game_log`. Receipts players kept (`--receipts FILE`, JSON lines of
+{"game_id", "version", "chain_head", "key_id", "signature"}, hex) are checked against the
+log. Prints PASS with a summary, or FAIL naming the first version that does not follow and
+what was expected. Exit codes: 0 pass, 1 a check failed, 2 could not audit.
+
+`audit all` runs the game audit and the dice audit over every finished game (or the first
+--limit), printing one progress line per game, then the ledger audit once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from boulevard.accounting import decode_entry
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.audit.game_log import (
+    DiceRecord,
+    GameAuditFailed,
+    GameAuditReport,
+    audit_game_log,
+)
+from boulevard.audit.signing import Receipt
+from boulevard.cli import audit_ledger
+from boulevard.cli.audit_dice import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, SubParsers, _subparsers_of
+from boulevard.client.dice import DiceReader, kind_name
+from boulevard.client.ledger import LedgerClient
+from boulevard.platform.settings import Settings
+
+
+@dataclass
+class Addresses:
+    engine: str
+    dice: str | None
+    ledger: str | None
+
+
+def add_parser(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
+    """Add `audit game` and `audit all` beside the other audits (give the top-level
+    subparsers; `audit` must exist)."""
+    audit = subparsers.choices["audit"]
+    commands = _subparsers_of(audit)
+    assert commands is not None
+    game = commands.add_parser(
+        "game",
+        help="re-run a game's rules over its signed, hash-chained log",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    game.add_argument("game_id")
+    _addresses(game)
+    game.add_argument("--receipts", type=Path, default=None, help="JSON lines of receipts to check")
+    game.add_argument(
+        "--engine-key",
+        default="",
+        help="the engine's receipt key (hex) obtained out of band; default: the key "
+        "GetEngineKey publishes",
+    )
+    game.add_argument("--json", action="store_true", help="print the result as JSON")
+    game.set_defaults(func=run_game)
+    every = commands.add_parser(
+        "all",
+        help="audit every finished game (rules, dice) and the ledger, with progress",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _addresses(every)
+    every.add_argument("--limit", type=int, default=0, help="audit at most this many games")
+    every.add_argument("--game-name", default="", help="only games of this registry name")
+    every.set_defaults(func=run_all)
+
+
+def _addresses(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", metavar="HOST:PORT", default=None, help="engine gRPC address")
+    p.add_argument("--dice", metavar="HOST:PORT", default=None, help="dice gRPC address")
+    p.add_argument("--ledger", metavar="HOST:PORT", default=None, help="ledger gRPC address")
+    p.add_argument("--no-dice", action="store_true", help="do not compare with dice records")
+    p.add_argument("--no-ledger", action="store_true", help="do not compare with the ledger")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds per call")
+
+
+def addresses_of(args: argparse.Namespace) -> Addresses:
+    s = Settings()
+    return Addresses(
+        engine=args.engine or f"{s.grpc_host}:{s.engine_port}",
+        dice=None if args.no_dice else (args.dice or f"{s.grpc_host}:{s.dice_port}"),
+        ledger=None if args.no_ledger else (args.ledger or f"{s.grpc_host}:{s.ledger_port}"),
+    )
+
+
+def load_receipts(path: Path) -> list[Receipt]:
+    out = []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            out.append(Receipt.from_json(json.loads(line)))
+    return out
+
+
+# -- fetching -------------------------------------------------------------------------------
+
+
+async def fetch_log(
+    stub: engine_pb2_grpc.EngineServiceStub, game_id: str, timeout: float
+) -> tuple[list[bytes], frozenset[int], bool]:
+    """The log's envelopes as stored, the versions served redacted, and whether the game
+    is over (then nothing is redacted)."""
+    log: list[bytes] = []
+    redacted: set[int] = set()
+    finished = False
+    start = 1
+    while start:
+        page = await stub.GetGameLog(
+            engine_pb2.GetGameLogRequest(game_id=game_id, from_version=start, page_size=1000),
+            timeout=timeout,
+        )
+        finished = page.finished
+        for e in page.envelopes:
+            log.append(bytes(e.envelope))
+            if e.redacted:
+                redacted.add(e.version)
+        start = page.next_from_version
+    return log, frozenset(redacted), finished
+
+
+async def fetch_dice(address: str, game_id: str, timeout: float) -> tuple[dict[int, Any], str]:
+    async with grpc.aio.insecure_channel(address) as channel:
+        reader = DiceReader(channel, timeout=timeout)
+        commitment = (await reader.get_commitment(game_id)).commitment.commitment
+        records = {
+            o.nonce: DiceRecord(o.nonce, kind_name(o.kind), tuple(o.values))
+            async for o in reader.outcomes(game_id)
+        }
+    return records, commitment
+
+
+async def fetch_ledger(
+    address: str, game_id: str, timeout: float
+) -> tuple[dict[int, list[tuple[str, int]]], list[tuple[int, bytes]]]:
+    """The game's postings per event version, checked from each entry's canonical bytes,
+    and the chain heads the ledger anchored for it."""
+    postings: dict[int, list[tuple[str, int]]] = {}
+    anchors: list[tuple[int, bytes]] = []
+    async with grpc.aio.insecure_channel(address) as channel:
+        async for e in LedgerClient(channel, timeout=timeout).entries(game_id=game_id):
+            entry = decode_entry(bytes(e.canonical))
+            if entry.source.game_id != game_id:
+                continue
+            if entry.anchor is not None:
+                anchors.append((entry.source.version, entry.anchor))
+                continue
+            postings.setdefault(entry.source.version, []).extend(
+                (p.account.name, p.amount) for p in entry.postings if p.account.book == game_id
+            )
+    return postings, anchors
+
+
+async def audit_one(
+    game_id: str,
+    addresses: Addresses,
+    *,
+    receipts: Sequence[Receipt] = (),
+    engine_key_hex: str = "",
+    timeout: float = 30.0,
+) -> GameAuditReport:
+    """Fetch everything public about one game and audit it; raises GameAuditFailed."""
+    async with grpc.aio.insecure_channel(addresses.engine) as channel:
+        stub = engine_pb2_grpc.EngineServiceStub(channel)
+        log, redacted, finished = await fetch_log(stub, game_id, timeout)
+        if engine_key_hex:
+            engine_key = bytes.fromhex(engine_key_hex)
+        else:
+            key = await stub.GetEngineKey(engine_pb2.GetEngineKeyRequest(), timeout=timeout)
+            engine_key = bytes.fromhex(key.public_key)
+    dice, commitment = (
+        await fetch_dice(addresses.dice, game_id, timeout) if addresses.dice else (None, None)
+    )
+    ledger, anchors = (
+        await fetch_ledger(addresses.ledger, game_id, timeout) if addresses.ledger else (None, [])
+    )
+    return audit_game_log(
+        game_id,
+        log,
+        dice=dice,
+        commitment=commitment,
+        engine_key=engine_key,
+        receipts=receipts,
+        # A live game's money may not be posted yet; compare once it is over.
+        ledger=ledger if finished else None,
+        anchors=anchors,
+        redacted=redacted,
+    )
+
+
+# -- commands -------------------------------------------------------------------------------
+
+
+def run_game(args: argparse.Namespace) -> int:
+    try:
+        receipts = load_receipts(args.receipts) if args.receipts else []
+    except (OSError, ValueError, KeyError) as err:
+        print(f"cannot read receipts: {err}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        report = asyncio.run(
+            audit_one(
+                args.game_id,
+                addresses_of(args),
+                receipts=receipts,
+                engine_key_hex=args.engine_key,
+                timeout=args.timeout,
+            )
+        )
+    except GameAuditFailed as failed:
+        if args.json:
+            print(json.dumps({"game_id": args.game_id, "ok": False, "version": failed.version,
+                              "message": failed.message}))  # fmt: skip
+        else:
+            print(f"FAIL game {args.game_id} at version {failed.version}: {failed.message}")
+        return EXIT_FAIL
+    except grpc.aio.AioRpcError as err:
+        print(f"cannot audit game {args.game_id}: {err.code().name}: {err.details()}",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_ERROR
+    if args.json:
+        print(json.dumps({"game_id": args.game_id, "ok": True, "versions": report.versions,
+                          "commands": report.commands, "chance": report.chance,
+                          "finished": report.finished, "chain_head": report.head.hex(),
+                          "partial": report.partial}))  # fmt: skip
+    else:
+        print(f"PASS {report.summary()}")
+    return EXIT_PASS
+
+
+async def _finished_games(address: str, game_name: str, timeout: float) -> list[str]:
+    ids: list[str] = []
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = engine_pb2_grpc.EngineServiceStub(channel)
+        token = ""
+        while True:
+            page = await stub.ListGames(
+                engine_pb2.ListGamesRequest(
+                    status=engine_pb2.GAME_STATUS_FINISHED,
+                    game=game_name,
+                    page_size=500,
+                    page_token=token,
+                ),
+                timeout=timeout,
+            )
+            ids.extend(g.game_id for g in page.games)
+            token = page.next_page_token
+            if not token:
+                return ids
+
+
+async def _audit_all(args: argparse.Namespace) -> int:
+    addresses = addresses_of(args)
+    games = await _finished_games(addresses.engine, args.game_name, args.timeout)
+    if args.limit:
+        games = games[: args.limit]
+    failures = 0
+    started = time.monotonic()
+    for i, game_id in enumerate(games, start=1):
+        verdict = "ok"
+        try:
+            await audit_one(game_id, addresses, timeout=args.timeout)
+            if addresses.dice:
+                async with grpc.aio.insecure_channel(addresses.dice) as channel:
+                    dice = await DiceReader(channel, timeout=args.timeout).audit_game(game_id)
+                if not dice.ok:
+                    verdict = f"FAIL dice: {dice.describe()}"
+        except GameAuditFailed as failed:
+            verdict = f"FAIL game at version {failed.version}: {failed.message}"
+        except grpc.aio.AioRpcError as err:
+            verdict = f"ERROR {err.code().name}: {err.details()}"
+        if verdict != "ok":
+            failures += 1
+        rate = i / max(time.monotonic() - started, 1e-9)
+        print(f"[{i}/{len(games)}] {game_id} {verdict}  ({rate:.1f} games/s, {failures} failed)",
+              flush=True)  # fmt: skip
+    ledger_ok = True
+    if addresses.ledger:
+        ledger = await audit_ledger.audit_address(
+            addresses.ledger, reconcile_games=False, say=lambda _: None
+        )
+        ledger_ok = ledger.ok
+        print(("PASS" if ledger.ok else "FAIL") + f" ledger: {ledger.failure or 'ok'}")
+    print(f"{'PASS' if not failures and ledger_ok else 'FAIL'}: {len(games)} games audited, "
+          f"{failures} failed")  # fmt: skip
+    return EXIT_PASS if not failures and ledger_ok else EXIT_FAIL
+
+
+def run_all(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(_audit_all(args))
+    except grpc.aio.AioRpcError as err:
+        print(f"cannot audit: {err.code().name}: {err.details()}", file=sys.stderr)
+        return EXIT_ERROR
