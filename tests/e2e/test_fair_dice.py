@@ -31,6 +31,7 @@ from boulevard.games import REGISTRY
 from boulevard.platform.errors import FailedPrecondition
 from tests.e2e.conftest import REVEAL_SECONDS, Platform
 from tests.e2e.test_games import OPERATOR_MD, create, seed_of
+from tests.support.keys import seat_keys
 
 pytestmark = pytest.mark.e2e
 
@@ -216,7 +217,9 @@ def test_each_game_opens_blind_keeps_its_cards_secret_and_audits(
                 for fragment in fragments(values):
                     assert fragment not in answered, (game, fragment)
 
-            await play_game(channel, game_id, game, list(created.player_tokens), seed=3)
+            await play_game(
+                channel, game_id, game, list(created.player_tokens), seat_keys(players), seed=3
+            )
         done = audit(platform, game_id)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "PASS" in done.stdout and "note" not in done.stdout, done.stdout
@@ -241,7 +244,13 @@ def test_a_burned_outcome_fails_the_audit_and_an_early_reveal_is_refused(
                 burned = await client.roll(created.game_id, "not-the-engine", 2, 6, "start")
             finally:
                 await nc.close()
-            await play_game(channel, created.game_id, "lords_of_vegas", list(created.player_tokens))
+            await play_game(
+                channel,
+                created.game_id,
+                "lords_of_vegas",
+                list(created.player_tokens),
+                seat_keys(2),
+            )
         done = audit(platform, created.game_id)
         assert done.returncode == 1, done.stdout + done.stderr
         assert f"FAIL at nonce {burned.nonce} (outcome_unused)" in done.stdout, done.stdout
@@ -265,7 +274,9 @@ def test_a_seat_that_never_reveals_plays_with_an_empty_seed(platform: Platform) 
             with pytest.raises(grpc.aio.AioRpcError) as err:
                 await reveal_seed(stub, game_id, created.player_tokens[1], seed_of(game_id, 1))
             assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-            await play_game(channel, game_id, "las_vegas", list(created.player_tokens))
+            await play_game(
+                channel, game_id, "las_vegas", list(created.player_tokens), seat_keys(2)
+            )
         records = await dice_records(platform, game_id)
         seeds = next(r.seeds for r in records if r.HasField("seeds"))
         assert list(seeds.client_seeds) == [seed_of(game_id, 0), ""]
