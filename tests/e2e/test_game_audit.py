@@ -13,7 +13,6 @@ import uuid
 from pathlib import Path
 
 import grpc
-import nats
 import pytest
 
 from boulevard.accounting import decode_entry
@@ -131,7 +130,7 @@ def test_an_event_no_player_caused_fails_the_audit_at_its_version(platform: Plat
                 )
             ],
         )
-        nc = await nats.connect(platform.nats.url)
+        nc = await platform.nats.connect()
         try:
             js = nc.jetstream()
             last = await js.get_last_msg("GAMES", f"game.{game_id}")
@@ -197,7 +196,7 @@ def test_a_forged_snapshot_is_reported_and_never_used(platform: Platform) -> Non
     async def run() -> None:
         game_id, _ = await play(platform, "las_vegas", 2)
         log = await stored_log(platform, game_id)
-        nc = await nats.connect(platform.nats.url)
+        nc = await platform.nats.connect()
         try:
             kv = await nc.jetstream().key_value("engine_snapshots")
             sealed = json.loads((await kv.get(game_id)).value)
