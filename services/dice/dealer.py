@@ -50,6 +50,7 @@ from boulevard.fairness import (
     parse_server_seed,
 )
 from boulevard.messaging.poison import poisoned
+from boulevard.platform import metrics
 from boulevard.platform.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
 from services.dice.mapping import KIND_TO_PROTO, kind_name
 from services.dice.store import AppendConflict, DiceLog, SeedVault, StoredRecord
@@ -297,6 +298,7 @@ class Dealer:
                     continue
                 table.next_nonce = nonce + 1
                 table.by_request[request_id] = outcome
+                metrics.DICE_OUTCOMES.labels(kind).inc()
                 return outcome
         raise Aborted(f"could not draw for game {game_id}: the dice log kept changing")
 

@@ -16,6 +16,7 @@ from boulevard.accounting.merkle import MerkleTree
 from boulevard.api.v1 import dice_pb2
 from boulevard.client.dice_log import parse_log, signed_view
 from boulevard.fairness import seed_matches_commitment, verify_game
+from boulevard.platform import metrics
 from boulevard.platform.errors import FailedPrecondition, InvalidArgument, NotFound
 from services.dice.dealer import check_game_id
 from services.dice.mapping import to_recorded, verification_response
@@ -142,6 +143,7 @@ class DiceQueries:
             client_seed_commitments=list(game.opened.client_seed_commitments),
             missing_seats=list(seeds.missing_seats),
         )
+        metrics.DICE_VERIFICATIONS.labels("pass" if report.ok else "fail").inc()
         return verification_response(report)
 
     # ---- the signed outcome log -----------------------------------------------------------

@@ -15,6 +15,7 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
 from boulevard.api.v1 import dice_pb2
+from boulevard.platform import tracing
 from boulevard.platform.errors import BoulevardError, InvalidArgument
 from boulevard.platform.wire import sent_unknown_field
 from services.dice.dealer import Dealer
@@ -59,6 +60,10 @@ class DiceRpc:
         task.add_done_callback(self._tasks.discard)
 
     async def _handle(self, msg: Msg) -> None:
+        with tracing.nats_handler_span(msg.subject, msg.headers):
+            await self._answer(msg)
+
+    async def _answer(self, msg: Msg) -> None:
         op = msg.subject.rsplit(".", 1)[-1]
         handler = self._handlers.get(op)
         try:

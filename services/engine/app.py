@@ -20,6 +20,7 @@ from boulevard.client.dice import DiceClient
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.messaging.poison import poisoned
 from boulevard.messaging.streams import ensure_stream, platform_streams
+from boulevard.platform import metrics
 from boulevard.platform.errors import BoulevardError, Unavailable, nats_unavailable
 from boulevard.platform.keys import load_key
 from services.engine.chance import DiceServiceChance
@@ -73,6 +74,7 @@ class EngineApp:
                 s.engine_signing_key_file or s.data_dir / "engine" / "signing-key",
             ),
         )
+        metrics.GAMES_LIVE.set_function(self.engine.live_games)
         self.servicer = EngineServicer(
             self.engine, store, self.index, s.operator_token.get_secret_value()
         )

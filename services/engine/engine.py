@@ -39,6 +39,7 @@ from boulevard.games.base import (
     check_options,
 )
 from boulevard.games.codec import Codec
+from boulevard.platform import metrics, tracing
 from boulevard.platform.auth import PlayerClaims, issue_token
 from boulevard.platform.errors import (
     Aborted,
@@ -279,6 +280,10 @@ class Engine:
         while len(self._sessions) > self._cache_size:
             evicted, _ = self._sessions.popitem(last=False)
             self._locks.pop(evicted, None)
+
+    def live_games(self) -> int:
+        """Unfinished games this replica holds (what the games-live gauge shows)."""
+        return sum(1 for s in list(self._sessions.values()) if s.finished is None)
 
     def cached(self, game_id: str) -> Session | None:
         """The game as this replica last saw it, if it holds it (no I/O, no lock)."""
@@ -574,13 +579,16 @@ class Engine:
         for e in envelopes:
             data, head = link(e, head)
             new.append(NewEvent(e.event_id, e.type, data))
+        started = time.perf_counter()
         try:
-            await self.store.append(session.game_id, new, session.version)
+            with tracing.span("games.append", game_id=session.game_id, events=len(new)):
+                await self.store.append(session.game_id, new, session.version)
         except Exception:
             # Refused, or unconfirmed (it may be stored): the cached copy may be behind the
             # log, so the next load reads the log again.
             self._sessions.pop(session.game_id, None)
             raise
+        _count_appended(session.game.name, events, time.perf_counter() - started)
         before = session.version
         for envelope, event in zip(envelopes, events, strict=True):
             session.remember(envelope)
@@ -643,6 +651,17 @@ class Engine:
         await self.snapshots.put(
             session.game_id, seal_snapshot(self.receipt_key, session.snapshot())
         )
+
+
+def _count_appended(game: str, events: Sequence[Any], seconds: float) -> None:
+    metrics.APPEND_SECONDS.labels(game).observe(seconds)
+    metrics.EVENTS_APPENDED.labels(game).inc(len(events))
+    metrics.LAST_APPEND.set_to_current_time()
+    for event in events:
+        if isinstance(event, GameCreated):
+            metrics.GAMES_STARTED.labels(game).inc()
+        elif isinstance(event, GameFinished):
+            metrics.GAMES_FINISHED.labels(game).inc()
 
 
 def created_of(envelope: events_pb2.EventEnvelope) -> GameCreated:

@@ -30,6 +30,7 @@ from boulevard.api.v1 import events_pb2
 from boulevard.audit.signing import chain_hash
 from boulevard.eventlog.jetstream import decode_commit
 from boulevard.messaging.poison import poisoned
+from boulevard.platform import metrics
 from services.ledger.book import LedgerBook, Rejection
 from services.ledger.journal_log import LedgerLog, Outgoing
 from services.ledger.mapping import head_to_pb
@@ -82,6 +83,7 @@ class Poster:
         await journal.replay(
             lambda subject, data, seq: book.load(journal.kind_of(subject), data, seq, subject)
         )
+        metrics.LEDGER_TREE_SIZE.set(book.size)
         log.info(
             "ledger rebuilt",
             entries=book.size,
@@ -230,6 +232,7 @@ class Poster:
             if result is None:
                 continue
             if isinstance(result, Rejection):
+                metrics.LEDGER_REJECTIONS.labels(result.code).inc()
                 # An alarm, not a log line: stored for operators and Reconcile to find.
                 log.error(
                     "LEDGER ALARM: refused to post a game event",
@@ -261,6 +264,8 @@ class Poster:
         for entry, seq in zip(admitted, seqs, strict=True):
             if entry is not None:
                 book.stored(entry, seq)
+                metrics.LEDGER_ENTRIES.inc()
+        metrics.LEDGER_TREE_SIZE.set(book.size)
         book.last_stream_seq = seqs[-1]
 
     async def _sign_periodically(self) -> None:

@@ -26,6 +26,7 @@ from boulevard.api.v1 import events_pb2, ledger_pb2
 from boulevard.client.ledger import money_trail
 from boulevard.eventlog.jetstream import decode_commit
 from boulevard.games.base import RulesError
+from boulevard.platform import metrics
 from boulevard.platform.errors import (
     BoulevardError,
     FailedPrecondition,
@@ -266,8 +267,10 @@ class LedgerReader:
                 f"; the ledger refused {len(refused)} of its events, first version "
                 f"{first.version}: {first.code}: {first.message}"
             )
+        reconciled = divergence is None and not refused
+        metrics.LEDGER_RECONCILIATIONS.labels("pass" if reconciled else "fail").inc()
         return ledger_pb2.ReconcileResponse(
-            reconciled=divergence is None and not refused,
+            reconciled=reconciled,
             divergence=divergence_to_pb(divergence) if divergence else None,
             events=len(trail),
             entries=len(entries),

@@ -95,6 +95,8 @@ class MatchmakingApp:
             self.token_key,
             subject=config.match_formed_subject,
             stream=s.matchmaking_stream,
+            lease_seconds=s.matchmaking_bot_lease_seconds,
+            max_games=s.matchmaking_bot_max_games,
             tls_ca_file=s.tls_ca_file,
             bot_key=self.bot_key,
         )

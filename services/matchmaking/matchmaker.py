@@ -42,6 +42,7 @@ from boulevard.client.bots import bot_client_seed
 from boulevard.fairness import client_seed_commitment, is_commitment
 from boulevard.games import REGISTRY
 from boulevard.messaging.poison import poisoned
+from boulevard.platform import metrics
 from boulevard.platform.auth import PlayerClaims, issue_token
 from boulevard.platform.errors import (
     Aborted,
@@ -516,6 +517,8 @@ class Matchmaker:
             self._spawn(self._expire(v), [v.ticket.ticket_id])
         for match_id in stuck:
             self._spawn(self._recover(match_id), [])
+        for game in REGISTRY:
+            metrics.QUEUE_DEPTH.labels(game).set(len(waiting.get(game, ())))
         started = 0
         for game, viewed in waiting.items():
             definition = REGISTRY.get(game)
@@ -647,6 +650,10 @@ class Matchmaker:
             record, rec_rev = committed
             known = {r.ticket.ticket_id: r for r in reserved if isinstance(r, Viewed)}
             await self._finish(record, rec_rev, known)
+            metrics.MATCHES_FORMED.labels(game).inc()
+            for v in members:
+                waited = max(0, self.clock() - v.ticket.created_unix_ms) / 1000
+                metrics.TIME_TO_MATCH.labels(game).observe(waited)
             return True
         finally:
             self._in_flight.discard(match_id)

@@ -46,6 +46,11 @@ class MatchmakingSettings(Settings):
     # `<data_dir>/bots/signing-key`; `boulevard up` makes it once per data dir.
     bot_signing_key: SecretStr = SecretStr("")
     bot_signing_key_file: Path | None = None
+    # A bot game's lease: a matchmaking process that dies stops renewing it, and after this
+    # long another one (or the same one restarted) resumes the bot seats.
+    matchmaking_bot_lease_seconds: float = Field(default=15.0, ge=1, le=300)
+    # Bot games played at once across all matchmaking processes (the consumer's ack pending).
+    matchmaking_bot_max_games: int = Field(default=10_000, ge=1)
 
 
 @cache

@@ -109,7 +109,13 @@ def test_engine_killed_five_times_mid_game(platform: Platform) -> None:
 
 def test_two_replicas_race_one_wins_no_fork(platform: Platform) -> None:
     second = ServiceProcess(
-        "engine", {**platform.env, "BOULEVARD_ENGINE_PORT": str(free_port())}, platform.log_dir
+        "engine",
+        {
+            **platform.env,
+            "BOULEVARD_ENGINE_PORT": str(free_port()),
+            "BOULEVARD_ENGINE_METRICS_PORT": str(free_port()),
+        },
+        platform.log_dir,
     )
     second.log_path = platform.log_dir / "engine-2.log"
     second.start()

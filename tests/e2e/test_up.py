@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import queue
+import random
 import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
+import uuid
 from pathlib import Path
 
 import grpc
@@ -18,8 +24,17 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from boulevard.api.v1 import (
+    engine_pb2,
+    engine_pb2_grpc,
+    matchmaking_pb2,
+    matchmaking_pb2_grpc,
+)
+from boulevard.client.bots import SeatPlayer, play_game
+from boulevard.games import get_game
 from boulevard.messaging.server import free_port
-from tests.support.processes import SERVICES, address, service_env
+from tests.support.keys import TEST_KEY, TEST_PUBLIC_KEY, seat_key, seat_keys
+from tests.support.processes import SERVICES, address, metrics_url, service_env
 
 pytestmark = pytest.mark.e2e
 
@@ -237,3 +252,165 @@ def test_up_on_a_terminal_draws_the_game_and_stops_cleanly_on_ctrl_c(tmp_path: P
         host, _, port = address(env, name).rpartition(":")
         with pytest.raises(OSError), socket.create_connection((host, int(port)), timeout=1):
             pass
+
+
+class UpProcess:
+    """`boulevard up --no-demo` with its output read line by line in the background."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "boulevard.cli.main", "up", "--no-demo"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def wait_for(self, pattern: str, timeout: float = 60) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            self.seen.append(line)
+            found = re.search(pattern, line)
+            if found:
+                return found
+        raise AssertionError(f"no line matching {pattern!r} in:\n{''.join(self.seen)}")
+
+    def child_pid(self, service: str) -> int:
+        """The pid of the service process `up` runs now (its child running the module)."""
+        found = subprocess.run(
+            ["pgrep", "-P", str(self.proc.pid), "-f", f"services[.]{service}$"],
+            capture_output=True, text=True, check=False,
+        ).stdout.split()  # fmt: skip
+        assert len(found) == 1, f"{service}: {found}"
+        return int(found[0])
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def operator_token(data_dir: Path) -> str:
+    for line in (data_dir / "secrets.env").read_text().splitlines():
+        name, _, value = line.partition("=")
+        if name == "BOULEVARD_OPERATOR_TOKEN":
+            return value
+    raise AssertionError("no operator token in secrets.env")
+
+
+def test_up_restarts_a_killed_service_and_resumes_bot_seats(tmp_path: Path) -> None:
+    """SIGKILL the engine: `up` restarts it (restart count in its output) and a game goes on
+    to the end. SIGKILL matchmaking while its bots play: the restarted process resumes their
+    seats once the lease lapses, and the human's game finishes."""
+    env = service_env(None, tmp_path / "data")
+    env["BOULEVARD_EMBEDDED_NATS_PORT"] = str(free_port())
+    env["BOULEVARD_MATCHMAKING_BOT_LEASE_SECONDS"] = "3"
+    up = UpProcess(env)
+    try:
+        up.wait_for("platform up")
+        pids = {name: up.child_pid(name) for name in SERVICES}
+        token = operator_token(tmp_path / "data")
+
+        async def engine_game() -> None:
+            async with grpc.aio.insecure_channel(address(env, "engine")) as channel:
+                engine = engine_pb2_grpc.EngineServiceStub(channel)
+                created = await engine.CreateGame(
+                    engine_pb2.CreateGameRequest(
+                        request_id=uuid.uuid4().hex,
+                        game="las_vegas",
+                        seats=[
+                            engine_pb2.SeatAssignment(
+                                seat=i,
+                                player_id=f"p{i}",
+                                public_key=seat_key(i).public_hex,
+                            )
+                            for i in range(3)
+                        ],
+                    ),
+                    metadata=(("authorization", f"Bearer {token}"),),
+                )
+                os.kill(pids["engine"], signal.SIGKILL)
+                up.wait_for(r"engine\s+exited with code -9; restarting in [\d.]+s \(restart 1\)")
+                up.wait_for(r"engine\s+SERVING again on .*restart 1\)")
+                await play_game(channel, created.game_id, "las_vegas",
+                                list(created.player_tokens), seat_keys(3), seed=5)  # fmt: skip
+                final = await engine.GetGame(engine_pb2.GetGameRequest(game_id=created.game_id))
+                assert final.status == engine_pb2.GAME_STATUS_FINISHED
+
+        asyncio.run(engine_game())
+
+        async def bot_game() -> None:
+            async with grpc.aio.insecure_channel(address(env, "matchmaking")) as channel:
+                mm = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
+                made = await mm.CreateTicket(
+                    matchmaking_pb2.CreateTicketRequest(
+                        request_id=uuid.uuid4().hex, player_id="alice", game="las_vegas",
+                        public_key=TEST_PUBLIC_KEY,
+                        min_seats=3, max_seats=3, client_seed="alice", bot_fill_after_seconds=1,
+                    )
+                )  # fmt: skip
+                async for update in mm.WatchTicket(
+                    matchmaking_pb2.WatchTicketRequest(ticket_id=made.ticket.ticket_id), timeout=60
+                ):
+                    if update.ticket.status == matchmaking_pb2.TICKET_STATUS_ASSIGNED:
+                        ticket = update.ticket
+                        break
+            game = get_game("las_vegas")
+            async with grpc.aio.insecure_channel(address(env, "engine")) as channel:
+                engine = engine_pb2_grpc.EngineServiceStub(channel)
+                alice = SeatPlayer(
+                    engine, ticket.game_id, game.name, ticket.seat, ticket.player_token,
+                    game.bots["heuristic"], random.Random(1), TEST_KEY,
+                )  # fmt: skip
+                first = None
+                for _ in range(100):
+                    with contextlib.suppress(grpc.aio.AioRpcError):
+                        first = await engine.GetGame(
+                            engine_pb2.GetGameRequest(game_id=ticket.game_id)
+                        )
+                        break
+                    await asyncio.sleep(0.1)
+                assert first is not None
+                playing = asyncio.create_task(alice.play())
+                # Once the bots have moved a few times, kill the process playing them.
+                for _ in range(300):
+                    got = await engine.GetGame(engine_pb2.GetGameRequest(game_id=ticket.game_id))
+                    if got.version >= first.version + 8 or playing.done():
+                        break
+                    await asyncio.sleep(0.1)
+                assert not playing.done(), "the game ended before matchmaking could be killed"
+                os.kill(pids["matchmaking"], signal.SIGKILL)
+                up.wait_for(r"matchmaking\s+exited with code -9; restarting")
+                up.wait_for(r"matchmaking\s+SERVING again on .*restart 1\)")
+                await asyncio.wait_for(playing, 120)
+                final = await engine.GetGame(engine_pb2.GetGameRequest(game_id=ticket.game_id))
+                assert final.status == engine_pb2.GAME_STATUS_FINISHED
+
+        asyncio.run(bot_game())
+        # The restarted process took the seats over (a redelivered lease), not a fresh start.
+        with urllib.request.urlopen(metrics_url(env, "matchmaking"), timeout=5) as reply:
+            metrics = reply.read()
+        resumed = re.search(rb"^boulevard_bot_games_resumed_total ([\d.]+)$", metrics, re.M)
+        assert resumed is not None and float(resumed.group(1)) >= 1
+        assert up.proc.poll() is None  # still up through both deaths
+        up.stop()
+        assert up.proc.returncode == 0
+    finally:
+        up.stop()

@@ -29,12 +29,17 @@ def service_env(
     env["BOULEVARD_LOG_FORMAT"] = "json"
     for name in SERVICES:
         env[f"BOULEVARD_{name.upper()}_PORT"] = str(free_port())
+        env[f"BOULEVARD_{name.upper()}_METRICS_PORT"] = str(free_port())
     env.update(extra)
     return env
 
 
 def address(env: Mapping[str, str], service: str) -> str:
     return f"127.0.0.1:{env[f'BOULEVARD_{service.upper()}_PORT']}"
+
+
+def metrics_url(env: Mapping[str, str], service: str) -> str:
+    return f"http://127.0.0.1:{env[f'BOULEVARD_{service.upper()}_METRICS_PORT']}/metrics"
 
 
 class ServiceProcess:

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
 import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 import grpc
 
@@ -87,7 +89,30 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         "default: the key the service serves",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        default=None,
+        help="also write a report a person reads: commitment, reveal, every outcome with its "
+        "nonce and use, histograms and χ² per die size (one self-contained HTML file)",
+    )
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per call")
+
+
+class Tee(io.StringIO):
+    """Prints through to `out` and keeps a copy: the report quotes the audit's verdict."""
+
+    def __init__(self, out: TextIO) -> None:
+        super().__init__()
+        self.out = out
+
+    def write(self, text: str) -> int:
+        self.out.write(text)
+        return super().write(text)
+
+    def last(self) -> str:
+        lines = [line for line in self.getvalue().splitlines() if line.strip()]
+        return lines[-1] if lines else ""
 
 
 def _subparsers_of(parser: argparse.ArgumentParser) -> SubParsers[argparse.ArgumentParser] | None:
@@ -110,16 +135,24 @@ def run(args: argparse.Namespace) -> int:
         except ValueError:
             print("--dice-key must be 64 hex digits", file=sys.stderr)
             return EXIT_ERROR
-    return asyncio.run(
-        audit(
-            args.game_id,
-            address,
-            as_json=args.json,
-            call_timeout=args.timeout,
-            engine=engine,
-            dice_key=dice_key,
+    said = Tee(sys.stdout)
+    with contextlib.redirect_stdout(said):
+        code = asyncio.run(
+            audit(
+                args.game_id,
+                address,
+                as_json=args.json,
+                call_timeout=args.timeout,
+                engine=engine,
+                dice_key=dice_key,
+            )
         )
-    )
+    if args.html and code != EXIT_ERROR:
+        from boulevard.cli.report_data import write_dice_report
+
+        written = write_dice_report(args.html, args.game_id, address, engine, code, said.last())
+        print(f"report: {written}")
+    return code
 
 
 @dataclass

@@ -39,6 +39,7 @@ from boulevard.audit.game_log import (
 from boulevard.audit.signing import Receipt
 from boulevard.cli import audit_ledger
 from boulevard.cli.audit_dice import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, SubParsers, _subparsers_of
+from boulevard.cli.report import GameLogAudit
 from boulevard.client.dice import DiceReader, kind_name
 from boulevard.client.ledger import LedgerClient
 from boulevard.platform.settings import Settings
@@ -73,6 +74,12 @@ def add_parser(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
         "GetEngineKey publishes",
     )
     game.add_argument("--json", action="store_true", help="print the result as JSON")
+    game.add_argument(
+        "--html",
+        metavar="FILE",
+        default=None,
+        help="also write a report a person reads (one self-contained HTML file)",
+    )
     game.set_defaults(func=run_game)
     every = commands.add_parser(
         "all",
@@ -83,6 +90,12 @@ def add_parser(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     _addresses(every)
     every.add_argument("--limit", type=int, default=0, help="audit at most this many games")
     every.add_argument("--game-name", default="", help="only games of this registry name")
+    every.add_argument(
+        "--html",
+        metavar="FILE",
+        default=None,
+        help="also write a report a person reads (one self-contained HTML file)",
+    )
     every.set_defaults(func=run_all)
 
 
@@ -211,11 +224,31 @@ async def audit_one(
 
 
 def run_game(args: argparse.Namespace) -> int:
+    code, verdict, version = _run_game(args)
+    if args.html and code != EXIT_ERROR:
+        from boulevard.cli.report import GameLogAudit
+        from boulevard.cli.report_data import write_audit_report
+
+        addresses = addresses_of(args)
+        log = GameLogAudit(args.game_id, code == EXIT_PASS, verdict, version)
+        written = asyncio.run(
+            write_audit_report(
+                args.html, f"Audit of game {args.game_id}", [log], dice=addresses.dice,
+                engine=addresses.engine, ledger=addresses.ledger, ledger_game=args.game_id,
+                timeout=args.timeout,
+            )
+        )  # fmt: skip
+        print(f"report: {written}")
+    return code
+
+
+def _run_game(args: argparse.Namespace) -> tuple[int, str, int | None]:
+    """The audit as before; (exit code, its verdict, the version it failed at)."""
     try:
         receipts = load_receipts(args.receipts) if args.receipts else []
     except (OSError, ValueError, KeyError) as err:
         print(f"cannot read receipts: {err}", file=sys.stderr)
-        return EXIT_ERROR
+        return EXIT_ERROR, "", None
     try:
         report = asyncio.run(
             audit_one(
@@ -232,11 +265,11 @@ def run_game(args: argparse.Namespace) -> int:
                               "message": failed.message}))  # fmt: skip
         else:
             print(f"FAIL game {args.game_id} at version {failed.version}: {failed.message}")
-        return EXIT_FAIL
+        return EXIT_FAIL, f"FAIL at version {failed.version}: {failed.message}", failed.version
     except grpc.aio.AioRpcError as err:
         print(f"cannot audit game {args.game_id}: {err.code().name}: {err.details()}",
               file=sys.stderr)  # fmt: skip
-        return EXIT_ERROR
+        return EXIT_ERROR, "", None
     if args.json:
         print(json.dumps({"game_id": args.game_id, "ok": True, "versions": report.versions,
                           "commands": report.commands, "chance": report.chance,
@@ -244,7 +277,7 @@ def run_game(args: argparse.Namespace) -> int:
                           "partial": report.partial}))  # fmt: skip
     else:
         print(f"PASS {report.summary()}")
-    return EXIT_PASS
+    return EXIT_PASS, f"PASS {report.summary()}", None
 
 
 async def _finished_games(address: str, game_name: str, timeout: float) -> list[str]:
@@ -275,8 +308,10 @@ async def _audit_all(args: argparse.Namespace) -> int:
         games = games[: args.limit]
     failures = 0
     started = time.monotonic()
+    logs: list[GameLogAudit] = []  # for --html
     for i, game_id in enumerate(games, start=1):
         verdict = "ok"
+        failed_at: int | None = None
         try:
             await audit_one(game_id, addresses, timeout=args.timeout)
             if addresses.dice:
@@ -286,20 +321,33 @@ async def _audit_all(args: argparse.Namespace) -> int:
                     verdict = f"FAIL dice: {dice.describe()}"
         except GameAuditFailed as failed:
             verdict = f"FAIL game at version {failed.version}: {failed.message}"
+            failed_at = failed.version
         except grpc.aio.AioRpcError as err:
             verdict = f"ERROR {err.code().name}: {err.details()}"
         if verdict != "ok":
             failures += 1
+        logs.append(GameLogAudit(game_id, verdict == "ok", verdict, failed_at))
         rate = i / max(time.monotonic() - started, 1e-9)
         print(f"[{i}/{len(games)}] {game_id} {verdict}  ({rate:.1f} games/s, {failures} failed)",
               flush=True)  # fmt: skip
     ledger_ok = True
+    ledger_said = ""
     if addresses.ledger:
         ledger = await audit_ledger.audit_address(
             addresses.ledger, reconcile_games=False, say=lambda _: None
         )
         ledger_ok = ledger.ok
-        print(("PASS" if ledger.ok else "FAIL") + f" ledger: {ledger.failure or 'ok'}")
+        ledger_said = ("PASS" if ledger.ok else "FAIL") + f" ledger: {ledger.failure or 'ok'}"
+        print(ledger_said)
+    if args.html:
+        from boulevard.cli.report_data import write_audit_report
+
+        written = await write_audit_report(
+            args.html, f"Audit of {len(games)} games", logs, dice=addresses.dice,
+            engine=addresses.engine, ledger=addresses.ledger, ledger_ok=ledger_ok,
+            ledger_said=ledger_said, timeout=args.timeout,
+        )  # fmt: skip
+        print(f"report: {written}")
     print(f"{'PASS' if not failures and ledger_ok else 'FAIL'}: {len(games)} games audited, "
           f"{failures} failed")  # fmt: skip
     return EXIT_PASS if not failures and ledger_ok else EXIT_FAIL

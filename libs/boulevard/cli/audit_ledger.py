@@ -96,6 +96,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--no-reconcile", action="store_true", help="skip replaying games against the ledger"
     )
     p.add_argument("--quiet", action="store_true", help="print only the verdict")
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        default=None,
+        help="also write a report a person reads: signed heads, each entry's proof status, "
+        "balances over time (one self-contained HTML file)",
+    )
     p.set_defaults(func=run)
 
 
@@ -112,14 +119,21 @@ def run(args: argparse.Namespace) -> int:
         audit_address(address, args.game, key, reconcile_games=not args.no_reconcile, say=say)
     )
     if report.ok:
-        print(f"PASS ledger audit: {report.entries} entries, {report.heads} signed heads, "
-              f"{report.games} games reconciled")  # fmt: skip
-        return EXIT_PASS
-    if report.unreachable:
+        verdict = (f"PASS ledger audit: {report.entries} entries, {report.heads} signed heads, "
+                   f"{report.games} games reconciled")  # fmt: skip
+        code = EXIT_PASS
+    elif report.unreachable:
         print(f"ERROR cannot reach the ledger at {address}: {report.failure}")
         return EXIT_ERROR
-    print(f"FAIL {report.failure}")
-    return EXIT_FAIL
+    else:
+        verdict, code = f"FAIL {report.failure}", EXIT_FAIL
+    print(verdict)
+    if args.html:
+        from boulevard.cli.report_data import write_ledger_report
+
+        written = write_ledger_report(args.html, address, args.game, key, report.ok, verdict)
+        print(f"report: {written}")
+    return code
 
 
 async def audit_address(

@@ -11,7 +11,9 @@ from boulevard.cli import (
     audit_dice,
     audit_game,
     audit_ledger,
+    backup,
     nats_identities,
+    play,
     tls_certs,
     up,
     watch,
@@ -36,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     nats_identities.add_parser(sub)
     tls_certs.add_parser(sub)
     watch.add_parser(sub)
+    backup.add_parsers(sub)
+    play.add_parser(sub)
     audit = sub.add_parser(
         "audit", help="verify a game's dice or the money ledger without trusting the operator"
     )

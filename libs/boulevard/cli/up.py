@@ -7,8 +7,13 @@ each reports SERVING, prints where they listen, plays a demo game that a person 
 (the same table as `boulevard watch`), audits it, and on Ctrl-C (or SIGTERM) stops
 everything in reverse order.
 
+It supervises the services: one that exits, for whatever reason, is started again after a
+backoff (0.5 s, doubling to 30 s, back to 0.5 s once it has stayed up a minute), and the
+output says so with its restart count. Only Ctrl-C or SIGTERM stops the platform. With
+`--cluster N` it runs N nats-servers as one JetStream cluster, and restarts a dead one.
+
 Exit codes: 0 stopped on request (or, with --exit-after-demo, the demo's audits passed);
-1 the platform could not start, a service died, or a demo audit failed; 2 bad arguments.
+1 the platform could not start or a demo audit failed; 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -20,14 +25,18 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from boulevard.cli.healthcheck import SERVING, check, parse_target
 from boulevard.games import REGISTRY
+from boulevard.messaging.cluster import ClusterNode, NatsCluster
 from boulevard.messaging.identities import NatsNames
 from boulevard.messaging.server import NatsServer
 from boulevard.platform import tls
@@ -68,6 +77,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         action="store_true",
         help="serve gRPC and NATS over TLS, with a local CA and certificates made in "
         "<data-dir>/tls (clients: --tls-ca <data-dir>/tls/ca.pem)",
+    )
+    p.add_argument(
+        "--cluster",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run N nats-servers as one JetStream cluster (streams at min(N, 3) replicas)",
     )
     p.set_defaults(func=run)
 
@@ -124,29 +140,143 @@ def local_secrets(data_dir: Path) -> dict[str, str]:
     return {n: os.environ.get(n) or stored[n] for n in SECRETS}
 
 
+BACKOFF_FIRST = 0.5
+BACKOFF_MAX = 30.0
+STABLE_AFTER = 60.0  # seconds up after which the backoff starts again from the first step
+
+
+@dataclass
+class Child:
+    """One supervised service process."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    address: str
+    restarts: int = 0
+    backoff: float = BACKOFF_FIRST
+    started: float = field(default_factory=time.monotonic)
+    restart_at: float | None = None  # set while it is down, waiting for its backoff
+    announced: bool = True  # said SERVING since the last (re)start
+
+
 class Platform:
     """The processes `up` started, stopped in reverse order."""
 
     def __init__(self) -> None:
         self.nats: NatsServer | None = None
-        self.children: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.cluster: NatsCluster | None = None
+        self._node_down: dict[str, float] = {}  # cluster node -> when it was seen dead
+        self.children: list[Child] = []
         self.env: dict[str, str] = {}
+        self.ca_file: Path | None = None  # with --tls: what health checks verify with
+        self.logs: Path | None = None  # each service's log file goes here; None: this terminal
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._supervisor: threading.Thread | None = None
+
+    def spawn(self, name: str) -> subprocess.Popen[bytes]:
+        # The child keeps its own copy of the descriptor.
+        out = None if self.logs is None else open(self.logs / f"{name}.log", "ab")  # noqa: SIM115
+        try:
+            return subprocess.Popen(
+                [sys.executable, "-m", f"services.{name}"],
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT if out else None,
+            )
+        finally:
+            if out is not None:
+                out.close()
+
+    def supervise(self, poll: float = 0.2) -> None:
+        """Restart exited services from a background thread until `stop()`."""
+        self._supervisor = threading.Thread(
+            target=self._supervise, args=(poll,), name="supervisor", daemon=True
+        )
+        self._supervisor.start()
+
+    def _supervise(self, poll: float) -> None:
+        while not self._stopping.wait(poll):
+            with self._lock:
+                if self.cluster is not None:
+                    for node in self.cluster.nodes:
+                        self._look_after_node(self.cluster, node)
+                for child in self.children:
+                    self._look_after(child)
+
+    def _look_after_node(self, cluster: NatsCluster, node: ClusterNode) -> None:
+        """A cluster node that died is started again on its store after a second."""
+        if node.process is not None and node.process.poll() is None:
+            return
+        now = time.monotonic()
+        down = self._node_down.setdefault(node.name, now)
+        if down == now:
+            code = node.process.poll() if node.process is not None else None
+            say(f"  nats {node.name:<7} exited with code {code}; restarting in 1s")
+        elif now - down >= 1.0 and not self._stopping.is_set():
+            try:
+                cluster.restart(node)
+            except (OSError, TimeoutError) as exc:
+                say(f"  nats {node.name:<7} did not start again: {exc}")
+                self._node_down[node.name] = now
+                return
+            del self._node_down[node.name]
+            say(f"  nats {node.name:<7} restarted on {node.url}")
+
+    def _look_after(self, child: Child) -> None:
+        now = time.monotonic()
+        code = child.process.poll()
+        if code is None:
+            if not child.announced and _serving(child.address, self.ca_file):
+                child.announced = True
+                say(f"  {child.name:<12} SERVING again on {child.address} "
+                    f"(pid {child.process.pid}, restart {child.restarts})")  # fmt: skip
+            elif now - child.started >= STABLE_AFTER:
+                child.backoff = BACKOFF_FIRST
+            return
+        if child.restart_at is None:
+            child.restart_at = now + child.backoff
+            say(f"  {child.name:<12} exited with code {code}; restarting in "
+                f"{child.backoff:g}s (restart {child.restarts + 1})")  # fmt: skip
+            child.backoff = min(child.backoff * 2, BACKOFF_MAX)
+            return
+        if now >= child.restart_at and not self._stopping.is_set():
+            child.process = self.spawn(child.name)
+            child.restarts += 1
+            child.started, child.restart_at, child.announced = now, None, False
+            say(f"  {child.name:<12} restarted (pid {child.process.pid}, "
+                f"restart {child.restarts})")  # fmt: skip
 
     def stop(self) -> None:
-        for _name, child in reversed(self.children):
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        for name, child in reversed(self.children):
-            try:
-                child.wait(15)
-            except subprocess.TimeoutExpired:
-                say(f"  {name} did not stop in 15 s; killing it")
-                child.kill()
-                child.wait()
-        self.children.clear()
+        self._stopping.set()
+        if self._supervisor is not None:
+            self._supervisor.join()
+            self._supervisor = None
+        with self._lock:
+            for child in reversed(self.children):
+                if child.process.poll() is None:
+                    child.process.send_signal(signal.SIGTERM)
+            for child in reversed(self.children):
+                try:
+                    child.process.wait(15)
+                except subprocess.TimeoutExpired:
+                    say(f"  {child.name} did not stop in 15 s; killing it")
+                    child.process.kill()
+                    child.process.wait()
+            self.children.clear()
         if self.nats is not None:
             self.nats.stop()
             self.nats = None
+        if self.cluster is not None:
+            self.cluster.stop()
+            self.cluster = None
+
+
+def _serving(address: str, ca_file: Path | None = None) -> bool:
+    try:
+        return check(parse_target(address), "", timeout=1.0, ca_file=ca_file)[0] == SERVING
+    except ValueError:
+        return False
 
 
 async def start_platform(
@@ -156,6 +286,7 @@ async def start_platform(
     timeout: float,
     verbose: bool = True,
     use_tls: bool = False,
+    cluster: int = 1,
 ) -> tuple[Platform, dict[str, str]]:
     platform = Platform()
     env = dict(os.environ)
@@ -173,9 +304,25 @@ async def start_platform(
         env["BOULEVARD_TLS_KEY_FILE"] = str(pki.key)
         env["BOULEVARD_TLS_CA_FILE"] = str(pki.ca_cert)
     ca_file = pki.ca_cert if pki else None
+    platform.ca_file = ca_file
     try:
         if "NATS_URL" in os.environ:
             say(f"using NATS at {os.environ['NATS_URL']}")
+        elif cluster > 1:
+            platform.cluster = NatsCluster(
+                data_dir / "nats-cluster",
+                cluster,
+                first_port=settings.embedded_nats_port,
+                identities_dir=data_dir / "nats-identities",
+                names=NatsNames.from_settings(settings),
+                tls=pki,
+            ).start()
+            env["NATS_URL"] = platform.cluster.url
+            env["BOULEVARD_STREAM_REPLICAS"] = str(min(cluster, 3))
+            for node in platform.cluster.nodes:
+                say(f"  nats {node.name:<7} {node.url} (JetStream cluster member, "
+                    "every write synced to disk)")  # fmt: skip
+            say(f"  streams and KV buckets at {min(cluster, 3)} replicas")
         else:
             data_dir.mkdir(parents=True, exist_ok=True)
             platform.nats = NatsServer(
@@ -190,30 +337,18 @@ async def start_platform(
                 f"  {'nats-server':<12} {platform.nats.url} (JetStream, every write synced to disk)"
             )
         addresses = {}
-        logs = data_dir / "logs"
+        platform.env = env
         if not verbose:
-            logs.mkdir(parents=True, exist_ok=True)
+            platform.logs = data_dir / "logs"
+            platform.logs.mkdir(parents=True, exist_ok=True)
         for name in names:
-            # The child keeps its own copy of the descriptor.
-            out = None if verbose else open(logs / f"{name}.log", "ab")  # noqa: SIM115, ASYNC230
-            try:
-                child = subprocess.Popen(
-                    [sys.executable, "-m", f"services.{name}"],
-                    env=env,
-                    stdout=out,
-                    stderr=subprocess.STDOUT if out else None,
-                )
-            finally:
-                if out is not None:
-                    out.close()
-            platform.children.append((name, child))
             addresses[name] = f"{settings.grpc_host}:{settings.port_of(name)}"
-        for name, child in platform.children:
-            await wait_serving(addresses[name], timeout, child, ca_file)
-            say(f"  {name:<12} {addresses[name]} (gRPC, SERVING{', TLS' if pki else ''})")
+            platform.children.append(Child(name, platform.spawn(name), addresses[name]))
+        for child in platform.children:
+            await wait_serving(child.address, timeout, child.process, ca_file)
+            say(f"  {child.name:<12} {child.address} (gRPC, SERVING{', TLS' if pki else ''})")
         if pki is not None:
             say(f"  TLS on gRPC and NATS; clients verify with the CA {pki.ca_cert}")
-        platform.env = env
         return platform, addresses
     except BaseException:
         platform.stop()
@@ -228,6 +363,9 @@ def run(args: argparse.Namespace) -> int:
         say(f"unknown service(s): {', '.join(unknown)}; choose from {', '.join(SERVICES)}")
         return 2
     data_dir: Path = args.data_dir or settings.data_dir
+    if not 1 <= args.cluster <= 5:
+        say(f"--cluster takes 1 to 5 servers, not {args.cluster}")
+        return 2
     if not args.no_demo and args.demo not in REGISTRY:
         say(f"unknown game {args.demo!r}; choose from {', '.join(sorted(REGISTRY))}")
         return 2
@@ -235,7 +373,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         platform, addresses = asyncio.run(
             start_platform(
-                settings, names, data_dir, args.timeout, verbose=args.verbose, use_tls=args.tls
+                settings,
+                names,
+                data_dir,
+                args.timeout,
+                verbose=args.verbose,
+                use_tls=args.tls,
+                cluster=args.cluster,
             )
         )
     except (TimeoutError, RuntimeError, OSError) as exc:
@@ -258,6 +402,7 @@ def run(args: argparse.Namespace) -> int:
     previous: dict[int, Callable[..., object] | int | None] = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous[sig] = signal.signal(sig, on_signal)
+    platform.supervise()
     try:
         if args.tls:
             # The demo, and whatever else this process calls, verifies the services.
@@ -287,10 +432,6 @@ def run(args: argparse.Namespace) -> int:
                 "boulevard audit ledger --game <game_id>")  # fmt: skip
         say("platform up; press Ctrl-C to stop")
         while not stopping:
-            for name, child in platform.children:
-                if child.poll() is not None:
-                    say(f"{name} exited with code {child.returncode}; stopping everything")
-                    return 1
             time.sleep(0.2)
         return 0
     finally:

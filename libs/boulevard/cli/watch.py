@@ -1,6 +1,8 @@
 """`boulevard watch <game_id>`: follow a game as a spectator, on the same table the demo
 uses (`boulevard.client.table`): the board after each turn, the moves in words, the dice
 with their nonces, the ranking at the end. Only public reads (`WatchGame`), no token.
+With --tui, the same screen `boulevard play` shows a player (board, moves, dice commitment
+and its verification at the end, the ranking), as a spectator.
 
 Exit codes: 0 the game ended (or was already over), 2 cannot watch (unreachable, unknown
 game), 130 interrupted.
@@ -15,6 +17,8 @@ import sys
 import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.cli.screen import GameScreen
+from boulevard.client.dice import DiceReader
 from boulevard.client.table import Table
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
@@ -40,7 +44,43 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=2.0,
         help="turns shown per second on a terminal (0: no pause)",
     )
+    p.add_argument(
+        "--tui", action="store_true", help="the full-screen view `boulevard play` shows (Textual)"
+    )
+    p.add_argument(
+        "--dice",
+        metavar="HOST:PORT",
+        default=None,
+        help="with --tui: the dice service, to verify the dice at the end "
+        "(default: BOULEVARD_GRPC_HOST and BOULEVARD_DICE_PORT)",
+    )
     p.set_defaults(func=run)
+
+
+class WatchApp(GameScreen):
+    """The play screen as a spectator: public reads only, no menu."""
+
+    def __init__(self, game_id: str, *, engine: str, dice: str) -> None:
+        super().__init__("", seat=None)
+        self.game_id = game_id
+        self.addresses = {"engine": engine, "dice": dice}
+
+    async def session(self) -> None:
+        async with (
+            tls.channel(self.addresses["engine"]) as engine_channel,
+            tls.channel(self.addresses["dice"]) as dice_channel,
+        ):
+            stub = engine_pb2_grpc.EngineServiceStub(engine_channel)
+            got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=self.game_id), timeout=10)
+            self.begin(got.game, self.game_id, f"game {self.game_id} — spectator")
+            self.say("watching")
+            request = engine_pb2.WatchGameRequest(game_id=self.game_id)
+            async for update in stub.WatchGame(request):
+                self.show(update)
+                if update.event.type == "GameFinished":
+                    break
+            if self.finished:
+                await self.verify_dice(DiceReader(dice_channel))
 
 
 async def follow(address: str, game_id: str, speed: float) -> Table:
@@ -56,6 +96,16 @@ async def follow(address: str, game_id: str, speed: float) -> Table:
 def run(args: argparse.Namespace) -> int:
     settings = Settings()
     address = args.engine or f"{settings.grpc_host}:{settings.engine_port}"
+    if args.tui:
+        from boulevard.cli.play import exit_code
+
+        app = WatchApp(
+            args.game_id,
+            engine=address,
+            dice=args.dice or f"{settings.grpc_host}:{settings.dice_port}",
+        )
+        app.run()
+        return exit_code(app)
     try:
         table = asyncio.run(follow(address, args.game_id, args.speed))
     except KeyboardInterrupt:

@@ -4,6 +4,14 @@ Consumes `MatchFormed` (durable consumer, so a restart resumes), and for every s
 `bot` plays the game's heuristic bot with a token issued for that seat, exactly like a
 client app would. A game the runner cannot reach yet (the engine has not created it) is
 retried until it appears.
+
+Bot seats outlive the process playing them. The `MatchFormed` message is the lease: it is
+acknowledged only when the game is over, and while the bots play the runner tells JetStream
+every `lease/3` seconds that it is still at work (`in_progress`). A runner that dies stops
+saying so; after `lease` seconds (the consumer's ack wait) JetStream hands the message to the
+next live runner of the queue group (or the same one restarted), which picks the seats up
+from the game as it stands. Two runners can never both hold one game: the message is
+delivered to one at a time, and a late duplicate move is only a lost race (ABORTED).
 """
 
 from __future__ import annotations
@@ -19,12 +27,13 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import NotFoundError
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.signing import SigningKey
 from boulevard.client.bots import SeatPlayer, bot_client_seed
 from boulevard.games import REGISTRY
-from boulevard.platform import tls
+from boulevard.platform import metrics, tls
 from boulevard.platform.auth import PlayerClaims, issue_token
 
 log = structlog.get_logger(__name__)
@@ -41,6 +50,8 @@ class BotRunner:
         bot_key: SigningKey,
         durable: str = "bot-runner",
         bot_name: str = "heuristic",
+        lease_seconds: float = 15.0,
+        max_games: int = 10_000,
         tls_ca_file: Path | None = None,
     ) -> None:
         self.nc = nc
@@ -50,6 +61,8 @@ class BotRunner:
         self.stream = stream
         self.durable = durable
         self.bot_name = bot_name
+        self.lease_seconds = lease_seconds
+        self.max_games = max_games
         self.tls_ca_file = tls_ca_file  # the engine serves TLS: verify it with this CA
         # The operator's bot key: the matchmaker binds its public half to every bot seat,
         # so an auditor sees which seats the operator played.
@@ -60,28 +73,86 @@ class BotRunner:
 
     async def start(self) -> None:
         self._channel = tls.channel(self.engine_address, self.tls_ca_file)
-        self._sub = await self.nc.jetstream().subscribe(
+        js = self.nc.jetstream()
+        config = ConsumerConfig(
+            ack_policy=AckPolicy.EXPLICIT,
+            deliver_policy=DeliverPolicy.NEW,
+            ack_wait=self.lease_seconds,
+            max_ack_pending=self.max_games,  # games played at once by the whole group
+        )
+        try:
+            existing = await js.consumer_info(self.stream, self.durable)
+        except NotFoundError:
+            existing = None
+        if existing is not None and (
+            existing.config.ack_wait != self.lease_seconds
+            or existing.config.max_ack_pending != self.max_games
+        ):
+            # A consumer made by an older version (or another lease setting): the lease
+            # and the limit are editable in place.
+            updated = existing.config
+            updated.ack_wait = self.lease_seconds
+            updated.max_ack_pending = self.max_games
+            await js._jsm.add_consumer(self.stream, config=updated)
+        self._sub = await js.subscribe(
             self.subject,
             stream=self.stream,
             durable=self.durable,
             queue=self.durable,
             cb=self._on_match,
             manual_ack=True,
-            config=ConsumerConfig(
-                ack_policy=AckPolicy.EXPLICIT, deliver_policy=DeliverPolicy.NEW, ack_wait=30
-            ),
+            config=config,
         )
 
     async def _on_match(self, msg: Msg) -> None:
-        match = events_pb2.MatchFormed.FromString(msg.data)
+        try:
+            match = events_pb2.MatchFormed.FromString(msg.data)
+        except Exception:
+            metrics.POISON_MESSAGES.labels("matchmaking", self.durable).inc()
+            log.error("not a MatchFormed message; skipped", subject=msg.subject)
+            await msg.term()
+            return
         bots = [s for s in match.seats if s.bot]
-        if bots and match.game in REGISTRY:
-            task = asyncio.create_task(self._play(match, bots))
-            self._games.add(task)
-            task.add_done_callback(self._games.discard)
-        await msg.ack()
+        if not bots or match.game not in REGISTRY:
+            await msg.ack()
+            return
+        if msg.metadata.num_delivered > 1:
+            metrics.BOT_GAMES_RESUMED.inc()
+            log.info(
+                "resuming bot seats", game_id=match.match_id, delivery=msg.metadata.num_delivered
+            )
+        task = asyncio.create_task(self._hold(msg, match, bots))
+        self._games.add(task)
+        task.add_done_callback(self._games.discard)
 
-    async def _play(self, match: events_pb2.MatchFormed, seats: list[events_pb2.MatchSeat]) -> None:
+    async def _hold(
+        self, msg: Msg, match: events_pb2.MatchFormed, seats: list[events_pb2.MatchSeat]
+    ) -> None:
+        """Play the seats while renewing the lease; acknowledge when the game is over."""
+        play = asyncio.create_task(self._play(match, seats))
+        try:
+            while True:
+                done, _ = await asyncio.wait({play}, timeout=self.lease_seconds / 3)
+                if done:
+                    break
+                with contextlib.suppress(Exception):  # NATS away: the lease may lapse
+                    await msg.in_progress()
+            finished = play.result()
+        except asyncio.CancelledError:
+            play.cancel()
+            # Stopping: hand the seats back at once rather than after the lease.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(msg.nak())
+            raise
+        except Exception:
+            log.exception("bots gave up", game_id=match.match_id)
+            finished = False
+        with contextlib.suppress(Exception):
+            await (msg.ack() if finished else msg.term())
+
+    async def _play(self, match: events_pb2.MatchFormed, seats: list[events_pb2.MatchSeat]) -> bool:
+        """Play until the game is over (True); False if it never can be (no such game, a
+        token the engine refuses). Outages of the engine are waited out."""
         assert self._channel is not None
         stub = engine_pb2_grpc.EngineServiceStub(self._channel)
         game = REGISTRY[match.game]
@@ -101,19 +172,32 @@ class BotRunner:
             )
             for s in seats
         ]
-        for attempt in range(600):  # wait for the engine to create the game (≤ 60 s)
+        missing_since: float | None = None
+        pause = 0.1
+        loop = asyncio.get_running_loop()
+        while True:
             try:
-                await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id))
-                break
+                got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id))
+                if got.status == engine_pb2.GAME_STATUS_FINISHED:
+                    return True
+                await asyncio.gather(*(p.play() for p in players))
+                log.info("bots finished", game_id=game_id, seats=[s.seat for s in seats])
+                return True
             except grpc.aio.AioRpcError as err:
-                if err.code() not in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.UNAVAILABLE):
-                    raise
-                await asyncio.sleep(0.1 if attempt < 100 else 0.5)
-        try:
-            await asyncio.gather(*(p.play() for p in players))
-            log.info("bots finished", game_id=game_id, seats=[s.seat for s in seats])
-        except Exception:
-            log.exception("bots stopped playing", game_id=game_id)
+                code = err.code()
+                if code == grpc.StatusCode.NOT_FOUND:
+                    # The engine creates the game from the same MatchFormed, just after.
+                    missing_since = missing_since or loop.time()
+                    if loop.time() - missing_since > 60:
+                        log.error("the game of a formed match never appeared", game_id=game_id)
+                        return False
+                elif code in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.INVALID_ARGUMENT):
+                    log.error("the engine refuses the bots", game_id=game_id, error=err.details())
+                    return False
+                else:  # UNAVAILABLE, a broken WatchGame stream, …: the engine will be back
+                    log.warning("bots waiting for the engine", game_id=game_id, code=code.name)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 2.0)
 
     async def stop(self) -> None:
         if self._sub is not None:

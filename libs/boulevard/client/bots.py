@@ -13,7 +13,7 @@ import hmac
 import random
 import secrets
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,9 @@ from boulevard.games import get_game
 from boulevard.games.base import Bot
 
 OnEvent = Callable[[engine_pb2.WatchGameResponse], None]
+Chooser = Callable[[Any, Sequence[Any], int], Awaitable[Any | None]]
+"""A person's choice: (the seat's view, its legal commands, the version they are legal at)
+-> one of the commands, or None when the game moved on before they chose (look again)."""
 
 
 def bot_client_seed(key: bytes, game_id: str, seat: int) -> str:
@@ -76,6 +79,9 @@ class SeatPlayer:
     client_seed: str | None = None  # revealed before playing, when given
     # The engine's signed receipt for each accepted move: proof, later, that the log held it.
     receipts: list[engine_pb2.Receipt] = field(default_factory=list)
+    # A person choosing instead of the bot (`boulevard play`); everything else a seat does
+    # (tokens, seeds, signatures) stays here, the same for bots and people.
+    choose: Chooser | None = None
 
     async def play(self) -> None:
         """Play until the game ends (revealing this seat's client seed first)."""
@@ -89,6 +95,8 @@ class SeatPlayer:
         start = await self.stub.GetGame(
             engine_pb2.GetGameRequest(game_id=self.game_id, player_token=self.token)
         )
+        if start.status == engine_pb2.GAME_STATUS_FINISHED:
+            return  # resumed after the end (a bot seat taken over late): nothing to do
 
         async def watch() -> None:
             # From the current version on: views of the past are of no use to a bot.
@@ -128,7 +136,10 @@ class SeatPlayer:
             return True  # the game moved between the two calls: look again
         view = proto_to_view(game, got.view)
         commands = [action_to_command(game, a) for a in legal.actions]
-        choice = self.bot(view, commands, self.seat, self.rng)
+        if self.choose is None:
+            choice = self.bot(view, commands, self.seat, self.rng)
+        elif (choice := await self.choose(view, commands, legal.version)) is None:
+            return True  # the game moved on while the person was choosing: look again
         request = signed_submit(
             self.game_id,
             self.token,

@@ -32,6 +32,7 @@ from boulevard.fairness import (
     verify_game,
 )
 from boulevard.games.base import ChanceKind, ChanceRequest, ChanceResolved
+from boulevard.platform import tracing
 from boulevard.platform.errors import (
     Aborted,
     BoulevardError,
@@ -160,11 +161,20 @@ class DiceClient:
     ) -> dice_pb2.DiceRpcReply:
         payload = request.SerializeToString()
         subject = f"{self._prefix}.{op}"
+        headers: dict[str, str] = {}  # the trace context, when tracing is on
+        with tracing.nats_request_span(subject, headers):
+            return await self._call_with_retries(op, subject, payload, headers or None)
+
+    async def _call_with_retries(
+        self, op: str, subject: str, payload: bytes, headers: dict[str, str] | None
+    ) -> dice_pb2.DiceRpcReply:
         deadline = time.monotonic() + self._retry_for
         delay = 0.05
         while True:
             try:
-                msg = await self._nc.request(subject, payload, timeout=self._timeout)
+                msg = await self._nc.request(
+                    subject, payload, timeout=self._timeout, headers=headers
+                )
             except (TimeoutError, NoRespondersError, NatsTimeoutError) as err:
                 # The service is restarting or slow: ask again, same request, same id.
                 if time.monotonic() + delay > deadline:

@@ -12,6 +12,7 @@ gRPC errors come back as `grpc.aio.AioRpcError` with the precise status the serv
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,8 +21,9 @@ from types import TracebackType
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, matchmaking_pb2_grpc
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.audit.signing import SigningKey
-from boulevard.client.bots import new_client_seed, reveal_seed
+from boulevard.client.bots import Chooser, SeatPlayer, new_client_seed, reveal_seed
 from boulevard.fairness import client_seed_commitment
+from boulevard.games import get_game
 from boulevard.platform import tls
 
 FINAL = (pb.TICKET_STATUS_ASSIGNED, pb.TICKET_STATUS_CANCELLED, pb.TICKET_STATUS_EXPIRED)
@@ -149,6 +151,40 @@ class MatchmakingClient:
         if last.status != pb.TICKET_STATUS_ASSIGNED:
             raise TicketNotAssigned(last)
         return last
+
+    async def join(
+        self, player_id: str, game: str, seats: int, *, bot_fill_after_seconds: int = 0
+    ) -> pb.Ticket:
+        """Queue for a table of `seats` and wait for the seat: the assigned ticket. With
+        `bot_fill_after_seconds`, bots take the seats nobody took by then."""
+        ticket = await self.create_ticket(
+            player_id, game, seats, seats, bot_fill_after_seconds=bot_fill_after_seconds
+        )
+        return await self.wait_for_assignment(ticket.ticket_id)
+
+    def seat_player(
+        self,
+        engine: engine_pb2_grpc.EngineServiceStub,
+        ticket: pb.Ticket,
+        *,
+        choose: Chooser | None = None,
+        bot: str = "heuristic",
+    ) -> SeatPlayer:
+        """The player of an assigned ticket's seat: everything this client made for the
+        ticket goes with it, so an app plays the seat without knowing what a seat needs.
+        `choose` lets a person pick the moves; without it the game's `bot` plays."""
+        game = get_game(ticket.game)
+        return SeatPlayer(
+            engine,
+            ticket.game_id,
+            game.name,
+            ticket.seat,
+            ticket.player_token,
+            game.bots[bot],
+            random.Random(f"{ticket.game_id}:{ticket.seat}"),
+            self.key,  # the key whose public half this client put on its tickets
+            choose=choose,
+        )
 
     async def list_queues(self, game: str = "") -> list[pb.QueueStats]:
         reply: pb.ListQueuesResponse = await self._stub.ListQueues(

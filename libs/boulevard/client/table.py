@@ -83,6 +83,12 @@ class Table:
             self._to_act = to_act
             self.frame(update)
 
+    def words(self, update: engine_pb2.WatchGameResponse) -> str:
+        """One update in words ('' when it says nothing to a person), noting the names, the
+        dice commitment and the end it reveals: for screens that draw their own board
+        (`boulevard play`, `boulevard watch --tui`) and so do not use `feed`."""
+        return self._describe(update)
+
     def _describe(self, update: engine_pb2.WatchGameResponse) -> str:
         event = update.event
         data = _payload(update)

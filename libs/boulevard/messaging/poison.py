@@ -14,6 +14,8 @@ from collections import Counter
 
 import structlog
 
+from boulevard.platform import metrics
+
 log = structlog.get_logger(__name__)
 
 POISONED: Counter[tuple[str, str]] = Counter()
@@ -30,6 +32,7 @@ def poisoned(
 ) -> None:
     """Report one skipped message: an error log line and a count."""
     POISONED[(consumer, reason)] += 1
+    metrics.POISON_MESSAGES.labels(metrics.current_service, consumer).inc()
     log.error(
         "poison message skipped",
         consumer=consumer,

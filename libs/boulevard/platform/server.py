@@ -21,6 +21,7 @@ from grpc_reflection.v1alpha import reflection
 from nats.aio.client import Client as NATS
 
 from boulevard.messaging.identities import inbox_prefix
+from boulevard.platform import metrics, tracing
 from boulevard.platform.edge import EdgeInterceptor
 from boulevard.platform.grpc_errors import ErrorInterceptor
 from boulevard.platform.logging import configure_logging
@@ -49,14 +50,19 @@ async def connect_nats(
     when it is back. Every service connects through here; NATS has no anonymous user."""
     seed = settings.nats_seed(name)
     nc: NATS | None = None
+    # Exported from the start (as 0), so a dashboard shows "none yet", not "no data".
+    metrics.NATS_RECONNECTS.labels(name)
+    metrics.NATS_DISCONNECTS.labels(name)
 
     async def on_disconnect() -> None:
+        metrics.NATS_DISCONNECTS.labels(name).inc()
         if nc is not None and not (nc.is_closed or nc.is_draining):
             log.warning("nats disconnected")
             if on_state is not None:
                 await on_state(False)
 
     async def on_reconnect() -> None:
+        metrics.NATS_RECONNECTS.labels(name).inc()
         log.info("nats reconnected")
         if on_state is not None:
             await on_state(True)
@@ -69,7 +75,8 @@ async def connect_nats(
         # With a CA configured, NATS is TLS or nothing: no silent plaintext fallback.
         url, tls = nats_tls_url(url), client_ssl_context(settings.tls_ca_file)
     nc = await nats.connect(
-        url,
+        # A cluster: every server, comma-separated; the client fails over between them.
+        url.split(",") if "," in url else url,
         tls=tls,
         name=f"boulevard-{name}",
         nkeys_seed_str=seed,
@@ -85,6 +92,21 @@ async def connect_nats(
         error_cb=on_error,
     )
     return nc
+
+
+class MeteredHealth(health.aio.HealthServicer):  # type: ignore[misc]  # grpc ships no types
+    """The library health servicer; what it says for the whole server ("") is also the
+    `boulevard_health_serving` gauge, whoever sets it."""
+
+    def __init__(self, service: str) -> None:
+        super().__init__()
+        self._gauge = metrics.HEALTH_SERVING.labels(service)
+        self._gauge.set(0)
+
+    async def set(self, service: str, status: health_pb2.HealthCheckResponse.ServingStatus) -> None:
+        await super().set(service, status)
+        if service == "":
+            self._gauge.set(1 if status == health_pb2.HealthCheckResponse.SERVING else 0)
 
 
 class NatsHealth:
@@ -124,7 +146,7 @@ class RunningService:
         app: App,
         settings: Settings,
         server: grpc.aio.Server,
-        health_servicer: health.aio.HealthServicer,
+        health_servicer: MeteredHealth,
         nc: NATS,
         port: int,
         nats_health: NatsHealth | None = None,
@@ -164,7 +186,8 @@ class RunningService:
 
 
 async def start_service(app: App, settings: Settings, port: int | None = None) -> RunningService:
-    health_servicer = health.aio.HealthServicer()
+    metrics.current_service = app.name
+    health_servicer = MeteredHealth(app.name)
     nats_health = NatsHealth(health_servicer, app.service_names)
     nc = await connect_nats(settings, app.name, nats_health.nats_state)
     try:
@@ -173,8 +196,15 @@ async def start_service(app: App, settings: Settings, port: int | None = None) -
         await nc.close()
         raise
     server = grpc.aio.server(
-        # ErrorInterceptor first (outermost): it maps what the edge checks raise.
-        interceptors=[ErrorInterceptor(), EdgeInterceptor()],
+        # Metrics outermost: it counts the status code the client finally sees. Then the
+        # traces (none unless an OTLP endpoint is set), then ErrorInterceptor, which maps
+        # what the edge checks raise.
+        interceptors=[
+            metrics.MetricsInterceptor(app.name),
+            *tracing.server_interceptors(),
+            ErrorInterceptor(),
+            EdgeInterceptor(),
+        ],
         options=[
             ("grpc.max_receive_message_length", settings.grpc_max_receive_bytes),
             ("grpc.max_send_message_length", settings.grpc_max_send_bytes),
@@ -203,6 +233,17 @@ async def serve(app: App, settings: Settings) -> None:
     """Run until SIGTERM or SIGINT, then drain in-flight calls and close NATS."""
     configure_logging(settings.log_level, settings.log_format)
     structlog.contextvars.bind_contextvars(service=app.name)
+    metrics.HEALTH_SERVING.labels(app.name).set(0)
+    tracer_provider = tracing.configure_tracing(app.name, settings.otlp_endpoint)
+    wanted = settings.metrics_port_of(app.name)
+    try:
+        metrics_port = metrics.serve_metrics(settings.metrics_host, wanted)
+    except OSError as exc:  # fail loudly: a service nobody can scrape is not observable
+        raise SystemExit(
+            f"{app.name}: cannot serve /metrics on {settings.metrics_host}:{wanted} ({exc}); "
+            f"set BOULEVARD_{app.name.upper()}_METRICS_PORT to a free port"
+        ) from exc
+    log.info("metrics", address=f"http://{settings.metrics_host}:{metrics_port}/metrics")
     running = await start_service(app, settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -211,3 +252,5 @@ async def serve(app: App, settings: Settings) -> None:
     await stop.wait()
     log.info("shutting down", service=app.name)
     await running.stop()
+    if tracer_provider is not None:
+        tracer_provider.shutdown()  # flushes the spans still batched

@@ -51,6 +51,19 @@ class Settings(BaseSettings):
     grpc_max_receive_bytes: int = Field(default=256 * 1024, ge=4096)
     grpc_max_send_bytes: int = Field(default=16 * 1024 * 1024, ge=4096)
 
+    # Prometheus /metrics, one port per service (0: any free port); loopback unless opened
+    # on purpose (compose and k8s set 0.0.0.0 so the scraper can reach it).
+    metrics_host: str = "127.0.0.1"
+    matchmaking_metrics_port: int = Field(default=9091, ge=0, le=65535)
+    engine_metrics_port: int = Field(default=9092, ge=0, le=65535)
+    dice_metrics_port: int = Field(default=9093, ge=0, le=65535)
+    ledger_metrics_port: int = Field(default=9094, ge=0, le=65535)
+    # Traces: OTLP/gRPC endpoint (e.g. http://127.0.0.1:4317); unset, tracing is off.
+    otlp_endpoint: str = Field(
+        default="",
+        validation_alias=AliasChoices("BOULEVARD_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"),
+    )
+
     # Secrets. `boulevard up` makes them once per data folder (<data_dir>/secrets.env) when
     # unset; services refuse to start without the ones they need.
     token_key: SecretStr = SecretStr("")  # HMAC key of player tokens (matchmaking, engine)
@@ -96,6 +109,10 @@ class Settings(BaseSettings):
 
     def port_of(self, service: str) -> int:
         port: int = getattr(self, f"{service}_port")
+        return port
+
+    def metrics_port_of(self, service: str) -> int:
+        port: int = getattr(self, f"{service}_metrics_port")
         return port
 
 

@@ -222,6 +222,8 @@ def compose_environment(
     assert env["NATS_URL"] == "nats://nats:4222"
     env["NATS_URL"] = nats_server.url
     env["BOULEVARD_GRPC_HOST"] = "127.0.0.1"
+    assert env.pop("BOULEVARD_METRICS_HOST") == "0.0.0.0"  # here: loopback, a free port
+    env[f"BOULEVARD_{service.upper()}_METRICS_PORT"] = str(free_port())
     for name in SERVICES:
         if f"BOULEVARD_{name.upper()}_HOST" in env:  # another service's address
             assert env[f"BOULEVARD_{name.upper()}_HOST"] == name

@@ -55,7 +55,8 @@ def test_design_ports_are_the_settings_defaults() -> None:
 
 
 def test_compose_runs_nats_and_the_four_services() -> None:
-    assert set(compose()["services"]) == {"nats", *SERVICES}
+    # (and the prometheus that scrapes them: tests/unit/deploy/test_validators.py)
+    assert set(compose()["services"]) == {"nats", "prometheus", *SERVICES}
 
 
 @pytest.mark.parametrize("service", SERVICES.values(), ids=lambda s: s.name)

@@ -165,7 +165,8 @@ def test_each_service_runs_its_module_on_its_port(service: Service) -> None:
     container = only_container(deployment(service))
     assert container["image"] == "boulevard"
     assert container["args"] == [f"services.{service.name}"]
-    assert container["ports"] == [{"name": "grpc", "containerPort": service.port}]
+    assert container["ports"][0] == {"name": "grpc", "containerPort": service.port}
+    assert [p["name"] for p in container["ports"]] == ["grpc", "metrics"]
     env = values(container)
     assert env[service.port_setting] == str(service.port)
     assert env["BOULEVARD_GRPC_HOST"] == "0.0.0.0"

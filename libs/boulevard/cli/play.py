@@ -1,0 +1,154 @@
+"""`boulevard play <game>`: sit down at a table and play, in the terminal.
+
+Queues through matchmaking for a table of --seats (bots take the seats nobody takes within
+--bot-fill seconds), then plays the seat it is given through the engine's public gRPC API:
+the board as the game draws it, your money and hand, the other players' moves in words as
+they happen, and your legal actions as a menu (arrows and enter; `s` highlights the move the
+game's bot would make; `q` quits). The dice service's commitment is shown when the game is
+created and verified when it ends (VerifyGame, and every outcome re-derived here).
+
+Joining and playing go through the client library (`MatchmakingClient.join`,
+`MatchmakingClient.seat_player`): whatever a seat must carry, it carries for this app too.
+
+Exit codes: 0 the game ended and its dice verified, 1 the dice did not verify, 2 cannot
+play (unreachable, refused), 130 quit before the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+
+from textual.markup import escape
+
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.cli.screen import GameScreen
+from boulevard.client.dice import DiceReader
+from boulevard.client.matchmaking import MatchmakingClient
+from boulevard.games import REGISTRY, get_game
+from boulevard.platform import tls
+from boulevard.platform.settings import Settings
+
+
+class PlayApp(GameScreen):
+    """The screen of one seat, joined through matchmaking."""
+
+    def __init__(
+        self,
+        game: str,
+        player: str,
+        seats: int,
+        *,
+        matchmaking: str,
+        engine: str,
+        dice: str,
+        bot_fill: int = 2,
+    ) -> None:
+        super().__init__(game, seat=None)
+        self.player = player
+        self.seats = seats
+        self.addresses = {"matchmaking": matchmaking, "engine": engine, "dice": dice}
+        self.bot_fill = bot_fill
+
+    async def session(self) -> None:
+        definition = get_game(self.game)
+        self.title = f"Boulevard — {definition.title}"
+        self.say(
+            f"queueing {self.player} for {definition.title} at a table of {self.seats}; "
+            f"bots take the empty seats after {self.bot_fill}s…"
+        )
+        async with (
+            MatchmakingClient(self.addresses["matchmaking"]) as mm,
+            tls.channel(self.addresses["engine"]) as engine_channel,
+            tls.channel(self.addresses["dice"]) as dice_channel,
+        ):
+            ticket = await mm.join(
+                self.player, self.game, self.seats, bot_fill_after_seconds=self.bot_fill
+            )
+            self.seat = ticket.seat
+            self.begin(
+                self.game, ticket.game_id, f"game {ticket.game_id} — you are seat {ticket.seat}"
+            )
+            # A border title is markup: the name is escaped so it shows as typed.
+            who = escape(self.player)
+            self.query_one("#seat").border_title = f"you — {who}, seat {ticket.seat}"
+            self.query_one("#actions").display = True
+            self.say("seated; waiting for the other players…")
+            engine = engine_pb2_grpc.EngineServiceStub(engine_channel)
+            player = mm.seat_player(engine, ticket, choose=self.offer)
+            watching = asyncio.create_task(self._watch(engine, player.game_id, player.token))
+            try:
+                await player.play()
+                await asyncio.wait_for(asyncio.shield(watching), 30)
+            finally:
+                watching.cancel()
+                await asyncio.gather(watching, return_exceptions=True)
+            await self.verify_dice(DiceReader(dice_channel))
+
+    async def _watch(
+        self, engine: engine_pb2_grpc.EngineServiceStub, game_id: str, token: str
+    ) -> None:
+        # From the first event: the commitment and the moves made before this screen opened.
+        request = engine_pb2.WatchGameRequest(game_id=game_id, player_token=token)
+        async for update in engine.WatchGame(request):
+            self.show(update)
+            if update.event.type == "GameFinished":
+                return
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "play",
+        help="sit down at a table and play a game in the terminal",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("game", choices=sorted(REGISTRY), help="the game to play")
+    p.add_argument("--player", default=None, help="your player id (default: your login name)")
+    p.add_argument("--seats", type=int, default=0, help="table size (default: the game's usual)")
+    p.add_argument(
+        "--bot-fill",
+        type=int,
+        default=2,
+        metavar="SECONDS",
+        help="bots take the seats nobody took after this long (0: wait for people)",
+    )
+    for service in ("matchmaking", "engine", "dice"):
+        p.add_argument(
+            f"--{service}",
+            metavar="HOST:PORT",
+            default=None,
+            help=f"the {service} service's gRPC address (default: from BOULEVARD_… settings)",
+        )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = Settings()
+    definition = get_game(args.game)
+    seats = args.seats or min(max(3, definition.min_players), definition.max_players)
+    if not definition.min_players <= seats <= definition.max_players:
+        print(f"{definition.title} seats {definition.min_players}-{definition.max_players}")
+        return 2
+    app = PlayApp(
+        args.game,
+        args.player or f"{getpass.getuser()}",
+        seats,
+        matchmaking=args.matchmaking or f"{settings.grpc_host}:{settings.matchmaking_port}",
+        engine=args.engine or f"{settings.grpc_host}:{settings.engine_port}",
+        dice=args.dice or f"{settings.grpc_host}:{settings.dice_port}",
+        bot_fill=args.bot_fill,
+    )
+    app.run()
+    return exit_code(app)
+
+
+def exit_code(app: GameScreen) -> int:
+    """What a closed screen tells the shell (see the module's docstring), after printing its
+    last words, since the screen itself is gone."""
+    if app.finished:
+        print(f"game over — {app.ranking}\ndice: {app.dice_verdict or 'not verified'}")
+        return 0 if app.dice_ok else 1
+    print(app.last_status or "left before the end")
+    return 2 if app.failed else 130

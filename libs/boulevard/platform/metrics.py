@@ -1,0 +1,229 @@
+"""Prometheus metrics: every metric Boulevard exports, in one place.
+
+The services record into these module-level metrics (prometheus-client's default registry,
+which also carries the process collector: CPU seconds, RSS, open fds) and `serve()` exposes
+them on `/metrics` at `<metrics_host>:<service>_metrics_port`. Labels stay bounded: a game
+name, an event type, a gRPC method and code, never a game or player id.
+
+The dashboard (deploy/grafana/boulevard.json) and the alert rules
+(deploy/prometheus/alerts.yml) name only metrics defined here; a test checks that they do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.registry import CollectorRegistry
+
+# Latency buckets for calls that hit JetStream (fsync on every write: `sync_interval: always`)
+_LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_WAIT = (0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
+
+# -- every service
+
+GRPC_REQUESTS = Counter(
+    "boulevard_grpc_requests",
+    "gRPC calls handled, by service, method and status code",
+    ["service", "method", "code"],
+)
+GRPC_SECONDS = Histogram(
+    "boulevard_grpc_request_seconds",
+    "Time to handle a gRPC call (for streams: until the stream ends)",
+    ["service", "method"],
+    buckets=_LATENCY,
+)
+HEALTH_SERVING = Gauge(
+    "boulevard_health_serving",
+    "1 while the service's gRPC health says SERVING, 0 otherwise",
+    ["service"],
+)
+NATS_RECONNECTS = Counter(
+    "boulevard_nats_reconnects", "Times the NATS connection came back after a loss", ["service"]
+)
+NATS_DISCONNECTS = Counter(
+    "boulevard_nats_disconnects", "Times the NATS connection was lost", ["service"]
+)
+POISON_MESSAGES = Counter(
+    "boulevard_poison_messages",
+    "Messages a consumer could not decode or handle and skipped (terminated)",
+    ["service", "consumer"],
+)
+
+current_service = ""  # this process's service (start_service sets it), for module-level hooks
+
+# -- engine
+
+GAMES_STARTED = Counter("boulevard_games_started", "Games created by the engine", ["game"])
+GAMES_FINISHED = Counter("boulevard_games_finished", "Games that reached GameFinished", ["game"])
+GAMES_LIVE = Gauge(
+    "boulevard_games_live",
+    "Unfinished games this engine process holds in memory (sum over replicas for the total)",
+)
+EVENTS_APPENDED = Counter(
+    "boulevard_events_appended", "Events appended to GAMES by the engine", ["game"]
+)
+APPEND_SECONDS = Histogram(
+    "boulevard_event_append_seconds",
+    "Time of one append to GAMES (all the events of one command), acknowledged by JetStream",
+    ["game"],
+    buckets=_LATENCY,
+)
+LAST_APPEND = Gauge(
+    "boulevard_last_append_timestamp_seconds",
+    "Unix time of the last append to GAMES by this engine process",
+)
+
+# -- dice
+
+DICE_OUTCOMES = Counter("boulevard_dice_outcomes", "Outcomes drawn and recorded on DICE", ["kind"])
+DICE_VERIFICATIONS = Counter(
+    "boulevard_dice_verifications",
+    "VerifyGame answers by result (a failure means recorded outcomes do not match the seed)",
+    ["result"],
+)
+
+# -- ledger
+
+LEDGER_ENTRIES = Counter("boulevard_ledger_entries", "Journal entries posted to LEDGER")
+LEDGER_TREE_SIZE = Gauge("boulevard_ledger_tree_size", "Entries in the ledger's Merkle tree")
+LEDGER_REJECTIONS = Counter(
+    "boulevard_ledger_rejections",
+    "Game events the ledger refused to post (the LEDGER ALARM), by reason code",
+    ["code"],
+)
+LEDGER_RECONCILIATIONS = Counter(
+    "boulevard_ledger_reconciliations",
+    "Reconcile answers by result (a failure: ledger money differs from the game's)",
+    ["result"],
+)
+
+# -- matchmaking
+
+QUEUE_DEPTH = Gauge("boulevard_matchmaking_queue_depth", "Tickets waiting for a match", ["game"])
+TIME_TO_MATCH = Histogram(
+    "boulevard_matchmaking_time_to_match_seconds",
+    "From a ticket's creation to the match that seats it",
+    ["game"],
+    buckets=_WAIT,
+)
+MATCHES_FORMED = Counter("boulevard_matches_formed", "Matches committed", ["game"])
+BOT_GAMES_RESUMED = Counter(
+    "boulevard_bot_games_resumed",
+    "Bot games this process took over after the process playing them stopped",
+)
+
+
+def metric_names(registry: CollectorRegistry = REGISTRY) -> set[str]:
+    """Every sample name the registry exports (counters with their _total, histograms with
+    _bucket/_sum/_count), for checking what dashboards and alerts may refer to."""
+    names: set[str] = set()
+    for family in registry.collect():
+        names.add(family.name)
+        for sample in family.samples:
+            names.add(sample.name)
+        if family.type == "counter":
+            names.add(family.name + "_total")
+        elif family.type == "histogram":
+            names.update(family.name + s for s in ("_bucket", "_sum", "_count"))
+    return names
+
+
+def serve_metrics(host: str, port: int) -> int:
+    """Serve /metrics from a thread; the port it bound (port 0 picks a free one)."""
+    server, _thread = start_http_server(port, addr=host)
+    return int(server.server_address[1])
+
+
+class Timer:
+    """`with Timer(histogram.labels(...)):` without the decorator machinery."""
+
+    def __init__(self, observer: Any) -> None:
+        self._observer = observer
+
+    def __enter__(self) -> None:
+        self._start = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self._observer.observe(time.perf_counter() - self._start)
+
+
+def _code_of(context: grpc.aio.ServicerContext[Any, Any], failed: BaseException | None) -> str:
+    code = context.code()
+    if isinstance(code, grpc.StatusCode):
+        return str(code.name)
+    if isinstance(failed, asyncio.CancelledError):
+        return str(grpc.StatusCode.CANCELLED.name)
+    if failed is not None:
+        return str(grpc.StatusCode.UNKNOWN.name)
+    return str(grpc.StatusCode.OK.name)
+
+
+class MetricsInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
+    """Counts every call by method and final status code and times it. Runs outside the
+    error interceptor, so a domain error is counted with the code the client saw."""
+
+    def __init__(self, service: str) -> None:
+        self.service = service
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        method = handler_call_details.method.rsplit("/", 1)[-1]
+        service = self.service
+        requests = GRPC_REQUESTS
+        seconds = GRPC_SECONDS.labels(service, method)
+
+        def record(context: grpc.aio.ServicerContext[Any, Any], start: float, exc: Any) -> None:
+            seconds.observe(time.perf_counter() - start)
+            requests.labels(service, method, _code_of(context, exc)).inc()
+
+        if handler.unary_unary is not None:
+            inner = handler.unary_unary
+
+            async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+                start, failed = time.perf_counter(), None
+                try:
+                    return await inner(request, context)
+                except BaseException as exc:
+                    failed = exc
+                    raise
+                finally:
+                    record(context, start, failed)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            inner_stream = handler.unary_stream
+
+            async def stream(
+                request: Any, context: grpc.aio.ServicerContext[Any, Any]
+            ) -> AsyncIterator[Any]:
+                start, failed = time.perf_counter(), None
+                try:
+                    async for item in inner_stream(request, context):
+                        yield item
+                except BaseException as exc:
+                    failed = exc
+                    raise
+                finally:
+                    record(context, start, failed)
+
+            return grpc.unary_stream_rpc_method_handler(
+                stream,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler  # stream-unary / stream-stream (reflection): not counted
