@@ -9,11 +9,17 @@ Starts its own nats-server (JetStream, `sync_interval: always` as the product ru
 - raw: `js.publish` of a DiceRecord-sized message with a `Nats-Msg-Id` to a bench stream,
   awaiting each ack — one at a time, and N in flight (N tasks, each one at a time);
 - service: `DiceClient.roll` (NATS request/reply; the service derives the outcome, appends it
-  to DICE with `Nats-Expected-Last-Subject-Sequence` and waits for the ack, then replies) —
-  one game one roll at a time, and N games each rolling one at a time.
+  to DICE with `Nats-Expected-Last-Subject-Sequence` and waits for the ack, then signs the
+  game's new Merkle tree head with Ed25519 and appends it too — two acknowledged writes per
+  outcome since issue 12 — then replies) — one game one roll at a time, and N games each
+  rolling one at a time;
+- opening: the blind opening of one game, as the engine runs it — `open` with the seats'
+  seed commitments (the seed is drawn, sealed into the KV vault, its commitment appended
+  and signed) then `seeds` with the revealed client seeds (checked against the
+  commitments, appended and signed) — one game at a time, and N at once.
 
 The ratio service/raw is what matters (absolute numbers drift between machines); the issue
-aims for >= 50%. Results go to stdout as a table.
+aims for >= 50% for rolls. Results go to stdout as a table.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "libs")]
 
 from boulevard.api.v1 import dice_pb2  # noqa: E402
 from boulevard.client.dice import DiceClient  # noqa: E402
+from boulevard.fairness import client_seed_commitment  # noqa: E402
 from boulevard.messaging.server import NatsServer, free_port  # noqa: E402
 from boulevard.messaging.streams import StreamSpec, ensure_stream  # noqa: E402
 
@@ -109,10 +116,15 @@ async def raw_publish(nc: NATS, workers: int, seconds: float) -> tuple[float, in
     return await rate(workers, seconds, worker)
 
 
+SEEDS = ["a", "b"]
+COMMITMENTS = [client_seed_commitment(s) for s in SEEDS]
+
+
 async def service_rolls(client: DiceClient, workers: int, seconds: float) -> tuple[float, int]:
     games = [f"bench-{secrets.token_hex(6)}" for _ in range(workers)]
     for game in games:
-        await client.open_game(game, ["a", "b"])
+        await client.open_game(game, COMMITMENTS)
+        await client.fix_seeds(game, SEEDS)
 
     def worker(i: int) -> Callable[[], Awaitable[None]]:
         n = 0
@@ -121,6 +133,18 @@ async def service_rolls(client: DiceClient, workers: int, seconds: float) -> tup
             nonlocal n
             n += 1
             await client.roll(games[i], f"r{n}", 2, 6, "bench")
+
+        return op
+
+    return await rate(workers, seconds, worker)
+
+
+async def service_openings(client: DiceClient, workers: int, seconds: float) -> tuple[float, int]:
+    def worker(i: int) -> Callable[[], Awaitable[None]]:
+        async def op() -> None:
+            game = f"open-{secrets.token_hex(6)}"
+            await client.open_game(game, COMMITMENTS)
+            await client.fix_seeds(game, SEEDS)
 
         return op
 
@@ -195,6 +219,9 @@ async def measure(sync_always: bool, seconds: float, in_flight: int, runs: int) 
                     cpu = Cpu(pids)
                     measured = await service_rolls(client, workers, seconds)
                     note(f"service {label}", measured, cpu, ["client", "dice"])
+                    cpu = Cpu(pids)
+                    measured = await service_openings(client, workers, seconds)
+                    note(f"opening {label}", measured, cpu, ["client", "dice"])
             return {k: statistics.median(v) for k, v in results.items()}
         finally:
             await nc.close()
@@ -222,6 +249,7 @@ async def main() -> None:
     print(
         "{:<8} {:>9} {:>14} {:>19} {:>6}   CPU µs/op raw | service (client+dice) ".format(*header)
     )
+    openings: list[str] = []
     for sync_always in configs:
         r = await measure(sync_always, args.seconds, args.in_flight, args.runs)
         for label in ("1", str(args.in_flight)):
@@ -234,6 +262,18 @@ async def main() -> None:
                 f"   {cpu_raw:>5.0f} | {cpu_svc:>5.0f}   (with nats-server: {all_raw:.0f} | "
                 f"{all_svc:.0f})"
             )
+            opening = r[f"opening {label}"]
+            openings.append(
+                f"{sync:<8} {label:>9} {raw:>14,.0f} {opening:>19,.0f} {opening / raw:>6.0%}"
+                f"   {r[f'opening {label} cpu']:>5.0f} µs/opening (client+dice)"
+            )
+    print("\nthe blind opening (open with commitments + seeds), per game:")
+    print(
+        "{:<8} {:>9} {:>14} {:>19} {:>6}".format(
+            "sync", "in flight", "raw publish/s", "openings/s", "ratio"
+        )
+    )
+    print("\n".join(openings))
 
 
 if __name__ == "__main__":

@@ -39,9 +39,10 @@ from common import Timer, rate
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash, command_signing_bytes, verify
 from boulevard.cli.up import demo_operator_token, start_platform
-from boulevard.client.bots import SeatPlayer
+from boulevard.client.bots import SeatPlayer, reveal_seed
 from boulevard.client.signing import sign_submit
 from boulevard.eventlog.jetstream import JetStreamEventStore
+from boulevard.fairness import client_seed_commitment
 from boulevard.games import get_game
 from boulevard.games.lords_of_vegas.types import ProposeTrade, RejectTrade
 from boulevard.messaging.server import NatsServer, free_port
@@ -118,19 +119,27 @@ KEYS = [SigningKey(bytes([i + 1]) * 32) for i in range(4)]  # one per seat, as c
 
 
 async def create_game(stub: Any, operator: str, players: int = 4) -> engine_pb2.CreateGameResponse:
-    return await stub.CreateGame(
+    """A game whose seats committed to seeds and revealed them (the blind opening)."""
+    seeds = [f"bench-seed-{uuid.uuid4().hex}" for _ in range(players)]
+    created: engine_pb2.CreateGameResponse = await stub.CreateGame(
         engine_pb2.CreateGameRequest(
             request_id=uuid.uuid4().hex,
             game="lords_of_vegas",
             seats=[
                 engine_pb2.SeatAssignment(
-                    seat=i, player_id=f"b{i}", client_seed=str(i), public_key=KEYS[i].public_hex
+                    seat=i,
+                    player_id=f"b{i}",
+                    client_seed_commitment=client_seed_commitment(seed),
+                    public_key=KEYS[i].public_hex,
                 )
-                for i in range(players)
+                for i, seed in enumerate(seeds)
             ],
         ),
         metadata=bearer(operator),
     )
+    for token, seed in zip(created.player_tokens, seeds, strict=True):
+        await reveal_seed(stub, created.game_id, token, seed)
+    return created
 
 
 async def drive_game(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import grpc
+import structlog
 from nats.aio.client import Client as NATS
 
 from boulevard.api.v1 import dice_pb2, dice_pb2_grpc
@@ -16,7 +17,9 @@ from services.dice.rpc import DiceRpc
 from services.dice.sealing import SeedSealer
 from services.dice.server import DiceServicer
 from services.dice.settings import DiceSettings
-from services.dice.store import DiceLog, SeedVault
+from services.dice.store import DiceLog, GamesLog, SeedVault
+
+log = structlog.get_logger(__name__)
 
 
 class DiceApp:
@@ -26,6 +29,7 @@ class DiceApp:
     def __init__(self, settings: DiceSettings) -> None:
         self.settings = settings
         self._sealer = SeedSealer(settings.seed_key())  # fail fast on a bad key
+        self._signer = settings.signer()
         self.dealer: Dealer | None = None
         self.queries: DiceQueries | None = None
         self._rpc: DiceRpc | None = None
@@ -36,8 +40,16 @@ class DiceApp:
         await ensure_stream(js, platform_streams(s)["dice"])
         vault = await SeedVault.open(js, s.dice_seeds_bucket, self._sealer, s.stream_replicas)
         dice_log = DiceLog(nc, s.dice_stream, s.dice_subject_prefix)
-        self.dealer = Dealer(dice_log, vault, cache_size=s.dice_cache_games)
-        self.queries = DiceQueries(dice_log)
+        games = GamesLog(nc, s.games_stream, s.games_subject_prefix)
+        self.dealer = Dealer(
+            dice_log, vault, self._signer, games.ended, cache_size=s.dice_cache_games
+        )
+        log.info(
+            "dice signing key",
+            key_id=self._signer.key_id,
+            public_key=self._signer.public_key.hex(),
+        )
+        self.queries = DiceQueries(dice_log, self._signer.public_key)
         self._rpc = DiceRpc(nc, self.dealer, s.dice_rpc_prefix, s.dice_rpc_queue)
         await self._rpc.start()
 

@@ -11,7 +11,11 @@ Invariants, and how they hold across crashes, retries and a second replica:
   after a restart;
 - a request id gets one outcome forever: the id is inside the recorded outcome (durable,
   unlike the `Nats-Msg-Id` dedupe window), and a retry returns the recorded outcome;
-- no draw after the reveal.
+- no draw before the client seeds are fixed, none after the reveal, and no reveal before
+  the game's own log (GAMES) records its end;
+- every leaf record (commitment, client seeds, outcomes, reveal) is followed by a signed
+  tree head over the game's Merkle tree, and a log that no longer matches its heads is
+  refused, not extended.
 """
 
 from __future__ import annotations
@@ -22,13 +26,17 @@ import secrets
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import structlog
 
+from boulevard.accounting.merkle import MerkleTree
+from boulevard.accounting.treehead import TreeHeadSigner
 from boulevard.api.v1 import dice_pb2
+from boulevard.client.dice_log import parse_log, sign_head, signed_view
 from boulevard.fairness import (
+    MAX_CLIENT_SEED_BYTES,
     ROLL,
     SCHEME_VERSION,
     SEED_BYTES,
@@ -36,8 +44,9 @@ from boulevard.fairness import (
     FairnessError,
     GameSeeds,
     check_request,
-    combine_client_seeds,
+    client_seed_commitment,
     commitment,
+    is_commitment,
     parse_server_seed,
 )
 from boulevard.messaging.poison import poisoned
@@ -50,8 +59,9 @@ log = structlog.get_logger(__name__)
 
 GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MAX_REQUEST_ID = 256
-MAX_CLIENT_SEEDS = 64
-MAX_CLIENT_SEED_BYTES = 256
+MAX_SEATS = 64
+MAX_PURPOSE = 128
+BLINDING_BYTES = 16
 # The scheme allows bigger draws; a game never needs them and they would stall the loop.
 MAX_DRAW_ITEMS = 10_000
 ATTEMPTS = 5
@@ -71,11 +81,18 @@ class Table:
 
     game_id: str
     opened: dice_pb2.DiceCommitment
-    seeds: GameSeeds
+    server_seed: bytes
     last_seq: int
+    tree: MerkleTree = field(default_factory=MerkleTree)
+    signed_size: int = 0  # the size of the last head this service signed and stored
+    seeds: GameSeeds | None = None  # set once the client seeds are fixed
+    client_seeds: dice_pb2.DiceClientSeeds | None = None
     next_nonce: int = 0
     by_request: dict[str, dice_pb2.DiceOutcome] = field(default_factory=dict)
     revealed: dice_pb2.DiceReveal | None = None
+
+
+GameEnded = Callable[[str], Awaitable[bool]]
 
 
 class Dealer:
@@ -83,35 +100,47 @@ class Dealer:
         self,
         dice_log: DiceLog,
         vault: SeedVault,
+        signer: TreeHeadSigner,
+        game_ended: GameEnded,
         *,
         new_seed: Callable[[], bytes] = lambda: secrets.token_bytes(SEED_BYTES),
+        new_blinding: Callable[[], bytes] = lambda: secrets.token_bytes(BLINDING_BYTES),
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
         cache_size: int = 10_000,
     ) -> None:
         self._log = dice_log
         self._vault = vault
+        self._signer = signer
+        self._game_ended = game_ended
         self._new_seed = new_seed
+        self._new_blinding = new_blinding
         self._clock_ms = clock_ms
         self._cache: OrderedDict[str, Table] = OrderedDict()
         self._cache_size = cache_size
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
-    # ---- the four operations ------------------------------------------------------------
+    @property
+    def public_key(self) -> bytes:
+        return self._signer.public_key
 
-    async def open_game(self, game_id: str, client_seeds: Sequence[str]) -> dice_pb2.DiceCommitment:
-        """The game's commitment; creates its seed the first time. Opening again with the
-        same client seeds returns the same commitment."""
+    # ---- the five operations ------------------------------------------------------------
+
+    async def open_game(
+        self, game_id: str, seed_commitments: Sequence[str], reveal_deadline_unix_ms: int = 0
+    ) -> dice_pb2.DiceCommitment:
+        """The game's commitment; creates its seed the first time. The seats' client seeds
+        are not known here, only their commitments: the server seed is drawn and committed
+        blind. Opening again with the same commitments returns the recorded commitment
+        (with its recorded deadline)."""
         check_game_id(game_id)
-        _check_client_seeds(client_seeds)
+        _check_commitments(seed_commitments)
         async with self._lock(game_id):
             for _ in range(ATTEMPTS):
                 table = await self._find(game_id)
                 if table is not None:
-                    if combine_client_seeds(table.opened.client_seeds) != combine_client_seeds(
-                        client_seeds
-                    ):
+                    if list(table.opened.client_seed_commitments) != list(seed_commitments):
                         raise FailedPrecondition(
-                            f"game {game_id} is already open with other client seeds"
+                            f"game {game_id} is already open with other seed commitments"
                         )
                     return table.opened
                 seed = await self._vault.get(game_id)
@@ -121,21 +150,83 @@ class Dealer:
                     game_id=game_id,
                     scheme=SCHEME_VERSION,
                     commitment=commitment(seed),
-                    client_seeds=list(client_seeds),
+                    client_seed_commitments=list(seed_commitments),
+                    reveal_deadline_unix_ms=reveal_deadline_unix_ms,
                     time_unix_ms=self._clock_ms(),
                 )
-                record = dice_pb2.DiceRecord(opened=opened)
+                table = Table(game_id, opened, seed, 0)
                 try:
-                    seq = await self._log.append(game_id, record, f"{game_id}:open", 0)
+                    await self._append_leaf(table, dice_pb2.DiceRecord(opened=opened), "open")
                 except AppendConflict:
                     self._forget(game_id)
                     continue
-                self._remember(
-                    Table(game_id, opened, GameSeeds.of(seed, client_seeds, game_id), seq)
-                )
+                self._remember(table)
                 log.info("game opened", game_id=game_id, commitment=opened.commitment)
                 return opened
         raise Aborted(f"could not open game {game_id}: the dice log kept changing")
+
+    async def fix_seeds(
+        self, game_id: str, client_seeds: Sequence[str], missing_seats: Sequence[int] = ()
+    ) -> dice_pb2.DiceClientSeeds:
+        """Record the revealed client seeds (per seat), each checked against its seat's
+        commitment; a missing seat (allowed only after the deadline) plays with "". Draws
+        are possible from then on. Idempotent for the same seeds."""
+        check_game_id(game_id)
+        async with self._lock(game_id):
+            for _ in range(ATTEMPTS):
+                table = await self._table(game_id)
+                if table.client_seeds is not None:
+                    same = list(table.client_seeds.client_seeds) == list(client_seeds) and list(
+                        table.client_seeds.missing_seats
+                    ) == sorted(set(missing_seats))
+                    if not same:
+                        raise FailedPrecondition(
+                            f"game {game_id}'s client seeds are already fixed, differently"
+                        )
+                    return table.client_seeds
+                if table.revealed is not None:
+                    raise FailedPrecondition(f"game {game_id} is revealed")
+                self._check_seeds(table, client_seeds, missing_seats)
+                record = dice_pb2.DiceClientSeeds(
+                    game_id=game_id,
+                    client_seeds=list(client_seeds),
+                    missing_seats=sorted(set(missing_seats)),
+                    time_unix_ms=self._clock_ms(),
+                )
+                try:
+                    await self._append_leaf(table, dice_pb2.DiceRecord(seeds=record), "seeds")
+                except AppendConflict:
+                    self._forget(game_id)
+                    continue
+                table.client_seeds = record
+                table.seeds = GameSeeds.of(table.server_seed, client_seeds, game_id)
+                log.info("client seeds fixed", game_id=game_id, missing=list(missing_seats))
+                return record
+        raise Aborted(f"could not fix the seeds of {game_id}: the dice log kept changing")
+
+    def _check_seeds(
+        self, table: Table, client_seeds: Sequence[str], missing_seats: Sequence[int]
+    ) -> None:
+        commitments = list(table.opened.client_seed_commitments)
+        if len(client_seeds) != len(commitments):
+            raise InvalidArgument(
+                f"{len(commitments)} seats committed; got {len(client_seeds)} client seeds"
+            )
+        for seed in client_seeds:
+            if len(seed.encode("utf-8")) > MAX_CLIENT_SEED_BYTES:
+                raise InvalidArgument(f"a client seed is at most {MAX_CLIENT_SEED_BYTES} bytes")
+        missing = set(missing_seats)
+        if any(not 0 <= s < len(commitments) for s in missing):
+            raise InvalidArgument("a missing seat is not a seat of this game")
+        deadline = table.opened.reveal_deadline_unix_ms
+        if missing and (not deadline or self._clock_ms() < deadline):
+            raise FailedPrecondition("a seat may be counted missing only after the reveal deadline")
+        for seat, (committed, seed) in enumerate(zip(commitments, client_seeds, strict=True)):
+            if seat in missing or not committed:
+                if seed:
+                    raise InvalidArgument(f"seat {seat} has no committed seed to reveal")
+            elif client_seed_commitment(seed) != committed:
+                raise InvalidArgument(f"seat {seat}'s client seed does not match its commitment")
 
     async def draw(
         self,
@@ -151,6 +242,8 @@ class Dealer:
         check_game_id(game_id)
         if not 1 <= len(request_id) <= MAX_REQUEST_ID:
             raise InvalidArgument(f"request id must be 1..{MAX_REQUEST_ID} characters")
+        if len(purpose) > MAX_PURPOSE:
+            raise InvalidArgument(f"purpose must be at most {MAX_PURPOSE} characters")
         if kind == SHUFFLE:
             sides = 0
         try:
@@ -177,6 +270,14 @@ class Dealer:
                     return previous
                 if table.revealed is not None:
                     raise FailedPrecondition(f"game {game_id} is revealed: no more draws")
+                if table.seeds is None:
+                    # Another replica may have fixed them since this one cached the game.
+                    self._forget(game_id)
+                    table = await self._table(game_id)
+                if table.seeds is None:
+                    raise FailedPrecondition(
+                        f"game {game_id}'s client seeds are not fixed yet: no draw before them"
+                    )
                 nonce = table.next_nonce
                 outcome = dice_pb2.DiceOutcome(
                     game_id=game_id,
@@ -188,16 +289,13 @@ class Dealer:
                     request_id=request_id,
                     purpose=purpose,
                     time_unix_ms=self._clock_ms(),
+                    blinding=self._new_blinding(),
                 )
-                record = dice_pb2.DiceRecord(outcome=outcome)
                 try:
-                    seq = await self._log.append(
-                        game_id, record, f"{game_id}:{nonce}", table.last_seq
-                    )
+                    await self._append_leaf(table, dice_pb2.DiceRecord(outcome=outcome), nonce)
                 except AppendConflict:
                     self._forget(game_id)
                     continue
-                table.last_seq = seq
                 table.next_nonce = nonce + 1
                 table.by_request[request_id] = outcome
                 metrics.DICE_OUTCOMES.labels(kind).inc()
@@ -216,29 +314,30 @@ class Dealer:
 
     async def reveal(self, game_id: str, reason: str = "") -> dice_pb2.DiceReveal:
         """Publish the server seed (once; later calls return the same reveal) and end the
-        game's draws."""
+        game's draws. Refused until the game's own log records its end: a running game's
+        seed would give away every outcome still to come."""
         check_game_id(game_id)
         async with self._lock(game_id):
             for _ in range(ATTEMPTS):
                 table = await self._table(game_id)
                 if table.revealed is not None:
                     return table.revealed
+                if not await self._game_ended(game_id):
+                    raise FailedPrecondition(
+                        f"game {game_id} has not ended: its log does not record GameFinished"
+                    )
                 revealed = dice_pb2.DiceReveal(
                     game_id=game_id,
-                    server_seed=table.seeds.server_seed.hex(),
+                    server_seed=table.server_seed.hex(),
                     outcome_count=table.next_nonce,
                     reason=reason or "finished",
                     time_unix_ms=self._clock_ms(),
                 )
-                record = dice_pb2.DiceRecord(revealed=revealed)
                 try:
-                    seq = await self._log.append(
-                        game_id, record, f"{game_id}:reveal", table.last_seq
-                    )
+                    await self._append_leaf(table, dice_pb2.DiceRecord(revealed=revealed), "reveal")
                 except AppendConflict:
                     self._forget(game_id)
                     continue
-                table.last_seq = seq
                 table.revealed = revealed
                 try:
                     await self._vault.forget(game_id)
@@ -247,6 +346,37 @@ class Dealer:
                 log.info("seed revealed", game_id=game_id, outcomes=table.next_nonce)
                 return revealed
         raise Aborted(f"could not reveal game {game_id}: the dice log kept changing")
+
+    # ---- the signed log -----------------------------------------------------------------
+
+    async def _append_leaf(self, table: Table, record: dice_pb2.DiceRecord, key: object) -> None:
+        """Append a leaf record, then the signed head over the tree that now includes it.
+        The leaf is acknowledged (stored) before anyone hears of it; if this process dies
+        before the head is stored, whoever loads the game next signs the missing head."""
+        data = record.SerializeToString()
+        which = record.WhichOneof("record") or ""
+        game_id = table.game_id
+        seq = await self._log.append_bytes(game_id, data, which, f"{game_id}:{key}", table.last_seq)
+        table.last_seq = seq
+        table.tree.append(data)
+        await self._sign(table)
+
+    async def _sign(self, table: Table) -> None:
+        head = sign_head(self._signer, table.game_id, table.tree, self._clock_ms())
+        try:
+            seq = await self._log.append(
+                table.game_id,
+                dice_pb2.DiceRecord(head=head),
+                f"{table.game_id}:head:{head.tree_size}",
+                table.last_seq,
+            )
+        except AppendConflict:
+            # Someone else wrote after our leaf (another replica catching up the head):
+            # reload next time; the leaf itself is stored.
+            self._forget(table.game_id)
+            return
+        table.last_seq = seq
+        table.signed_size = head.tree_size
 
     # ---- the game table, from cache or from the log -----------------------------------------
 
@@ -291,34 +421,25 @@ class Dealer:
         records, last_seq = await self._log.read(game_id)
         if not records:
             return None
-        opened: dice_pb2.DiceCommitment | None = None
-        revealed: dice_pb2.DiceReveal | None = None
-        by_request: dict[str, dice_pb2.DiceOutcome] = {}
-        next_nonce = 0
-        for stored in records:
-            which = stored.record.WhichOneof("record")
-            if which == "opened" and opened is None:
-                opened = stored.record.opened
-            elif opened is None:
-                self._out_of_sequence(stored, "a record before the commitment")
-            elif which == "outcome":
-                outcome = stored.record.outcome
-                if outcome.nonce != next_nonce or outcome.game_id != game_id:
-                    # Nonces are consecutive: anything else was not drawn here. Skipped for
-                    # drawing (the next draw takes the next nonce); audits still see it.
-                    self._out_of_sequence(stored, f"nonce {outcome.nonce}, not {next_nonce}")
-                    continue
-                by_request.setdefault(outcome.request_id, outcome)
-                next_nonce += 1
-            elif which == "revealed" and revealed is None:
-                if not _reveals(stored.record.revealed, opened):
-                    self._out_of_sequence(stored, "a reveal that is not the committed seed")
-                    continue
-                revealed = stored.record.revealed
-        if opened is None:
-            raise FailedPrecondition(f"the dice log of {game_id} has no commitment record")
-        if revealed is not None:
-            seed = parse_server_seed(revealed.server_seed)
+        # The log as this service signed it: records no head of ours covers were written by
+        # someone else; they are skipped (logged, counted), never drawn from, and an audit
+        # of the raw log names them.
+        view = signed_view(game_id, [(r.record, r.data) for r in records], self.public_key)
+        for position in view.skipped:
+            self._out_of_sequence(records[position], "not covered by a head this service signed")
+        game, problem = parse_log(view.trusted)
+        if problem is not None:
+            raise FailedPrecondition(f"the dice log of {game_id}: {problem.describe()}")
+        if game.opened is None:
+            # No signed commitment yet: a crash right after the first leaf, or junk.
+            first = next((p for p in view.tail if records[p].record.HasField("opened")), None)
+            if first is None:
+                raise FailedPrecondition(f"the dice log of {game_id} has no commitment record")
+            game.opened = records[first].record.opened
+            view.tail = [first]
+        opened = game.opened
+        if game.revealed is not None:
+            seed = parse_server_seed(game.revealed.server_seed)
         else:
             vaulted = await self._vault.get(game_id)
             if vaulted is None:
@@ -326,16 +447,74 @@ class Dealer:
             seed = vaulted
             if commitment(seed) != opened.commitment:
                 raise FailedPrecondition(f"the vaulted seed of {game_id} is not the committed one")
-        return Table(
-            game_id=game_id,
-            opened=opened,
-            seeds=GameSeeds.of(seed, opened.client_seeds, game_id),
-            # The subject's last message, good or not: the next append expects it.
-            last_seq=last_seq,
-            next_nonce=next_nonce,
-            by_request=by_request,
-            revealed=revealed,
-        )
+        # The subject's last message, good or not: the next append expects it.
+        table = Table(game_id=game_id, opened=opened, server_seed=seed, last_seq=last_seq)
+        table.tree = view.tree
+        table.signed_size = view.signed_size
+        self._apply(table, game.seeds, game.outcomes, game.revealed)
+        if view.tail:
+            # A crash between a leaf and its head leaves one unsigned leaf: sign it if it is
+            # exactly what this service would have written; skip anything else.
+            last = view.tail[-1]
+            for position in view.tail[:-1]:
+                self._out_of_sequence(records[position], "not covered by a signed head")
+            if self._vouch(table, records[last]):
+                if not records[last].record.HasField("opened"):
+                    table.tree.append(records[last].data)
+                await self._sign(table)
+            else:
+                self._out_of_sequence(records[last], "not a record this service would write")
+        return table
+
+    def _apply(
+        self,
+        table: Table,
+        seeds: dice_pb2.DiceClientSeeds | None,
+        outcomes: Sequence[dice_pb2.DiceOutcome],
+        revealed: dice_pb2.DiceReveal | None,
+    ) -> None:
+        if seeds is not None:
+            table.client_seeds = seeds
+            table.seeds = GameSeeds.of(table.server_seed, seeds.client_seeds, table.game_id)
+        for outcome in outcomes:
+            table.by_request.setdefault(outcome.request_id, outcome)
+            table.next_nonce = max(table.next_nonce, outcome.nonce + 1)
+        table.revealed = revealed
+
+    def _vouch(self, table: Table, stored: StoredRecord) -> bool:
+        """Whether an unsigned leaf is what this service would have written next (then it
+        is taken into the table); False for anything else."""
+        record = stored.record
+        which = record.WhichOneof("record")
+        if which == "opened":
+            return table.tree.size == 0 and record.opened.commitment == commitment(
+                table.server_seed
+            )
+        if which == "seeds" and table.client_seeds is None and table.tree.size == 1:
+            try:
+                self._check_seeds(table, record.seeds.client_seeds, record.seeds.missing_seats)
+            except (InvalidArgument, FailedPrecondition):
+                return False
+            self._apply(table, record.seeds, (), None)
+            return True
+        if which == "outcome" and table.seeds is not None and table.revealed is None:
+            o = record.outcome
+            try:
+                expected = table.seeds.derive(o.nonce, kind_name(o.kind), o.count, o.sides)
+            except FairnessError:
+                return False
+            if o.nonce != table.next_nonce or tuple(o.values) != expected:
+                return False
+            self._apply(table, None, [o], None)
+            return True
+        if which == "revealed" and table.revealed is None:
+            if not _reveals(record.revealed, table.opened):
+                return False
+            if record.revealed.outcome_count != table.next_nonce:
+                return False
+            table.revealed = record.revealed
+            return True
+        return False
 
 
 def _reveals(reveal: dice_pb2.DiceReveal, opened: dice_pb2.DiceCommitment) -> bool:
@@ -345,9 +524,11 @@ def _reveals(reveal: dice_pb2.DiceReveal, opened: dice_pb2.DiceCommitment) -> bo
         return False
 
 
-def _check_client_seeds(client_seeds: Sequence[str]) -> None:
-    if len(client_seeds) > MAX_CLIENT_SEEDS:
-        raise InvalidArgument(f"at most {MAX_CLIENT_SEEDS} client seeds")
-    for seed in client_seeds:
-        if len(seed.encode("utf-8")) > MAX_CLIENT_SEED_BYTES:
-            raise InvalidArgument(f"a client seed is at most {MAX_CLIENT_SEED_BYTES} bytes")
+def _check_commitments(commitments: Sequence[str]) -> None:
+    if len(commitments) > MAX_SEATS:
+        raise InvalidArgument(f"at most {MAX_SEATS} seats")
+    for c in commitments:
+        if c and not is_commitment(c):
+            raise InvalidArgument(
+                "a seed commitment is 64 lowercase hex digits (SHA-256 of the client seed)"
+            )

@@ -16,7 +16,8 @@ from nats.aio.subscription import Subscription
 
 from boulevard.api.v1 import dice_pb2
 from boulevard.platform import tracing
-from boulevard.platform.errors import BoulevardError, nats_unavailable
+from boulevard.platform.errors import BoulevardError, InvalidArgument, nats_unavailable
+from boulevard.platform.wire import sent_unknown_field
 from services.dice.dealer import Dealer
 
 log = structlog.get_logger(__name__)
@@ -34,6 +35,7 @@ class DiceRpc:
         self._tasks: set[asyncio.Task[None]] = set()
         self._handlers: dict[str, Handler] = {
             "open": self._open,
+            "seeds": self._seeds,
             "roll": self._roll,
             "shuffle": self._shuffle,
             "reveal": self._reveal,
@@ -90,8 +92,22 @@ class DiceRpc:
 
     async def _open(self, data: bytes) -> dice_pb2.DiceRpcReply:
         request = dice_pb2.DiceOpenRequest.FromString(data)
-        commitment = await self._dealer.open_game(request.game_id, list(request.client_seeds))
+        if sent_unknown_field(request, 2):
+            raise InvalidArgument(
+                "open takes the seats' seed commitments only; the seeds come after the "
+                "commitment, with dice.rpc.seeds"
+            )
+        commitment = await self._dealer.open_game(
+            request.game_id,
+            list(request.client_seed_commitments),
+            request.reveal_deadline_unix_ms,
+        )
         return dice_pb2.DiceRpcReply(commitment=commitment)
+
+    async def _seeds(self, data: bytes) -> dice_pb2.DiceRpcReply:
+        r = dice_pb2.DiceSeedsRequest.FromString(data)
+        seeds = await self._dealer.fix_seeds(r.game_id, list(r.client_seeds), list(r.missing_seats))
+        return dice_pb2.DiceRpcReply(seeds=seeds)
 
     async def _roll(self, data: bytes) -> dice_pb2.DiceRpcReply:
         r = dice_pb2.DiceRollRequest.FromString(data)

@@ -38,3 +38,27 @@ class DiceServicer(dice_pb2_grpc.DiceServiceServicer):
         self, request: dice_pb2.VerifyGameRequest, context: Context
     ) -> dice_pb2.VerifyGameResponse:
         return await self._queries.verify(request.game_id)
+
+    async def ListLogRecords(
+        self, request: dice_pb2.ListLogRecordsRequest, context: Context
+    ) -> dice_pb2.ListLogRecordsResponse:
+        return await self._queries.log_records(request.game_id)
+
+    async def GetLogHeads(
+        self, request: dice_pb2.GetLogHeadsRequest, context: Context
+    ) -> dice_pb2.GetLogHeadsResponse:
+        return await self._queries.log_heads(request.game_id, request.tree_size)
+
+    async def GetLogInclusionProof(
+        self, request: dice_pb2.GetLogInclusionProofRequest, context: Context
+    ) -> dice_pb2.GetLogInclusionProofResponse:
+        return await self._queries.inclusion_proof(
+            request.game_id, request.tree_size, request.leaf_index
+        )
+
+    async def GetLogConsistencyProof(
+        self, request: dice_pb2.GetLogConsistencyProofRequest, context: Context
+    ) -> dice_pb2.GetLogConsistencyProofResponse:
+        return await self._queries.consistency_proof(
+            request.game_id, request.first_tree_size, request.second_tree_size
+        )

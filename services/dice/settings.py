@@ -18,6 +18,7 @@ from pathlib import Path
 import structlog
 from pydantic import Field, SecretStr, field_validator
 
+from boulevard.accounting.treehead import TreeHeadSigner
 from boulevard.platform.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -32,6 +33,27 @@ class DiceSettings(Settings):
     dice_rpc_prefix: str = "dice.rpc"
     dice_rpc_queue: str = "dice"
     dice_cache_games: int = Field(default=10_000, ge=1)
+    # Hex of the 32-byte Ed25519 seed that signs the outcome logs' tree heads. Empty: read
+    # (or on first start create) `dice_signing_key_file`, by default
+    # `<data_dir>/dice/signing-key` — made once per data dir, like the ledger's.
+    dice_signing_key: SecretStr = SecretStr("")
+    dice_signing_key_file: Path | None = None
+
+    @field_validator("dice_signing_key")
+    @classmethod
+    def _hex_signing_seed(cls, value: SecretStr) -> SecretStr:
+        raw = value.get_secret_value().strip()
+        if raw and (len(raw) != 64 or any(c not in "0123456789abcdefABCDEF" for c in raw)):
+            raise ValueError("BOULEVARD_DICE_SIGNING_KEY must be 64 hex digits (32 bytes)")
+        return SecretStr(raw)
+
+    def signer(self) -> TreeHeadSigner:
+        """The tree-head signer: the key from settings, else the key file (created once)."""
+        raw = self.dice_signing_key.get_secret_value()
+        if raw:
+            return TreeHeadSigner(bytes.fromhex(raw))
+        path = self.dice_signing_key_file or self.data_dir / "dice" / "signing-key"
+        return TreeHeadSigner(load_or_create_key_file(path))
 
     @field_validator("dice_seed_key")
     @classmethod

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from google.protobuf.message import DecodeError
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.errors import NoRespondersError
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy, KeyValueConfig, StorageType
 from nats.js.errors import (
@@ -22,7 +23,7 @@ from nats.js.errors import (
 )
 from nats.js.kv import KeyValue
 
-from boulevard.api.v1 import dice_pb2
+from boulevard.api.v1 import dice_pb2, events_pb2
 from boulevard.messaging.poison import poisoned
 from boulevard.platform.errors import FailedPrecondition, Unavailable
 from services.dice.sealing import SealError, SeedSealer
@@ -42,6 +43,11 @@ class AppendConflict(Exception):
 class StoredRecord:
     seq: int  # the stream sequence
     record: dice_pb2.DiceRecord
+    data: bytes = b""  # the exact bytes stored: a leaf's data in the game's Merkle tree
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.record.WhichOneof("record") != "head"
 
 
 class DiceLog:
@@ -71,15 +77,25 @@ class DiceLog:
     ) -> int:
         """Append one record if the game's last record is still `expected_last_seq`; its
         stream sequence once the server has stored it. AppendConflict otherwise."""
+        return await self.append_bytes(
+            game_id,
+            record.SerializeToString(),
+            record.WhichOneof("record") or "",
+            msg_id,
+            expected_last_seq,
+        )
+
+    async def append_bytes(
+        self, game_id: str, data: bytes, record_type: str, msg_id: str, expected_last_seq: int
+    ) -> int:
+        """`append` of a record already serialized (the bytes are the Merkle leaf)."""
         headers = {
             MSG_ID: msg_id,
             EXPECTED_LAST_SUBJECT_SEQ: str(expected_last_seq),
-            RECORD_TYPE: record.WhichOneof("record") or "",
+            RECORD_TYPE: record_type,
         }
         try:
-            ack = await self._js.publish(
-                self.subject(game_id), record.SerializeToString(), headers=headers
-            )
+            ack = await self._js.publish(self.subject(game_id), data, headers=headers)
         except APIError as err:
             if err.err_code in (WRONG_LAST_SEQUENCE, WRONG_LAST_SEQUENCE_CLUSTERED):
                 raise AppendConflict(game_id) from err
@@ -113,7 +129,7 @@ class DiceLog:
                 # messages"); it stays on the stream, where an audit reports it.
                 poisoned("dice.log", "undecodable", subject=msg.subject, seq=seq, error=exc)
             else:
-                out.append(StoredRecord(seq, record))
+                out.append(StoredRecord(seq, record, bytes(msg.data)))
             if seq >= last or (limit is not None and len(out) >= limit):
                 done.set_result(None)
 
@@ -134,6 +150,32 @@ class DiceLog:
         finally:
             await sub.unsubscribe()
         return out, last
+
+
+class GamesLog:
+    """The game's own log on GAMES, read (never written) to learn whether a game has ended:
+    the dice service reveals a seed only once the game's last recorded event says so."""
+
+    ENDINGS = ("GameFinished", "GameAbandoned")
+
+    def __init__(self, nc: NATS, stream: str, prefix: str) -> None:
+        self._js: JetStreamContext = nc.jetstream()
+        self.stream = stream
+        self.prefix = prefix
+
+    async def ended(self, game_id: str) -> bool:
+        try:
+            msg = await self._js.get_last_msg(self.stream, f"{self.prefix}.{game_id}", direct=True)
+        except (NotFoundError, NoRespondersError):  # no such game, or no GAMES stream yet
+            return False
+        except APIError as err:
+            raise Unavailable(f"could not read the game log of {game_id}: {err}") from err
+        commit = events_pb2.EventCommit()
+        try:
+            commit.ParseFromString(msg.data or b"")
+        except DecodeError:
+            return False
+        return bool(commit.events) and commit.events[-1].type in self.ENDINGS
 
 
 class SeedVault:

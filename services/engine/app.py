@@ -4,6 +4,7 @@ buckets, the MatchFormed consumer and the gRPC servicer."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 
 import grpc
@@ -53,6 +54,7 @@ class EngineApp:
         self.verifier = TokenVerifier.from_settings(settings)
         self.servicer: EngineServicer | None = None
         self._match_sub: Subscription | None = None
+        self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self, nc: NATS) -> None:
         try:
@@ -78,6 +80,7 @@ class EngineApp:
             token_ttl_seconds=s.seat_token_ttl_seconds,
             cache_size=s.engine_cache_games,
             on_finished=self._finished,
+            reveal_seconds=s.engine_reveal_seconds,
             receipt_key=load_key(
                 s.engine_signing_key.get_secret_value(),
                 s.engine_signing_key_file or s.data_dir / "engine" / "signing-key",
@@ -96,6 +99,26 @@ class EngineApp:
                 ack_policy=AckPolicy.EXPLICIT, deliver_policy=DeliverPolicy.ALL, ack_wait=30
             ),
         )
+
+        self._sweeper = asyncio.create_task(self._sweep_reveals(), name="engine-reveal-sweeper")
+
+    async def _sweep_reveals(self) -> None:
+        """Wake games whose players never reveal their seeds: past the deadline they play
+        with empty seeds instead of waiting forever. Games waiting before a restart are
+        found again in the games index."""
+        try:
+            for key in await self.index.keys():
+                raw = await self.index.get(key)
+                if raw is not None and "seeds_pending_until" in (info := json.loads(raw)):
+                    self.engine.awaiting_seeds.setdefault(key, int(info["seeds_pending_until"]))
+        except Exception:
+            log.exception("could not list the games waiting for seed reveals")
+        while True:
+            await asyncio.sleep(self.settings.engine_reveal_sweep_seconds)
+            try:
+                await self.engine.sweep_reveals()
+            except Exception:
+                log.exception("the reveal sweep failed")
 
     async def _finished(self, session: Session) -> None:
         await self.index.put(session.game_id, summary_json(session))
@@ -118,7 +141,13 @@ class EngineApp:
                 match.match_id,
                 match.game,
                 [
-                    SeatRequest(s.seat, s.player_id, s.client_seed, s.bot, public_key=s.public_key)
+                    SeatRequest(
+                        s.seat,
+                        s.player_id,
+                        s.client_seed_commitment,
+                        s.bot,
+                        public_key=s.public_key,
+                    )
                     for s in match.seats
                 ],
                 match_id=match.match_id,
@@ -154,6 +183,10 @@ class EngineApp:
         engine_pb2_grpc.add_EngineServiceServicer_to_server(self.servicer, server)
 
     async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+            self._sweeper = None
         if self._match_sub is not None:
             await self._match_sub.unsubscribe()
             self._match_sub = None

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from boulevard.client.dice import DiceClient
 from boulevard.games.base import ChanceRequest, ChanceResolved, RandomSource
 from boulevard.games.playout import resolve_locally
+from services.engine.engine import Opened
 
 
 class DiceServiceChance:
@@ -16,9 +17,16 @@ class DiceServiceChance:
     def __init__(self, client: DiceClient) -> None:
         self.client = client
 
-    async def open_game(self, game_id: str, client_seeds: Sequence[str]) -> str:
-        commitment = await self.client.open_game(game_id, client_seeds)
-        return commitment.commitment
+    async def open_game(
+        self, game_id: str, seed_commitments: Sequence[str], reveal_deadline_unix_ms: int
+    ) -> Opened:
+        opened = await self.client.open_game(game_id, seed_commitments, reveal_deadline_unix_ms)
+        return Opened(opened.commitment, opened.reveal_deadline_unix_ms)
+
+    async def fix_seeds(
+        self, game_id: str, client_seeds: Sequence[str], missing_seats: Sequence[int]
+    ) -> None:
+        await self.client.fix_seeds(game_id, client_seeds, missing_seats)
 
     async def resolve(self, game_id: str, request_id: str, chance: ChanceRequest) -> ChanceResolved:
         return await self.client.resolve(game_id, request_id, chance)
@@ -35,9 +43,19 @@ class LocalChance:
         self.rng = rng
         self.answers: dict[str, ChanceResolved] = {}
         self.revealed: set[str] = set()
+        self.client_seeds: dict[str, tuple[str, ...]] = {}
 
-    async def open_game(self, game_id: str, client_seeds: Sequence[str]) -> str:
-        return hashlib.sha256(f"local:{game_id}".encode()).hexdigest()
+    async def open_game(
+        self, game_id: str, seed_commitments: Sequence[str], reveal_deadline_unix_ms: int
+    ) -> Opened:
+        return Opened(
+            hashlib.sha256(f"local:{game_id}".encode()).hexdigest(), reveal_deadline_unix_ms
+        )
+
+    async def fix_seeds(
+        self, game_id: str, client_seeds: Sequence[str], missing_seats: Sequence[int]
+    ) -> None:
+        self.client_seeds[game_id] = tuple(client_seeds)
 
     async def resolve(self, game_id: str, request_id: str, chance: ChanceRequest) -> ChanceResolved:
         if request_id not in self.answers:

@@ -24,10 +24,13 @@ from boulevard.api.v1 import events_pb2
 from boulevard.audit.signing import SigningKey, chain_hash
 from boulevard.eventlog.errors import ConcurrencyConflict
 from boulevard.eventlog.store import EventStore, NewEvent
+from boulevard.fairness import MAX_CLIENT_SEED_BYTES, client_seed_commitment, is_commitment
 from boulevard.games import REGISTRY, get_game
 from boulevard.games.base import (
     ChanceRequest,
     ChanceResolved,
+    ClientSeedRevealed,
+    ClientSeedsFixed,
     GameConfig,
     GameCreated,
     GameFinished,
@@ -69,7 +72,12 @@ class OutcomeUnknown(Unavailable):
 class ChanceSource(Protocol):
     """Where randomness comes from: the dice service (or, in pure tests, a local rng)."""
 
-    async def open_game(self, game_id: str, client_seeds: Sequence[str]) -> str: ...
+    async def open_game(
+        self, game_id: str, seed_commitments: Sequence[str], reveal_deadline_unix_ms: int
+    ) -> Opened: ...
+    async def fix_seeds(
+        self, game_id: str, client_seeds: Sequence[str], missing_seats: Sequence[int]
+    ) -> None: ...
     async def resolve(
         self, game_id: str, request_id: str, chance: ChanceRequest
     ) -> ChanceResolved: ...
@@ -93,12 +101,28 @@ class MemoryKeyValue:
 
 
 @dataclass(frozen=True, slots=True)
+class Opened:
+    """The dice service's answer to opening a game: its server seed commitment, and the
+    reveal deadline as it recorded it (a retried open keeps the first one)."""
+
+    commitment: str
+    reveal_deadline_unix_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class SeatRequest:
     seat: int
     player_id: str
-    client_seed: str = ""
+    seed_commitment: str = ""  # hex SHA-256 of the seat's client seed; "" = no seed
     bot: bool = False
     public_key: str = ""  # hex Ed25519 key that will sign this seat's commands
+
+
+@dataclass(frozen=True, slots=True)
+class SeedRevealed:
+    version: int
+    all_revealed: bool
+    deadline_unix_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +160,7 @@ class Engine:
         cache_size: int = 10_000,
         clock: Callable[[], int] = lambda: int(time.time() * 1000),
         on_finished: Callable[[Session], Awaitable[None]] | None = None,
+        reveal_seconds: float = 60.0,
         receipt_key: SigningKey | None = None,
     ) -> None:
         self.store = store
@@ -149,6 +174,10 @@ class Engine:
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
         self._cache_size = cache_size
+        self.reveal_ms = int(reveal_seconds * 1000)
+        # Games waiting for their seats' seed reveals -> the reveal deadline: what
+        # `sweep_reveals` wakes when no player ever comes back.
+        self.awaiting_seeds: dict[str, int] = {}
         # Signs receipts and snapshots; its public half is served by GetEngineKey.
         self.receipt_key = receipt_key or SigningKey.generate()
         self.forged_snapshots = 0  # snapshots refused because the log disagreed
@@ -184,6 +213,12 @@ class Engine:
             raise InvalidArgument("every seat needs a player_id")
         if len({s.player_id for s in seats}) != len(seats):
             raise InvalidArgument("a player may take one seat only; player ids repeat")
+        for s in seats:
+            if s.seed_commitment and not is_commitment(s.seed_commitment):
+                raise InvalidArgument(
+                    f"seat {s.seat}: client_seed_commitment must be 64 lowercase hex digits "
+                    "(SHA-256 of the client seed)"
+                )
         try:
             check_options(game, options)
         except RulesError as err:
@@ -201,18 +236,29 @@ class Engine:
             session = await self._load_or_none(game_id)
             if session is None:
                 config = GameConfig(len(seats), tuple(sorted(options)))
-                client_seeds = tuple(s.client_seed for s in ordered)
-                commitment = await self.chance.open_game(game_id, client_seeds)
+                # The dice service draws and commits its seed knowing only the seats'
+                # commitments; the seeds themselves come later (reveal_seed).
+                opened = await self.chance.open_game(
+                    game_id,
+                    [s.seed_commitment for s in ordered],
+                    self.clock() + self.reveal_ms,
+                )
                 created = GameCreated(
                     game=game_name,
                     config=config,
                     seats=tuple(
-                        PlayerSeat(s.seat, s.player_id, s.bot, public_key=s.public_key)
+                        PlayerSeat(
+                            s.seat,
+                            s.player_id,
+                            s.bot,
+                            seed_commitment=s.seed_commitment,
+                            public_key=s.public_key,
+                        )
                         for s in ordered
                     ),
-                    seed_commitment=commitment,
-                    client_seeds=client_seeds,
+                    seed_commitment=opened.commitment,
                     match_id=match_id,
+                    reveal_deadline_unix_ms=opened.reveal_deadline_unix_ms,
                 )
                 session = Session.new(game_id, created)
                 try:
@@ -334,6 +380,97 @@ class Engine:
                     continue  # another replica settled it first: read the log again
                 return session
         raise Aborted("too many concurrent writers on this game; try again")
+
+    # -- the opening: client seeds revealed after the commitment ---------------------------
+
+    async def reveal_seed(
+        self, game_id: str, claims: PlayerClaims, client_seed: str
+    ) -> SeedRevealed:
+        """Record a seat's client seed, checked against the commitment it made before the
+        server seed was drawn; once every seat has revealed, the game's dice can run."""
+        if claims.game_id != game_id:
+            raise PermissionDenied("this token is for another game")
+        if len(client_seed.encode("utf-8")) > MAX_CLIENT_SEED_BYTES:
+            raise InvalidArgument(f"a client seed is at most {MAX_CLIENT_SEED_BYTES} bytes")
+        key = f"reveal:{claims.seat}"
+        for _attempt in range(MAX_RETRIES):
+            async with self._lock(game_id):
+                session = await self._load(game_id)
+                created = session.created
+                if not 0 <= claims.seat < len(created.seats):
+                    raise PermissionDenied(f"this game has no seat {claims.seat}")
+                known = session.client_seeds.get(claims.seat)
+                if known is None:
+                    self._check_reveal(session, claims.seat, client_seed)
+                    try:
+                        await self._append(
+                            session, [ClientSeedRevealed(claims.seat, client_seed)], key
+                        )
+                    except ConcurrencyConflict:
+                        continue
+                elif known != client_seed:
+                    raise InvalidArgument("your seat revealed another seed already")
+                session = await self._settle_racing(session, key)
+                return SeedRevealed(
+                    session.version,
+                    not self._unrevealed(session),
+                    created.reveal_deadline_unix_ms,
+                )
+        raise Aborted("too many concurrent writers on this game; try again")
+
+    def _check_reveal(self, session: Session, seat: int, client_seed: str) -> None:
+        committed = session.created.seats[seat].seed_commitment
+        if session.seeds_fixed:
+            raise FailedPrecondition("the game's client seeds are fixed already")
+        if not committed:
+            raise FailedPrecondition(f"seat {seat} committed to no client seed")
+        if client_seed_commitment(client_seed) != committed:
+            raise InvalidArgument(
+                f"SHA-256 of that seed is not seat {seat}'s commitment {committed}"
+            )
+        deadline = session.created.reveal_deadline_unix_ms
+        if deadline and self.clock() >= deadline:
+            raise FailedPrecondition("the reveal deadline has passed: the seat plays with ''")
+
+    @staticmethod
+    def _unrevealed(session: Session) -> list[int]:
+        return [
+            s.seat
+            for s in session.created.seats
+            if s.seed_commitment and s.seat not in session.client_seeds
+        ]
+
+    async def _fix_seeds_when_due(self, session: Session, causation: str) -> bool:
+        """Fix the client seeds once every seat has revealed or the deadline has passed
+        (missing seats play with ""): hand them to the dice service, which checks them
+        against the commitments it recorded, then record ClientSeedsFixed. False while the
+        game still waits for reveals."""
+        missing = self._unrevealed(session)
+        deadline = session.created.reveal_deadline_unix_ms
+        if missing and (not deadline or self.clock() < deadline):
+            self.awaiting_seeds[session.game_id] = deadline
+            return False
+        seeds = tuple(session.client_seeds.get(s.seat, "") for s in session.created.seats)
+        await self.chance.fix_seeds(session.game_id, seeds, missing)
+        await self._append(session, [ClientSeedsFixed(seeds, tuple(missing))], causation)
+        self.awaiting_seeds.pop(session.game_id, None)
+        if missing:
+            log.warning("seats did not reveal their seeds", game_id=session.game_id, seats=missing)
+        return True
+
+    async def sweep_reveals(self) -> int:
+        """Wake the games whose reveal deadline has passed (their players may never come
+        back): each is loaded, which fixes its seeds and runs its chance. How many woke."""
+        now = self.clock()
+        due = [g for g, deadline in self.awaiting_seeds.items() if deadline and deadline <= now]
+        for game_id in due:
+            try:
+                session = await self.load(game_id)
+                if session.seeds_fixed:
+                    self.awaiting_seeds.pop(game_id, None)
+            except Exception:
+                log.exception("could not settle a game past its reveal deadline", game_id=game_id)
+        return len(due)
 
     # -- acting ---------------------------------------------------------------------------
 
@@ -485,10 +622,27 @@ class Engine:
         if session.version // self.snapshot_every > before // self.snapshot_every:
             await self._snapshot(session)
 
+    async def _settle_racing(self, session: Session, causation: str) -> Session:
+        """Settle after this replica's own append. Another replica that loaded the game
+        meanwhile may resolve the same chance first (the same request id, so the same dice
+        outcome): our append of it then conflicts, although our command is recorded. Read
+        the log again and go on from there instead of failing the command."""
+        for _attempt in range(MAX_RETRIES):
+            try:
+                await self._settle(session, causation)
+                return session
+            except ConcurrencyConflict:
+                session = await self._load(session.game_id)  # `_append` dropped our copy
+        raise Aborted("too many concurrent writers on this game; reload it")
+
     async def _settle(self, session: Session, causation: str = "") -> None:
         """Resolve every chance the game asks for, then close it if it is over."""
         causation = causation or session.last_causation
         while session.finished is None:
+            if not session.seeds_fixed:
+                if not await self._fix_seeds_when_due(session, causation or "seeds"):
+                    return  # no chance before the seeds are fixed
+                continue
             request = session.game.chance(session.state)
             if request is not None:
                 # The request id names the version it answers: a retry after a crash

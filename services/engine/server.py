@@ -16,6 +16,7 @@ from boulevard.eventlog.jetstream import JetStreamEventStore, follow
 from boulevard.platform.auth import authorize, verify_token
 from boulevard.platform.errors import InvalidArgument, PermissionDenied, Unauthenticated
 from boulevard.platform.identity import OPERATOR, PLAYER, TokenVerifier
+from boulevard.platform.wire import sent_unknown_field
 from services.engine.chain import receipt_pb
 from services.engine.engine import Engine, SeatRequest
 from services.engine.kv import JetStreamKeyValue
@@ -29,15 +30,16 @@ def status_of(session: Session) -> engine_pb2.GameStatus.ValueType:
 
 
 def summary_json(session: Session) -> bytes:
-    return json.dumps(
-        {
-            "game": session.game.name,
-            "status": "finished" if session.finished else "active",
-            "version": session.version,
-            "players": [s.player_id for s in session.created.seats],
-        },
-        sort_keys=True,
-    ).encode()
+    summary = {
+        "game": session.game.name,
+        "status": "finished" if session.finished else "active",
+        "version": session.version,
+        "players": [s.player_id for s in session.created.seats],
+    }
+    if not session.seeds_fixed:
+        # What the reveal sweeper looks for after a restart.
+        summary["seeds_pending_until"] = session.created.reveal_deadline_unix_ms
+    return json.dumps(summary, sort_keys=True).encode()
 
 
 class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
@@ -57,11 +59,16 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         self, request: engine_pb2.CreateGameRequest, context: Context
     ) -> engine_pb2.CreateGameResponse:
         operator = self.verifier.require(context.invocation_metadata(), OPERATOR, "CreateGame")
+        if any(sent_unknown_field(s, 3) for s in request.seats):
+            raise InvalidArgument(
+                "seats carry client_seed_commitment (SHA-256 of the seed), not client_seed: "
+                "the seed is revealed with RevealSeed after the game is created"
+            )
         created = await self.engine.create_game(
             request.request_id,
             request.game,
             [
-                SeatRequest(s.seat, s.player_id, s.client_seed, public_key=s.public_key)
+                SeatRequest(s.seat, s.player_id, s.client_seed_commitment, public_key=s.public_key)
                 for s in request.seats
             ],
             tuple(sorted(request.options.items())),
@@ -146,6 +153,17 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             receipt=receipt_pb(
                 self.engine.receipt_key, request.game_id, result.version, result.head
             ),
+        )
+
+    async def RevealSeed(
+        self, request: engine_pb2.RevealSeedRequest, context: Context
+    ) -> engine_pb2.RevealSeedResponse:
+        claims = verify_token(self.engine.token_key, request.player_token)
+        revealed = await self.engine.reveal_seed(request.game_id, claims, request.client_seed)
+        return engine_pb2.RevealSeedResponse(
+            version=revealed.version,
+            all_revealed=revealed.all_revealed,
+            deadline_unix_ms=revealed.deadline_unix_ms,
         )
 
     async def GetGameLog(

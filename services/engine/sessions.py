@@ -16,6 +16,8 @@ from boulevard.audit.signing import ZERO_HASH, chain_hash
 from boulevard.games import get_game
 from boulevard.games.base import (
     ChanceKind,
+    ClientSeedRevealed,
+    ClientSeedsFixed,
     CommandAccepted,
     GameCreated,
     GameDefinition,
@@ -46,6 +48,10 @@ class Session:
     commands: dict[str, CommandResult] = field(default_factory=dict)
     last_causation: str = ""
     revealed: bool = False  # this process has seen the dice seed revealed
+    # The opening: client seeds revealed so far (by seat), and whether they are fixed (the
+    # game's dice may run only from then on).
+    client_seeds: dict[int, str] = field(default_factory=dict)
+    seeds_fixed: bool = False
     # The chain hash of the envelope at `version` (docs/auditing.md): what the next
     # envelope names as its prev_hash, and what a receipt signs.
     head_hash: bytes = ZERO_HASH
@@ -94,6 +100,10 @@ class Session:
                 self.created = event
             case GameFinished():
                 self.finished = event
+            case ClientSeedRevealed():
+                self.client_seeds[event.seat] = event.client_seed
+            case ClientSeedsFixed():
+                self.seeds_fixed = True
             case CommandAccepted():
                 pass  # who asked: recorded for auditors, no change to the game
             case _:
@@ -123,6 +133,8 @@ class Session:
             "state": to_plain(self.state),
             "commands": {k: [v.first, v.last] for k, v in self.commands.items()},
             "last_causation": self.last_causation,
+            "client_seeds": {str(k): v for k, v in self.client_seeds.items()},
+            "seeds_fixed": self.seeds_fixed,
             "chain_hash": self.head_hash.hex(),
         }
         return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
@@ -141,6 +153,8 @@ class Session:
             finished=from_plain(GameFinished, data["finished"]) if data["finished"] else None,
             commands={k: CommandResult(a, b) for k, (a, b) in data["commands"].items()},
             last_causation=data["last_causation"],
+            client_seeds={int(k): v for k, v in data.get("client_seeds", {}).items()},
+            seeds_fixed=data.get("seeds_fixed", True),
             head_hash=bytes.fromhex(data.get("chain_hash", "")),
         )
 

@@ -18,6 +18,10 @@ class EngineSettings(Settings):
     engine_match_consumer: str = "engine-match-formed"
     dice_rpc_prefix: str = "dice.rpc"  # the dice service's request/reply subjects
     dice_timeout_seconds: float = Field(default=5.0, gt=0)
+    # How long seats have, from the game's creation, to reveal their client seeds; after it
+    # a seat that has not revealed plays with an empty seed (docs/fairness.md).
+    engine_reveal_seconds: float = Field(default=60.0, gt=0, le=86_400)
+    engine_reveal_sweep_seconds: float = Field(default=1.0, gt=0)
     # Hex of the 32-byte Ed25519 seed that signs receipts and snapshots. Empty: read (or on
     # first start create) `engine_signing_key_file`, by default
     # `<data_dir>/engine/signing-key`. Its public half is served by GetEngineKey.

@@ -38,6 +38,8 @@ from nats.js.kv import KeyValue
 from boulevard.api.v1 import events_pb2
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.audit.signing import parse_public_key
+from boulevard.client.bots import bot_client_seed
+from boulevard.fairness import client_seed_commitment, is_commitment
 from boulevard.games import REGISTRY
 from boulevard.messaging.poison import poisoned
 from boulevard.platform import metrics
@@ -50,6 +52,7 @@ from boulevard.platform.errors import (
     PermissionDenied,
     Unavailable,
 )
+from boulevard.platform.wire import sent_unknown_field
 from services.matchmaking.matcher import (
     BOT_PREFIX,
     Candidate,
@@ -76,7 +79,6 @@ log = structlog.get_logger(__name__)
 MSG_ID = "Nats-Msg-Id"
 MAX_PLAYER_ID = 128
 MAX_REQUEST_ID = 128
-MAX_CLIENT_SEED = 256
 CAS_ATTEMPTS = 16
 STOP_GRACE_SECONDS = 5.0
 MIN_TICK_SECONDS = 0.005
@@ -267,7 +269,7 @@ class Matchmaker:
             min_seats=lo,
             max_seats=hi,
             status=pb.TICKET_STATUS_WAITING,
-            client_seed=req.client_seed,
+            client_seed_commitment=req.client_seed_commitment,
             bot_fill_after_seconds=req.bot_fill_after_seconds,
             public_key=req.public_key,
             created_unix_ms=now,
@@ -614,11 +616,16 @@ class Matchmaker:
             for seat, tid in enumerate(seat_order(match_id, proposal)):
                 if tid is None:
                     bots += 1
+                    # A bot's seed is committed now, like a player's, and revealed by
+                    # whoever plays the bots (the bot runner derives the same seed).
                     seats.append(
                         events_pb2.MatchSeat(
                             seat=seat,
                             player_id=bot_player_id(bots),
                             bot=True,
+                            client_seed_commitment=client_seed_commitment(
+                                bot_client_seed(self.config.token_key, match_id, seat)
+                            ),
                             public_key=self.config.bot_public_key,
                         )
                     )
@@ -629,7 +636,7 @@ class Matchmaker:
                         events_pb2.MatchSeat(
                             seat=seat,
                             player_id=t.player_id,
-                            client_seed=t.client_seed,
+                            client_seed_commitment=t.client_seed_commitment,
                             public_key=t.public_key,
                         )
                     )
@@ -920,8 +927,15 @@ def validate_create(req: pb.CreateTicketRequest) -> tuple[int, int]:
         raise InvalidArgument(f"player ids starting with {BOT_PREFIX!r} are reserved for bots")
     if len(req.request_id) > MAX_REQUEST_ID:
         raise InvalidArgument(f"request_id must be at most {MAX_REQUEST_ID} characters")
-    if len(req.client_seed) > MAX_CLIENT_SEED:
-        raise InvalidArgument(f"client_seed must be at most {MAX_CLIENT_SEED} characters")
+    if sent_unknown_field(req, 6):
+        raise InvalidArgument(
+            "send client_seed_commitment (SHA-256 of your seed), not client_seed: the seed is "
+            "revealed to the engine once the game exists"
+        )
+    if req.client_seed_commitment and not is_commitment(req.client_seed_commitment):
+        raise InvalidArgument(
+            "client_seed_commitment must be 64 lowercase hex digits (SHA-256 of your seed)"
+        )
     try:
         parse_public_key(req.public_key)
     except ValueError as err:

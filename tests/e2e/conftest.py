@@ -21,6 +21,7 @@ TOKEN_KEY = "e2e-token-key-0123456789abcdef0123456789abcdef"
 # An operator's bearer JWT from the test issuer (tests/support/identity.py).
 OPERATOR_NAME = "e2e-operator"
 OPERATOR = mint(OPERATOR_NAME, (OPERATOR_ROLE,), ttl=6 * 3600)
+REVEAL_SECONDS = 12
 
 
 @dataclass
@@ -70,7 +71,13 @@ def shared_platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platfo
     env = service_env(
         nats,
         tmp_path / "data",
-        {"BOULEVARD_TOKEN_KEY": TOKEN_KEY, **auth_env()},
+        {
+            "BOULEVARD_TOKEN_KEY": TOKEN_KEY,
+            **auth_env(),
+            # Seats have this long to reveal their seeds (tests/e2e/test_fair_dice.py waits
+            # it out once; every other test reveals at once).
+            "BOULEVARD_ENGINE_REVEAL_SECONDS": str(REVEAL_SECONDS),
+        },
     )
     p = Platform(nats, env, tmp_path)
     try:

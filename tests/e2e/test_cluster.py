@@ -148,7 +148,7 @@ def test_games_finish_while_cluster_nodes_die(cluster: NatsCluster, tmp_path: Pa
                                 engine_pb2.CreateGameRequest(
                                     request_id=f"{uuid.uuid4().hex}", game=GAME,
                                     seats=[engine_pb2.SeatAssignment(
-                                        seat=i, player_id=f"p{i}", client_seed=f"s{i}",
+                                        seat=i, player_id=f"p{i}",  # no seed: no reveal to wait for
                                         public_key=seat_key(i).public_hex,
                                     ) for i in range(2)],
                                 ),

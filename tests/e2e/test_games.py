@@ -20,7 +20,8 @@ from boulevard.api.v1 import (
     ledger_pb2,
     ledger_pb2_grpc,
 )
-from boulevard.client.bots import play_game
+from boulevard.client.bots import play_game, reveal_seed
+from boulevard.fairness import client_seed_commitment
 from tests.e2e.conftest import OPERATOR, Platform
 from tests.support.keys import seat_key, seat_keys
 
@@ -29,18 +30,29 @@ pytestmark = pytest.mark.e2e
 OPERATOR_MD = (("authorization", f"Bearer {OPERATOR}"),)
 
 
+def seed_of(game_id: str, seat: int) -> str:
+    return f"seed-{game_id}-{seat}"
+
+
 async def create(
-    stub: engine_pb2_grpc.EngineServiceStub, game: str, players: int, **options: str
+    stub: engine_pb2_grpc.EngineServiceStub,
+    game: str,
+    players: int,
+    reveal: bool = True,
+    **options: str,
 ) -> engine_pb2.CreateGameResponse:
-    return await stub.CreateGame(
+    """A game whose seats committed to `seed_of(request id, seat)`; with `reveal`, every
+    seat has revealed its seed too (the opening done, the game's dice running)."""
+    request_id = uuid.uuid4().hex
+    created: engine_pb2.CreateGameResponse = await stub.CreateGame(
         engine_pb2.CreateGameRequest(
-            request_id=uuid.uuid4().hex,
+            request_id=request_id,
             game=game,
             seats=[
                 engine_pb2.SeatAssignment(
                     seat=i,
                     player_id=f"p{i}",
-                    client_seed=f"seed-{i}",
+                    client_seed_commitment=client_seed_commitment(seed_of(request_id, i)),
                     public_key=seat_key(i).public_hex,
                 )
                 for i in range(players)
@@ -49,6 +61,10 @@ async def create(
         ),
         metadata=OPERATOR_MD,
     )
+    if reveal:
+        for seat, token in enumerate(created.player_tokens):
+            await reveal_seed(stub, created.game_id, token, seed_of(request_id, seat))
+    return created
 
 
 async def wait_reconciled(platform: Platform, game_id: str) -> ledger_pb2.ReconcileResponse:

@@ -17,6 +17,8 @@ from boulevard.api.v1 import (
     matchmaking_pb2_grpc,
 )
 from boulevard.client.bots import SeatPlayer
+from boulevard.client.dice import DiceReader
+from boulevard.fairness import client_seed_commitment
 from boulevard.games import get_game
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create
@@ -38,7 +40,7 @@ def test_ticket_with_bot_fill_to_a_finished_game(platform: Platform) -> None:
                     game="las_vegas",
                     min_seats=3,
                     max_seats=3,
-                    client_seed="alice's seed",
+                    client_seed_commitment=client_seed_commitment("alice's seed"),
                     bot_fill_after_seconds=1,
                 ),
                 metadata=player_md("alice"),
@@ -63,12 +65,17 @@ def test_ticket_with_bot_fill_to_a_finished_game(platform: Platform) -> None:
             engine = engine_pb2_grpc.EngineServiceStub(channel)
             alice = SeatPlayer(
                 engine, ticket.game_id, game.name, ticket.seat, ticket.player_token,
-                game.bots["heuristic"], random.Random(1), TEST_KEY,
+                game.bots["heuristic"], random.Random(1), TEST_KEY, client_seed="alice's seed",
             )  # fmt: skip
             await asyncio.wait_for(alice.play(), 120)
             final = await engine.GetGame(engine_pb2.GetGameRequest(game_id=ticket.game_id))
             assert final.status == engine_pb2.GAME_STATUS_FINISHED
             assert alice.moves > 0
+            # The game opened blind: alice's and the bots' seeds were committed in the match
+            # and revealed (by alice, and by the bot runner) before any dice.
+            async with grpc.aio.insecure_channel(platform.address("dice")) as dice_channel:
+                report = await DiceReader(dice_channel).audit_game(ticket.game_id)
+            assert report.ok and not report.notes, report.describe()
 
             # The token is for this game and seat only.
             elsewhere = (await create(engine, "las_vegas", 3)).game_id

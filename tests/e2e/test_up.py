@@ -364,7 +364,6 @@ def test_up_restarts_a_killed_service_and_resumes_bot_seats(tmp_path: Path) -> N
                             engine_pb2.SeatAssignment(
                                 seat=i,
                                 player_id=f"p{i}",
-                                client_seed="s",
                                 public_key=seat_key(i).public_hex,
                             )
                             for i in range(3)

@@ -35,6 +35,10 @@ class TreeHead:
     root_hash: bytes
     timestamp_unix_ms: int
     key_id: str
+    # Other logs signed the same way (the dice service's per-game outcome logs) name
+    # themselves: a head of one game's log can never pass for another's or the ledger's.
+    log_id: str = ""
+    head_type: str = TREE_HEAD_TYPE
 
     def __post_init__(self) -> None:
         for name in ("tree_size", "timestamp_unix_ms"):
@@ -47,13 +51,16 @@ class TreeHead:
             raise VerificationFailed(ErrorCode.INVALID_PROOF, "root_hash must be 32 bytes")
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "type": TREE_HEAD_TYPE,
+        data: dict[str, Any] = {
+            "type": self.head_type,
             "tree_size": self.tree_size,
             "root_hash": self.root_hash.hex(),
             "timestamp_unix_ms": self.timestamp_unix_ms,
             "key_id": self.key_id,
         }
+        if self.log_id:
+            data["log_id"] = self.log_id
+        return data
 
     def signing_bytes(self) -> bytes:
         return canonical_json(self.to_json())
@@ -78,8 +85,16 @@ class TreeHeadSigner:
         self.public_key = self._key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
         self.key_id = key_id(self.public_key)
 
-    def sign(self, tree_size: int, root_hash: bytes, timestamp_unix_ms: int) -> SignedTreeHead:
-        head = TreeHead(tree_size, root_hash, timestamp_unix_ms, self.key_id)
+    def sign(
+        self,
+        tree_size: int,
+        root_hash: bytes,
+        timestamp_unix_ms: int,
+        *,
+        log_id: str = "",
+        head_type: str = TREE_HEAD_TYPE,
+    ) -> SignedTreeHead:
+        head = TreeHead(tree_size, root_hash, timestamp_unix_ms, self.key_id, log_id, head_type)
         return SignedTreeHead(head, self._key.sign(head.signing_bytes()))
 
 

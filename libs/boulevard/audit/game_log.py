@@ -36,9 +36,13 @@ from boulevard.audit.signing import (
     verify,
 )
 from boulevard.client.mapping import action_to_command
+from boulevard.fairness import client_seed_commitment
 from boulevard.games import REGISTRY
 from boulevard.games.base import (
+    ChanceKind,
     ChanceResolved,
+    ClientSeedRevealed,
+    ClientSeedsFixed,
     CommandAccepted,
     GameCreated,
     GameDefinition,
@@ -178,6 +182,10 @@ class _Audit:
         self.keys_used: set[str] = set()
         self.nonces_used: set[int] = set()
         self.last_nonce = -1
+        # The opening's seed reveals (docs/fairness.md, "The opening"): by seat, and
+        # whether the seeds are fixed (no chance before that).
+        self.revealed_seeds: dict[int, str] = {}
+        self.seeds_fixed = False
 
     def run(
         self,
@@ -376,6 +384,10 @@ class _Audit:
                 self._finished(version, event)
             case GameCreated():
                 raise GameAuditFailed(version, "a second GameCreated")
+            case ClientSeedRevealed():
+                self._seed_revealed(version, event)
+            case ClientSeedsFixed():
+                self._seeds_fixed(version, event)
             case _:
                 raise GameAuditFailed(
                     version,
@@ -449,14 +461,47 @@ class _Audit:
         self.cause = f"the command at version {version} ({type(command).__name__})"
         self.report.commands += 1
 
+    def _seed_revealed(self, version: int, event: ClientSeedRevealed) -> None:
+        """A seat's client seed: before the seeds are fixed, once, and the one its
+        GameCreated commitment names (SHA-256 of the UTF-8 seed)."""
+        created = self.created
+        assert created is not None
+        seats = {s.seat: s for s in created.seats}
+        seat = seats.get(event.seat)
+        if seat is None or self.seeds_fixed or event.seat in self.revealed_seeds:
+            raise GameAuditFailed(version, f"an unexpected seed reveal for seat {event.seat}")
+        if client_seed_commitment(event.client_seed) != seat.seed_commitment:
+            raise GameAuditFailed(
+                version, f"seat {event.seat}'s revealed seed is not its commitment"
+            )
+        self.revealed_seeds[event.seat] = event.client_seed
+
+    def _seeds_fixed(self, version: int, event: ClientSeedsFixed) -> None:
+        """The seeds the dice use: each seat's revealed seed, "" for a seat listed missing
+        (or one that committed to none); once."""
+        created = self.created
+        assert created is not None
+        expected = tuple(self.revealed_seeds.get(s.seat, "") for s in created.seats)
+        missing = tuple(
+            s.seat for s in created.seats if s.seed_commitment and s.seat not in self.revealed_seeds
+        )
+        if self.seeds_fixed or event.client_seeds != expected or event.missing_seats != missing:
+            raise GameAuditFailed(version, "the fixed client seeds are not the revealed ones")
+        self.seeds_fixed = True
+
     def _chance(self, version: int, resolved: ChanceResolved) -> None:
         game = self.game
         assert game is not None
         request = game.chance(self.state)
         if request is None:
             raise GameAuditFailed(version, "a ChanceResolved the game did not ask for")
-        asked = (request.purpose, request.kind, request.sides)
-        got = (resolved.purpose, resolved.kind, resolved.sides)
+        if not self.seeds_fixed:
+            raise GameAuditFailed(version, "a ChanceResolved before the client seeds were fixed")
+        # A shuffle has no sides (the dice record and the engine's event say 0; logs resolved
+        # in-process say the request's default): `audit dice` checks it against the record.
+        roll = request.kind is ChanceKind.ROLL
+        asked = (request.purpose, request.kind, request.sides if roll else None)
+        got = (resolved.purpose, resolved.kind, resolved.sides if roll else None)
         if asked != got or len(resolved.values) != request.count:
             raise GameAuditFailed(
                 version,

@@ -1,10 +1,15 @@
 """`boulevard audit dice <game_id>`: check every die roll and shuffle of a finished game
 without trusting the operator.
 
-Reads the commitment, the recorded outcomes and the revealed seed from the dice service's
-public gRPC API and re-derives each outcome locally with `boulevard.fairness` (the same
-procedure as docs/fairness.md). Prints one PASS line, or the first outcome that does not
-match with its nonce. Exit codes: 0 pass, 1 verification failed, 2 could not audit (service
+Reads the game's signed outcome log (every record, every signed tree head, the service's
+public key) from the dice service's public gRPC API and checks, locally: that the records are
+exactly the signed ones (none removed, changed or added); that the server seed was committed
+before the client seeds were known and each seat's seed is the one it committed to; that
+every outcome re-derives from the revealed seed (`boulevard.fairness`, docs/fairness.md);
+and, from the game's own log (the engine's WatchGame), that every recorded outcome was used
+by exactly one ChanceResolved, in nonce order, as it was drawn. Prints one PASS line (with
+notes, e.g. a seat that never revealed its seed), or the first failure with its code and
+nonce. Exit codes: 0 pass, 1 verification failed, 2 could not audit (service
 unreachable, unknown game, seed not revealed yet).
 """
 
@@ -17,14 +22,14 @@ import io
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
-from boulevard.client.dice import DiceReader, to_recorded
-from boulevard.fairness import VerificationReport
-from boulevard.fairness.verify import check_used
+from boulevard.client.dice import DiceReader
+from boulevard.fairness import Mismatch, RecordedOutcome, VerificationReport
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 
@@ -76,6 +81,13 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-engine", action="store_true", help="check the dice records only, not their use"
     )
+    parser.add_argument(
+        "--dice-key",
+        metavar="HEX",
+        default=None,
+        help="the dice service's Ed25519 public key (64 hex digits) as you pinned it; "
+        "default: the key the service serves",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument(
         "--html",
@@ -116,11 +128,23 @@ def run(args: argparse.Namespace) -> int:
     engine = (
         None if args.no_engine else (args.engine or f"{settings.grpc_host}:{settings.engine_port}")
     )
+    dice_key = None
+    if args.dice_key:
+        try:
+            dice_key = bytes.fromhex(args.dice_key)
+        except ValueError:
+            print("--dice-key must be 64 hex digits", file=sys.stderr)
+            return EXIT_ERROR
     said = Tee(sys.stdout)
     with contextlib.redirect_stdout(said):
         code = asyncio.run(
             audit(
-                args.game_id, address, as_json=args.json, call_timeout=args.timeout, engine=engine
+                args.game_id,
+                address,
+                as_json=args.json,
+                call_timeout=args.timeout,
+                engine=engine,
+                dice_key=dice_key,
             )
         )
     if args.html and code != EXIT_ERROR:
@@ -131,12 +155,20 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-async def used_by_game(
-    engine_address: str, game_id: str, call_timeout: float
-) -> dict[int, tuple[int, ...]]:
-    """nonce -> values of every ChanceResolved in the game's log, read through the engine's
-    public WatchGame (a finished game's shuffles are no longer hidden)."""
-    used: dict[int, tuple[int, ...]] = {}
+@dataclass
+class GameUse:
+    """What the game's own log says about its dice: the commitments it published in
+    GameCreated and the outcomes its ChanceResolved events cite, in log order."""
+
+    server_commitment: str = ""
+    seat_commitments: list[str] = field(default_factory=list)
+    cited: list[RecordedOutcome] = field(default_factory=list)
+
+
+async def used_by_game(engine_address: str, game_id: str, call_timeout: float) -> GameUse:
+    """The game's dice as its log records them, read through the engine's public WatchGame
+    (a finished game's shuffles are no longer hidden)."""
+    use = GameUse()
     async with tls.channel(engine_address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id), timeout=call_timeout)
@@ -144,12 +176,25 @@ async def used_by_game(
             raise ValueError("the game is not finished: its seed is not revealed yet")
         request = engine_pb2.WatchGameRequest(game_id=game_id)
         async for update in stub.WatchGame(request, timeout=max(call_timeout, 60.0)):
-            if update.event.type == "ChanceResolved":
-                payload = json.loads(update.event.payload)
-                used[int(payload["nonce"])] = tuple(payload["values"])
+            payload = json.loads(update.event.payload)
+            if update.event.type == "GameCreated":
+                use.server_commitment = payload["seed_commitment"]
+                use.seat_commitments = [s.get("seed_commitment", "") for s in payload["seats"]]
+            elif update.event.type == "ChanceResolved":
+                values = tuple(int(v) for v in payload["values"])
+                use.cited.append(
+                    RecordedOutcome(
+                        nonce=int(payload["nonce"]),
+                        kind=str(payload["kind"]),
+                        count=len(values),
+                        sides=int(payload["sides"]),
+                        values=values,
+                        purpose=str(payload["purpose"]),
+                    )
+                )
             if update.event.type == "GameFinished":
                 break
-    return used
+    return use
 
 
 async def audit(
@@ -159,18 +204,28 @@ async def audit(
     as_json: bool = False,
     call_timeout: float = 10.0,
     engine: str | None = None,
+    dice_key: bytes | None = None,
 ) -> int:
     try:
+        use = await used_by_game(engine, game_id, call_timeout) if engine is not None else None
         async with tls.channel(address) as channel:
             reader = DiceReader(channel, timeout=call_timeout)
-            report = await reader.audit_game(game_id)
-            if report.ok and engine is not None:
-                # The records are fair; now: did the game use exactly them?
-                recorded = [to_recorded(o) async for o in reader.outcomes(game_id)]
-                used = await used_by_game(engine, game_id, call_timeout)
-                mismatch = check_used(recorded, used)
-                if mismatch is not None:
-                    report = VerificationReport(report.checked, mismatch)
+            report = await reader.audit_game(
+                game_id, cited=use.cited if use else None, public_key=dice_key
+            )
+            if report.ok and use is not None:
+                opened = (await reader.get_commitment(game_id)).commitment
+                published = (use.server_commitment, use.seat_commitments)
+                if published != (opened.commitment, list(opened.client_seed_commitments)):
+                    report = VerificationReport(
+                        report.checked,
+                        Mismatch(
+                            "commitment_mismatch",
+                            None,
+                            "the commitments in the game's GameCreated are not the ones the "
+                            "dice log recorded",
+                        ),
+                    )
     except ValueError as err:
         print(f"cannot audit dice of {game_id}: {err}", file=sys.stderr)
         return EXIT_ERROR
@@ -189,7 +244,12 @@ def _print(game_id: str, report: VerificationReport, as_json: bool) -> None:
     if not as_json:
         print(f"{game_id}: {report.describe()}")
         return
-    result: dict[str, Any] = {"game_id": game_id, "ok": report.ok, "checked": report.checked}
+    result: dict[str, Any] = {
+        "game_id": game_id,
+        "ok": report.ok,
+        "checked": report.checked,
+        "notes": list(report.notes),
+    }
     if report.mismatch is not None:
         m = report.mismatch
         result["mismatch"] = {

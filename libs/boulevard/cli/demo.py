@@ -14,8 +14,9 @@ from collections.abc import Callable
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.audit.signing import SigningKey
-from boulevard.client.bots import play_game
+from boulevard.client.bots import new_client_seed, play_game
 from boulevard.client.table import Table
+from boulevard.fairness import client_seed_commitment
 from boulevard.games import get_game
 from boulevard.platform import tls
 from boulevard.platform.identity import bearer
@@ -40,6 +41,8 @@ async def demo(
     metadata = bearer(operator_token)
     async with tls.channel(engine_address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
+        # Each seat commits to a seed of its own now and reveals it once the game exists.
+        seeds = [new_client_seed() for _ in range(players)]
         keys = [SigningKey.generate() for _ in range(players)]  # each seat signs its moves
         created = await stub.CreateGame(
             engine_pb2.CreateGameRequest(
@@ -49,7 +52,7 @@ async def demo(
                     engine_pb2.SeatAssignment(
                         seat=i,
                         player_id=f"bot-{i}",
-                        client_seed=uuid.uuid4().hex,
+                        client_seed_commitment=client_seed_commitment(seeds[i]),
                         public_key=keys[i].public_hex,
                     )
                     for i in range(players)
@@ -62,7 +65,9 @@ async def demo(
             f"dice commitment {created.seed_commitment[:16]}… (published before any roll)"
         )
         watcher = asyncio.create_task(watch(stub, created.game_id, table))
-        await play_game(channel, created.game_id, game, list(created.player_tokens), keys)
+        await play_game(
+            channel, created.game_id, game, list(created.player_tokens), keys, client_seeds=seeds
+        )
         await watcher
         game_id: str = created.game_id
         return game_id

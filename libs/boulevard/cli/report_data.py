@@ -82,7 +82,10 @@ async def dice_game(
     async with tls.channel(dice) as channel:
         reader = DiceReader(channel, timeout=timeout)
         try:
-            commitment = (await reader.get_commitment(game_id)).commitment
+            opened = await reader.get_commitment(game_id)
+            commitment = opened.commitment
+            # The seeds the seats revealed after the commitment (docs/fairness.md).
+            client_seeds = list(opened.seeds.client_seeds)
         except grpc.aio.AioRpcError as err:
             return DiceGame(
                 game_id,
@@ -113,9 +116,7 @@ async def dice_game(
         failures.append(Failure(f"game {game_id}, {where}", f"{m.code}: {m.message}", evidence))
     if reveal is not None and verified is not None and not verified.ok:
         try:
-            seeds = GameSeeds.of(
-                parse_server_seed(reveal.server_seed), list(commitment.client_seeds), game_id
-            )
+            seeds = GameSeeds.of(parse_server_seed(reveal.server_seed), client_seeds, game_id)
         except FairnessError as err:
             failures.append(
                 Failure(f"game {game_id}, reveal", str(err), {"server_seed": reveal.server_seed})
@@ -210,7 +211,7 @@ async def dice_game(
         verdict=audit_said,
         scheme=commitment.scheme,
         commitment=commitment.commitment,
-        client_seeds=tuple(commitment.client_seeds),
+        client_seeds=tuple(client_seeds),
         revealed_seed=reveal.server_seed if reveal is not None else "",
         outcome_count=reveal.outcome_count if reveal is not None else None,
         outcomes=tuple(rows),

@@ -35,7 +35,7 @@ from nats.js.errors import NotFoundError
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.signing import SigningKey
-from boulevard.client.bots import SeatPlayer
+from boulevard.client.bots import SeatPlayer, bot_client_seed
 from boulevard.games import REGISTRY
 from boulevard.platform import metrics, tls
 from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
@@ -174,6 +174,8 @@ class BotRunner:
                 random.Random(f"{game_id}:{s.seat}"),
                 self.bot_key,
                 renew=functools.partial(self._renew, game_id, s),
+                # the seed the matchmaker committed to for this bot seat
+                client_seed=bot_client_seed(self.token_key, game_id, s.seat),
             )
             for s in seats
         ]

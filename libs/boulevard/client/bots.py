@@ -8,7 +8,10 @@ the version it decided on. A lost race (ABORTED) just means: look again.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import random
+import secrets
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +32,39 @@ Chooser = Callable[[Any, Sequence[Any], int], Awaitable[Any | None]]
 -> one of the commands, or None when the game moved on before they chose (look again)."""
 
 
+def bot_client_seed(key: bytes, game_id: str, seat: int) -> str:
+    """The client seed of a bot seat: made by whoever plays the bots, from a key it holds,
+    so the matchmaker can commit to it at match time (SHA-256 in MatchFormed) and the bot
+    runner can reveal it after GameCreated, like any player. Unknown to the dice service
+    when it commits its server seed."""
+    message = f"boulevard bot client seed\0{game_id}\0{seat}".encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def new_client_seed() -> str:
+    """A fresh client seed for a player (128 random bits)."""
+    return secrets.token_hex(16)
+
+
+async def reveal_seed(
+    stub: engine_pb2_grpc.EngineServiceStub, game_id: str, token: str, client_seed: str
+) -> engine_pb2.RevealSeedResponse:
+    """Reveal a seat's client seed to the engine (retried while the game is not created
+    yet: a match's game appears shortly after the match)."""
+    request = engine_pb2.RevealSeedRequest(
+        game_id=game_id, player_token=token, client_seed=client_seed
+    )
+    for attempt in range(600):
+        try:
+            response: engine_pb2.RevealSeedResponse = await stub.RevealSeed(request)
+            return response
+        except grpc.aio.AioRpcError as err:
+            if err.code() not in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.UNAVAILABLE):
+                raise
+            await asyncio.sleep(0.1 if attempt < 100 else 0.5)
+    raise TimeoutError(f"game {game_id} did not appear to reveal a seed in")
+
+
 @dataclass
 class SeatPlayer:
     stub: engine_pb2_grpc.EngineServiceStub
@@ -40,6 +76,7 @@ class SeatPlayer:
     rng: random.Random
     key: SigningKey  # the seat's key, bound to it when the game was created
     moves: int = 0
+    client_seed: str | None = None  # revealed before playing, when given
     # The engine's signed receipt for each accepted move: proof, later, that the log held it.
     receipts: list[engine_pb2.Receipt] = field(default_factory=list)
     # A person choosing instead of the bot (`boulevard play`); everything else a seat does
@@ -51,7 +88,9 @@ class SeatPlayer:
     renew: Callable[[], Awaitable[str]] | None = None
 
     async def play(self) -> None:
-        """Play until the game ends."""
+        """Play until the game ends (revealing this seat's client seed first)."""
+        if self.client_seed is not None:
+            await reveal_seed(self.stub, self.game_id, self.token, self.client_seed)
         game = get_game(self.game_name)
         changed = asyncio.Event()
         changed.set()
@@ -156,9 +195,12 @@ async def play_game(
     keys: list[SigningKey],
     bot_name: str = "heuristic",
     seed: int | None = None,
+    client_seeds: list[str] | None = None,
 ) -> list[SeatPlayer]:
     """Play every seat of a game with bots until it ends, signing each seat's moves with
-    its key (`keys[seat]`, the keys the game was created with)."""
+    its key (`keys[seat]`, the keys the game was created with). `client_seeds` (per seat)
+    are the seeds the seats committed to when the game was made: each seat reveals its own
+    first."""
     stub = engine_pb2_grpc.EngineServiceStub(channel)
     game = get_game(game_name)
     rng = random.Random(seed)
@@ -172,6 +214,7 @@ async def play_game(
             game.bots[bot_name],
             random.Random(rng.random()),
             keys[seat],
+            client_seed=client_seeds[seat] if client_seeds is not None else None,
         )
         for seat, token in enumerate(tokens)
     ]

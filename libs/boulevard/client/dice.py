@@ -21,7 +21,16 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from boulevard.api.v1 import dice_pb2, dice_pb2_grpc
-from boulevard.fairness import ROLL, SHUFFLE, RecordedOutcome, VerificationReport, verify_game
+from boulevard.client.dice_log import check_log, parse_log
+from boulevard.fairness import (
+    ROLL,
+    SHUFFLE,
+    Mismatch,
+    RecordedOutcome,
+    VerificationReport,
+    check_accounted,
+    verify_game,
+)
 from boulevard.games.base import ChanceKind, ChanceRequest, ChanceResolved
 from boulevard.platform import tracing
 from boulevard.platform.errors import (
@@ -58,6 +67,7 @@ def to_recorded(outcome: dice_pb2.DiceOutcome) -> RecordedOutcome:
         count=outcome.count,
         sides=outcome.sides,
         values=tuple(outcome.values),
+        purpose=outcome.purpose,
     )
 
 
@@ -81,10 +91,27 @@ class DiceClient:
         self._timeout = timeout
         self._retry_for = retry_for
 
-    async def open_game(self, game_id: str, client_seeds: Sequence[str]) -> dice_pb2.DiceCommitment:
-        """Create (or find) the game's secret server seed; its public commitment."""
-        request = dice_pb2.DiceOpenRequest(game_id=game_id, client_seeds=list(client_seeds))
+    async def open_game(
+        self, game_id: str, seed_commitments: Sequence[str], reveal_deadline_unix_ms: int = 0
+    ) -> dice_pb2.DiceCommitment:
+        """Create (or find) the game's secret server seed; its public commitment. Only the
+        seats' seed commitments go with it: the seeds come later, with `fix_seeds`."""
+        request = dice_pb2.DiceOpenRequest(
+            game_id=game_id,
+            client_seed_commitments=list(seed_commitments),
+            reveal_deadline_unix_ms=reveal_deadline_unix_ms,
+        )
         return (await self._call("open", request)).commitment
+
+    async def fix_seeds(
+        self, game_id: str, client_seeds: Sequence[str], missing_seats: Sequence[int] = ()
+    ) -> dice_pb2.DiceClientSeeds:
+        """Hand over the revealed client seeds (per seat, "" for a missing seat); the dice
+        service checks each against its commitment. Idempotent."""
+        request = dice_pb2.DiceSeedsRequest(
+            game_id=game_id, client_seeds=list(client_seeds), missing_seats=list(missing_seats)
+        )
+        return (await self._call("seeds", request)).seeds
 
     async def roll(
         self, game_id: str, request_id: str, count: int, sides: int, purpose: str = ""
@@ -115,7 +142,7 @@ class DiceClient:
             kind=chance.kind,
             values=tuple(outcome.values),
             nonce=outcome.nonce,
-            sides=chance.sides,
+            sides=outcome.sides,  # as recorded: 0 for a shuffle
         )
 
     async def reveal(self, game_id: str, reason: str = "finished") -> dice_pb2.DiceReveal:
@@ -127,6 +154,7 @@ class DiceClient:
         self,
         op: str,
         request: dice_pb2.DiceOpenRequest
+        | dice_pb2.DiceSeedsRequest
         | dice_pb2.DiceRollRequest
         | dice_pb2.DiceShuffleRequest
         | dice_pb2.DiceRevealRequest,
@@ -213,19 +241,65 @@ class DiceReader:
         )
         return response
 
-    async def audit_game(self, game_id: str) -> VerificationReport:
-        """Fetch the commitment, the outcomes and the reveal, and re-derive every outcome
-        locally with `boulevard.fairness.verify_game`: nothing the service computes is
-        trusted, only the records it serves."""
-        commitment = (await self.get_commitment(game_id)).commitment
-        reveal = await self.get_reveal(game_id)
-        outcomes = [to_recorded(o) async for o in self.outcomes(game_id)]
-        return verify_game(
-            commitment=commitment.commitment,
-            revealed_seed_hex=reveal.server_seed,
-            client_seeds=list(commitment.client_seeds),
-            game_id=game_id,
-            outcomes=outcomes,
-            expected_count=reveal.outcome_count,
-            scheme=commitment.scheme,
+    async def log_records(self, game_id: str) -> list[bytes]:
+        """The game's leaf records, exactly as stored (after the reveal only)."""
+        response: dice_pb2.ListLogRecordsResponse = await self._stub.ListLogRecords(
+            dice_pb2.ListLogRecordsRequest(game_id=game_id), timeout=self._timeout
         )
+        return [bytes(r.record) for r in response.records]
+
+    async def log_heads(self, game_id: str, tree_size: int = 0) -> dice_pb2.GetLogHeadsResponse:
+        response: dice_pb2.GetLogHeadsResponse = await self._stub.GetLogHeads(
+            dice_pb2.GetLogHeadsRequest(game_id=game_id, tree_size=tree_size),
+            timeout=self._timeout,
+        )
+        return response
+
+    async def audit_game(
+        self,
+        game_id: str,
+        *,
+        cited: Sequence[RecordedOutcome] | None = None,
+        public_key: bytes | None = None,
+        held_heads: Sequence[dice_pb2.DiceTreeHead] = (),
+    ) -> VerificationReport:
+        """Audit a finished game's dice from the raw log, trusting nothing the service
+        computes: the log's records must be exactly what its signed heads cover (under
+        `public_key` when the caller pinned it, else the served key; with any heads the
+        caller kept during the game), in the order the opening prescribes; every outcome
+        must re-derive from the revealed seed and the seeds the seats committed to; and,
+        given the outcomes the game's log `cited` (its ChanceResolved events in order),
+        every recorded outcome must be used exactly once, as drawn."""
+        served = await self.log_heads(game_id)
+        key = public_key if public_key is not None else bytes(served.public_key)
+        records = await self.log_records(game_id)
+        problem = check_log(game_id, records, [*served.heads, *held_heads], key)
+        game, order_problem = parse_log(records)
+        problem = problem or order_problem
+        if problem is not None:
+            where = "" if problem.leaf_index is None else f"log record {problem.leaf_index}: "
+            return VerificationReport(0, Mismatch(problem.code, None, where + problem.message))
+        if game.opened is None or game.revealed is None:
+            return VerificationReport(
+                0, Mismatch("not_revealed", None, "the log holds no commitment or no reveal")
+            )
+        seeds = game.seeds or dice_pb2.DiceClientSeeds(
+            client_seeds=[""] * len(game.opened.client_seed_commitments)
+        )
+        recorded = [to_recorded(o) for o in game.outcomes]
+        report = verify_game(
+            commitment=game.opened.commitment,
+            revealed_seed_hex=game.revealed.server_seed,
+            client_seeds=list(seeds.client_seeds),
+            game_id=game_id,
+            outcomes=recorded,
+            expected_count=game.revealed.outcome_count,
+            scheme=game.opened.scheme,
+            client_seed_commitments=list(game.opened.client_seed_commitments),
+            missing_seats=list(seeds.missing_seats),
+        )
+        if report.ok and cited is not None:
+            mismatch = check_accounted(recorded, cited)
+            if mismatch is not None:
+                return VerificationReport(report.checked, mismatch, report.notes)
+        return report

@@ -21,10 +21,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from types import TracebackType
 
-from boulevard.api.v1 import engine_pb2_grpc, matchmaking_pb2_grpc
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, matchmaking_pb2_grpc
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.audit.signing import SigningKey
-from boulevard.client.bots import Chooser, SeatPlayer
+from boulevard.client.bots import Chooser, SeatPlayer, new_client_seed, reveal_seed
+from boulevard.fairness import client_seed_commitment
 from boulevard.games import get_game
 from boulevard.platform import tls
 from boulevard.platform.identity import bearer
@@ -64,6 +65,7 @@ class MatchmakingClient:
         self.key = key or SigningKey.generate()
         self._channel = tls.channel(address, tls_ca_file)
         self._stub = matchmaking_pb2_grpc.MatchmakingServiceStub(self._channel)
+        self._seeds: dict[str, str] = {}  # ticket id -> the client seed committed to
 
     async def __aenter__(self) -> MatchmakingClient:
         return self
@@ -85,27 +87,45 @@ class MatchmakingClient:
         min_seats: int = 0,
         max_seats: int = 0,
         *,
-        client_seed: str = "",
+        client_seed: str | None = None,
         bot_fill_after_seconds: int = 0,
         request_id: str | None = None,
         public_key: str = "",
     ) -> pb.Ticket:
         """Queue for a game. Without a request id one is made, so retrying this call (not
         the whole function) is safe; pass your own to retry across restarts. The ticket is
-        for the player the client's token names."""
+        for the player the client's token names.
+
+        Only the SHA-256 commitment of `client_seed` is sent (a fresh seed is made when
+        none is given); the client keeps the seed (`seed_for(ticket_id)`) and reveals it to
+        the engine once the game exists (`reveal_seed`)."""
+        seed = client_seed if client_seed is not None else new_client_seed()
         request = pb.CreateTicketRequest(
             request_id=request_id if request_id is not None else uuid.uuid4().hex,
             game=game,
             min_seats=min_seats,
             max_seats=max_seats,
-            client_seed=client_seed,
+            client_seed_commitment=client_seed_commitment(seed),
             bot_fill_after_seconds=bot_fill_after_seconds,
             public_key=public_key or self.key.public_hex,
         )
         reply: pb.CreateTicketResponse = await self._stub.CreateTicket(
             request, timeout=self.timeout, metadata=self.metadata
         )
+        self._seeds[reply.ticket.ticket_id] = seed
         return reply.ticket
+
+    def seed_for(self, ticket_id: str) -> str:
+        """The client seed this client committed to for one of its tickets."""
+        return self._seeds[ticket_id]
+
+    async def reveal_seed(
+        self, engine: engine_pb2_grpc.EngineServiceStub, ticket: pb.Ticket
+    ) -> engine_pb2.RevealSeedResponse:
+        """Reveal the seed of an assigned ticket to the engine (its game waits for it)."""
+        return await reveal_seed(
+            engine, ticket.game_id, ticket.player_token, self.seed_for(ticket.ticket_id)
+        )
 
     async def get_ticket(self, ticket_id: str) -> pb.Ticket:
         reply: pb.GetTicketResponse = await self._stub.GetTicket(
@@ -175,6 +195,7 @@ class MatchmakingClient:
             self.key,  # the key whose public half this client put on its tickets
             choose=choose,
             renew=lambda: self.fresh_player_token(ticket.ticket_id),
+            client_seed=self._seeds.get(ticket.ticket_id),  # revealed before the first move
         )
 
     async def fresh_player_token(self, ticket_id: str) -> str:

@@ -104,6 +104,16 @@ class Table:
             self.finished = data
             self._turn_over = True
             return "game over" + (f" ({data['reason']})" if data.get("reason") else "")
+        if event.type == "ClientSeedRevealed":
+            seat = int(data.get("seat", -1))
+            who = self.names[seat] if 0 <= seat < len(self.names) else f"seat {seat}"
+            return f"{who} reveals the client seed committed to before the dice commitment"
+        if event.type == "ClientSeedsFixed":
+            missing = data.get("missing_seats") or []
+            late = (
+                f"; seats {missing} did not reveal and play with an empty seed" if missing else ""
+            )
+            return f"client seeds fixed: the dice may roll{late}"
         if event.type == "CommandAccepted":
             return ""  # the signed record of the move (for auditors); its events say it
         if event.type == "ChanceResolved":

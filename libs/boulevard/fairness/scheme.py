@@ -82,6 +82,21 @@ def seed_matches_commitment(server_seed_hex: str, commitment_hex: str) -> bool:
     return hmac.compare_digest(commitment(seed), commitment_hex.strip().lower())
 
 
+MAX_CLIENT_SEED_BYTES = 256
+"""A client seed is at most 256 bytes of UTF-8."""
+
+
+def client_seed_commitment(client_seed: str) -> str:
+    """A seat's commitment to its client seed, fixed before the server seed is drawn:
+    SHA-256 of the seed's UTF-8 bytes, lowercase hex (64 digits)."""
+    return hashlib.sha256(client_seed.encode("utf-8")).hexdigest()
+
+
+def is_commitment(text: str) -> bool:
+    """Whether `text` is 64 lowercase hex digits (the form commitments travel in)."""
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+
+
 def combine_client_seeds(client_seeds: Iterable[str]) -> bytes:
     """The combined client seed: SHA-256 over the players' seeds (UTF-8), sorted bytewise,
     each preceded by its length as a 4-byte big-endian integer. Sorting makes it independent

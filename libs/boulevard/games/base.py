@@ -95,6 +95,7 @@ class PlayerSeat:
     seat: Seat
     player_id: str
     bot: bool = False
+    seed_commitment: str = ""  # hex SHA-256 of the seat's client seed ("" = no seed)
     # Lowercase hex of the raw Ed25519 key that signs this seat's commands (bots: the
     # operator's bot key); see docs/auditing.md.
     public_key: str = ""
@@ -109,8 +110,28 @@ class GameCreated:
     config: GameConfig
     seats: tuple[PlayerSeat, ...]
     seed_commitment: str
-    client_seeds: tuple[str, ...] = ()
     match_id: str = ""
+    # Seats reveal their client seeds (ClientSeedRevealed) until this time; then the seeds
+    # are fixed (ClientSeedsFixed) and chance may run. 0: no deadline (every seat must).
+    reveal_deadline_unix_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSeedRevealed:
+    """A seat revealed the client seed it committed to in GameCreated (the engine checked
+    SHA-256 of it against the commitment before recording it)."""
+
+    seat: Seat
+    client_seed: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSeedsFixed:
+    """The client seeds the game's dice use, per seat; a seat in `missing_seats` had not
+    revealed by the deadline and plays with an empty seed. No chance before this event."""
+
+    client_seeds: tuple[str, ...]
+    missing_seats: tuple[Seat, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +159,13 @@ class CommandAccepted:
     signature: str
 
 
-PLATFORM_EVENTS: tuple[type, ...] = (GameCreated, GameFinished, CommandAccepted)
+PLATFORM_EVENTS: tuple[type, ...] = (
+    GameCreated,
+    GameFinished,
+    CommandAccepted,
+    ClientSeedRevealed,
+    ClientSeedsFixed,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ files where the containers mount theirs: TLS on every gRPC port and on NATS."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import random
 import re
@@ -297,7 +298,7 @@ async def play_a_matchmade_game(ports: dict[str, int], ca: Path) -> None:
                 game="las_vegas",
                 min_seats=2,
                 max_seats=2,
-                client_seed="alice's seed",
+                client_seed_commitment=hashlib.sha256(b"alice's seed").hexdigest(),
                 bot_fill_after_seconds=1,
             ),
             metadata=player_md("alice"),

@@ -13,9 +13,12 @@ from typing import Any
 import grpc
 from nats.aio.client import Client as NATS
 
-from boulevard.api.v1 import dice_pb2
-from boulevard.fairness import GameSeeds
+from boulevard.api.v1 import dice_pb2, events_pb2
+from boulevard.client.dice import DiceClient
+from boulevard.fairness import GameSeeds, client_seed_commitment
+from boulevard.messaging.streams import ensure_stream, platform_streams
 from boulevard.platform.server import RunningService, start_service
+from boulevard.platform.settings import Settings
 from services.dice.app import DiceApp
 from services.dice.sealing import SeedSealer
 from services.dice.settings import DiceSettings
@@ -95,3 +98,30 @@ async def forge_outcome(
         request_id=f"forged-{nonce}",
     )
     await forge(nc, game_id, dice_pb2.DiceRecord(outcome=outcome))
+
+
+def commitments(client_seeds: list[str]) -> list[str]:
+    return [client_seed_commitment(s) for s in client_seeds]
+
+
+async def open_with_seeds(client: DiceClient, game_id: str, client_seeds: list[str]) -> None:
+    """The opening as the engine runs it: commitments first, then the revealed seeds."""
+    await client.open_game(game_id, commitments(client_seeds))
+    await client.fix_seeds(game_id, client_seeds)
+
+
+async def finish_game(nc: NATS, game_id: str, last_type: str = "GameFinished") -> None:
+    """Record on GAMES (as the engine would) that the game's last event is `last_type`: the
+    dice service reveals a seed only once the game's log says the game ended."""
+    js = nc.jetstream()
+    await ensure_stream(js, platform_streams(Settings())["games"])
+    commit = events_pb2.EventCommit(
+        first_version=1,
+        events=[events_pb2.StoredEvent(event_id=secrets.token_hex(8), type=last_type)],
+    )
+    await js.publish(f"game.{game_id}", commit.SerializeToString())
+
+
+async def finish_and_reveal(nc: NATS, client: DiceClient, game_id: str) -> dice_pb2.DiceReveal:
+    await finish_game(nc, game_id)
+    return await client.reveal(game_id)

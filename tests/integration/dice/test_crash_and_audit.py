@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from nats.aio.client import Client as NATS
@@ -16,7 +18,15 @@ from boulevard.api.v1 import dice_pb2
 from boulevard.cli import audit_dice
 from boulevard.cli.up import wait_serving
 from boulevard.client.dice import DiceClient
-from tests.integration.dice.support import TEST_KEY, forge_outcome, new_game_id, wrong_roll
+from boulevard.messaging.identities import NOBODY
+from tests.integration.dice.support import (
+    TEST_KEY,
+    commitments,
+    finish_and_reveal,
+    forge_outcome,
+    new_game_id,
+    open_with_seeds,
+)
 from tests.support.nats import NatsHandle
 from tests.support.processes import ServiceProcess, service_env
 
@@ -65,7 +75,8 @@ async def test_sigkill_mid_game_then_restart_continues_the_same_game(
     await start(dice_process)
     client = DiceClient(nc, timeout=1.0, retry_for=60)
     game_id = new_game_id()
-    opened = await client.open_game(game_id, SEEDS)
+    await open_with_seeds(client, game_id, SEEDS)
+    opened = await client.open_game(game_id, commitments(SEEDS))
     before = [await client.roll(game_id, f"r{i}", 2, 6) for i in range(5)]
 
     done: list[dice_pb2.DiceOutcome] = []
@@ -86,39 +97,127 @@ async def test_sigkill_mid_game_then_restart_continues_the_same_game(
 
     outcomes = before + done
     assert [o.nonce for o in outcomes] == list(range(40))  # no gap, no repeat
-    assert (await client.open_game(game_id, SEEDS)) == opened  # the same seed
+    assert (await client.open_game(game_id, commitments(SEEDS))) == opened  # the same seed
     assert await client.roll(game_id, "r2", 2, 6) == before[2]  # retries still identical
     assert await client.roll(game_id, "r20", 2, 6) == done[15]
     assert (await client.shuffle(game_id, "deck", 49)).nonce == 40
 
-    reveal = await client.reveal(game_id)
+    reveal = await finish_and_reveal(nc, client, game_id)
     assert reveal.outcome_count == 41
     code, out = await run_audit(dice_process.address, game_id)
     assert code == 0, out
     assert "PASS: 41 outcomes" in out
 
 
-async def test_audit_cli_names_the_forged_nonce_and_exits_non_zero(
-    dice_process: ServiceProcess, nc: NATS
+async def honest_game(client: DiceClient, nc: NATS, rolls: int = 4) -> str:
+    game_id = new_game_id()
+    await open_with_seeds(client, game_id, SEEDS)
+    for i in range(rolls):
+        await client.roll(game_id, f"r{i}", 1, 6)
+    await client.shuffle(game_id, "deck", 12, "deck")
+    await finish_and_reveal(nc, client, game_id)
+    return game_id
+
+
+Rewrite = Callable[[list[dice_pb2.DiceRecord]], list[dice_pb2.DiceRecord]]
+
+
+@contextlib.asynccontextmanager
+async def evidence_rules_lifted(server: Any) -> AsyncIterator[NATS]:
+    """What only whoever runs the nats-server can do (the store is on their disk): restart it
+    without the rules that stop even `admin` deleting streams and messages, act as admin,
+    then restart it as it was. Nothing in NATS stops this; the signed heads make it show."""
+    strict = server.config_text()
+    relaxed = strict
+    for i, rule in enumerate(NOBODY):
+        relaxed = relaxed.replace(f'"{rule}"', f'"$NOT.USED.{i}"')
+    server.config_text = lambda: relaxed
+    await asyncio.to_thread(server.restart)
+    nc = await server.connect()
+    try:
+        yield nc
+    finally:
+        await nc.close()
+        del server.config_text
+        await asyncio.to_thread(server.restart)
+
+
+async def admin_rewrite(server: Any, game_id: str, rewrite: Rewrite) -> None:
+    """Rewrite one game's DICE records in place: the stream denies deleting messages (and
+    that cannot be lifted), so the operator deletes the whole stream and publishes it again
+    with the game's records changed."""
+    async with evidence_rules_lifted(server) as nc:
+        js = nc.jetstream()
+        info = await js.stream_info("DICE")
+        messages = []
+        for seq in range(1, info.state.last_seq + 1):
+            msg = await js.get_msg("DICE", seq)
+            messages.append((msg.subject, msg.data or b""))
+        subject = f"dice.{game_id}"
+        ours = [dice_pb2.DiceRecord.FromString(d) for subj, d in messages if subj == subject]
+        changed = rewrite(ours)
+        await js.delete_stream("DICE")
+        await js.add_stream(info.config)
+        done = False
+        for subj, data in messages:
+            if subj != subject:
+                await js.publish(subj, data)
+            elif not done:
+                for record in changed:
+                    await js.publish(subj, record.SerializeToString())
+                done = True
+
+
+def without_nonce(nonce: int) -> Rewrite:
+    return lambda rs: [r for r in rs if not (r.HasField("outcome") and r.outcome.nonce == nonce)]
+
+
+def edit_nonce(nonce: int) -> Rewrite:
+    def rewrite(records: list[dice_pb2.DiceRecord]) -> list[dice_pb2.DiceRecord]:
+        for r in records:
+            if r.HasField("outcome") and r.outcome.nonce == nonce:
+                r.outcome.values[0] = r.outcome.values[0] % 6 + 1
+        return records
+
+    return rewrite
+
+
+async def test_audit_cli_fails_on_a_removed_edited_or_injected_record(
+    dice_process: ServiceProcess, nc: NATS, nats_server: NatsHandle
 ) -> None:
+    """What an operator could do to the evidence after a game: add a record (as `admin`),
+    delete one or replace one with an edited copy (which NATS refuses even to `admin`: the
+    operator restarts the server without those rules). Each fails the audit, which names
+    the record."""
     await start(dice_process)
     client = DiceClient(nc)
     game_id = new_game_id()
-    await client.open_game(game_id, SEEDS)
+    await open_with_seeds(client, game_id, SEEDS)
     code, out = await run_audit(dice_process.address, game_id)
     assert code == 2 and "not revealed" in out  # nothing to verify yet
 
-    for i in range(4):
-        await client.roll(game_id, f"r{i}", 1, 6)
-    forged = await wrong_roll(nc, game_id, SEEDS, 4, 2, 6)
-    await forge_outcome(nc, game_id, 4, forged, count=2)
-    await client.reveal(game_id)
+    honest = await honest_game(client, nc)
+    code, out = await run_audit(dice_process.address, honest)
+    assert code == 0 and "PASS: 5 outcomes" in out, out
 
-    code, out = await run_audit(dice_process.address, game_id)
-    assert code == 1, out
-    assert "FAIL at nonce 4 (values_mismatch)" in out
-    code, out = await run_audit(dice_process.address, game_id, "--json")
-    assert code == 1 and '"nonce": 4' in out and f'"recorded": {forged}' in out
+    # Removed: the outcome with nonce 1 (leaf 3) is left out of the stream.
+    removed = await honest_game(client, nc)
+    await admin_rewrite(nats_server, removed, without_nonce(1))
+    code, out = await run_audit(dice_process.address, removed)
+    assert code == 1 and "(record_changed)" in out and "log record 3" in out, out
+
+    # Edited in place: the outcome with nonce 2 (leaf 4) gets another value.
+    edited = await honest_game(client, nc)
+    await admin_rewrite(nats_server, edited, edit_nonce(2))
+    code, out = await run_audit(dice_process.address, edited, "--json")
+    assert code == 1 and '"code": "record_changed"' in out and "log record 4" in out, out
+    assert "nonce 2" in out
+
+    # Injected: an extra outcome appended after the game.
+    injected = await honest_game(client, nc)
+    await forge_outcome(nc, injected, 5, [3])
+    code, out = await run_audit(dice_process.address, injected)
+    assert code == 1 and "(record_unsigned)" in out and "nonce 5" in out, out
 
     code, out = await run_audit(dice_process.address, "unknown-game")
     assert code == 2 and "NOT_FOUND" in out

@@ -18,10 +18,14 @@ from boulevard.games.base import ChanceKind, ChanceRequest
 from boulevard.platform.errors import FailedPrecondition, InvalidArgument, NotFound
 from tests.integration.dice.support import (
     channel_to,
+    commitments,
     dice_settings,
+    finish_and_reveal,
+    finish_game,
     forge,
     forge_outcome,
     new_game_id,
+    open_with_seeds,
     running_dice,
     wrong_roll,
 )
@@ -49,9 +53,13 @@ async def test_a_game_verifies_after_its_reveal(
         client = DiceClient(nc)
         reader = DiceReader(channel)
         game_id = new_game_id()
-        opened = await client.open_game(game_id, SEEDS)
+        opened = await client.open_game(game_id, commitments(SEEDS))
         assert opened.scheme == "boulevard-fairness-v1" and len(opened.commitment) == 64
-        assert (await client.open_game(game_id, list(reversed(SEEDS)))) == opened  # idempotent
+        assert (await client.open_game(game_id, commitments(SEEDS))) == opened  # idempotent
+        # No draw before the seeds the seats committed to are known.
+        with pytest.raises(FailedPrecondition, match="not fixed"):
+            await client.roll(game_id, "early", 1, 6)
+        await client.fix_seeds(game_id, SEEDS)
 
         outcomes = await play(client, game_id)
         assert [o.nonce for o in outcomes] == list(range(len(outcomes)))
@@ -62,10 +70,23 @@ async def test_a_game_verifies_after_its_reveal(
             await reader.get_reveal(game_id)
         assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
         status = await reader.get_commitment(game_id)
-        assert status.commitment == opened
+        assert status.commitment == opened and list(status.seeds.client_seeds) == SEEDS
+        # Secret until used: before the reveal the outcomes are listed without values.
+        hidden = [o async for o in reader.outcomes(game_id, page_size=3)]
+        assert [o.nonce for o in hidden] == list(range(len(outcomes)))
+        assert all(not o.values and not o.blinding for o in hidden)
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await reader.log_records(game_id)
+        assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
         assert (status.outcome_count, status.revealed) == (len(outcomes), False)
 
-        reveal = await client.reveal(game_id)
+        # No reveal while the game's own log does not record its end.
+        with pytest.raises(FailedPrecondition, match="has not ended"):
+            await client.reveal(game_id)
+        await finish_game(nc, game_id, last_type="ChanceResolved")
+        with pytest.raises(FailedPrecondition, match="has not ended"):
+            await client.reveal(game_id)
+        reveal = await finish_and_reveal(nc, client, game_id)
         assert reveal.outcome_count == len(outcomes)
         assert hashlib.sha256(bytes.fromhex(reveal.server_seed)).hexdigest() == opened.commitment
         assert await client.reveal(game_id) == reveal  # idempotent
@@ -93,7 +114,7 @@ async def test_retries_return_the_recorded_outcome(
     async with running_dice(dice_settings(nats_server.url, tmp_path)):
         client = DiceClient(nc)
         game_id = new_game_id()
-        await client.open_game(game_id, SEEDS)
+        await open_with_seeds(client, game_id, SEEDS)
         first = await client.roll(game_id, "req-1", 3, 6)
         again = await client.roll(game_id, "req-1", 3, 6)
         assert again == first
@@ -122,7 +143,7 @@ async def test_the_retry_key_is_durable_beyond_a_restart(
     game_id = new_game_id()
     client = DiceClient(nc)
     async with running_dice(settings):
-        await client.open_game(game_id, SEEDS)
+        await open_with_seeds(client, game_id, SEEDS)
         first = await client.roll(game_id, "req-1", 4, 6)
     async with running_dice(settings):  # a fresh process: nothing cached
         assert await client.roll(game_id, "req-1", 4, 6) == first
@@ -137,11 +158,24 @@ async def test_bad_requests_get_precise_errors(
         with pytest.raises(NotFound):
             await client.roll("no-such-game", "r", 1, 6)
         with pytest.raises(InvalidArgument):
-            await client.open_game("bad.game.id", SEEDS)
+            await client.open_game("bad.game.id", commitments(SEEDS))
+        with pytest.raises(InvalidArgument, match="commitment"):
+            await client.open_game(new_game_id(), ["not a hash"])
         game_id = new_game_id()
-        await client.open_game(game_id, SEEDS)
+        await client.open_game(game_id, commitments(SEEDS))
         with pytest.raises(FailedPrecondition):
-            await client.open_game(game_id, ["someone else"])
+            await client.open_game(game_id, commitments(["someone else"]))
+        # Seeds must be the committed ones, one per seat; a missing seat only after the
+        # deadline.
+        with pytest.raises(InvalidArgument, match="seat 1"):
+            await client.fix_seeds(game_id, [SEEDS[0], "eve", SEEDS[2]])
+        with pytest.raises(InvalidArgument):
+            await client.fix_seeds(game_id, SEEDS[:2])
+        with pytest.raises(FailedPrecondition, match="deadline"):
+            await client.fix_seeds(game_id, [SEEDS[0], "", SEEDS[2]], [1])
+        await client.fix_seeds(game_id, SEEDS)
+        with pytest.raises(FailedPrecondition):
+            await client.fix_seeds(game_id, [SEEDS[0], SEEDS[1], ""], [2])
         for count, sides in ((0, 6), (1, 0), (20_000, 6)):
             with pytest.raises(InvalidArgument):
                 await client.roll(game_id, f"bad-{count}-{sides}", count, sides)
@@ -149,6 +183,11 @@ async def test_bad_requests_get_precise_errors(
             await client.roll(game_id, "", 1, 6)
         # Nothing bad took a nonce.
         assert (await client.roll(game_id, "good", 1, 6)).nonce == 0
+        # An old engine sending plaintext client seeds with the open is refused.
+        legacy = dice_pb2.DiceOpenRequest(game_id=new_game_id()).SerializeToString()
+        reply = await nc.request("dice.rpc.open", legacy + b"\x12\x04seed", timeout=5)
+        error = dice_pb2.DiceRpcReply.FromString(reply.data).error
+        assert error.code == "invalid_argument" and "commitments only" in error.message
         reply = await nc.request("dice.rpc.roll", b"\xff\xff not protobuf", timeout=5)
         assert dice_pb2.DiceRpcReply.FromString(reply.data).error.code == "invalid_argument"
         async with channel_to(service.address) as channel:
@@ -161,7 +200,7 @@ async def test_bad_requests_get_precise_errors(
                 await reader.get_commitment("bad.id")
             assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
             stub = dice_pb2_grpc.DiceServiceStub(channel)
-            for page_size, token in ((5000, ""), (10, "not-a-token"), (10, "0")):
+            for page_size, token in ((5000, ""), (10, "not-a-token"), (10, "-1")):
                 with pytest.raises(grpc.aio.AioRpcError) as err:
                     await stub.ListOutcomes(
                         dice_pb2.ListOutcomesRequest(
@@ -172,6 +211,26 @@ async def test_bad_requests_get_precise_errors(
             with pytest.raises(grpc.aio.AioRpcError) as err:
                 await reader.verify_remote(game_id)
             assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            bad_proofs = (
+                stub.GetLogInclusionProof(
+                    dice_pb2.GetLogInclusionProofRequest(game_id=game_id, tree_size=3, leaf_index=3)
+                ),
+                stub.GetLogInclusionProof(
+                    dice_pb2.GetLogInclusionProofRequest(game_id=game_id, tree_size=99)
+                ),
+                stub.GetLogConsistencyProof(
+                    dice_pb2.GetLogConsistencyProofRequest(
+                        game_id=game_id, first_tree_size=0, second_tree_size=2
+                    )
+                ),
+            )
+            for call in bad_proofs:
+                with pytest.raises(grpc.aio.AioRpcError) as err:
+                    await call
+                assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await reader.log_heads(game_id, tree_size=99)
+            assert err.value.code() == grpc.StatusCode.NOT_FOUND
 
 
 async def test_seeds_are_sealed_until_the_reveal(
@@ -180,7 +239,7 @@ async def test_seeds_are_sealed_until_the_reveal(
     async with running_dice(dice_settings(nats_server.url, tmp_path)):
         client = DiceClient(nc)
         game_id = new_game_id()
-        await client.open_game(game_id, SEEDS)
+        await open_with_seeds(client, game_id, SEEDS)
         await play(client, game_id, rounds=2)
         js = nc.jetstream()
         vault = await js.key_value("dice_seeds")
@@ -189,13 +248,13 @@ async def test_seeds_are_sealed_until_the_reveal(
         last = (await js.stream_info("DICE")).state.last_seq
         for seq in range(1, last + 1):
             stream_bytes += (await js.get_msg("DICE", seq)).data or b""
-        reveal = await client.reveal(game_id)
+        reveal = await finish_and_reveal(nc, client, game_id)
         seed = bytes.fromhex(reveal.server_seed)
         assert (
             sealed is not None and seed not in sealed and reveal.server_seed.encode() not in sealed
         )
         assert seed not in stream_bytes and reveal.server_seed.encode() not in stream_bytes
-        assert commitment(seed) == (await client.open_game(game_id, SEEDS)).commitment
+        assert commitment(seed) == (await client.open_game(game_id, commitments(SEEDS))).commitment
 
 
 async def test_a_wrong_seed_key_cannot_open_the_vault(
@@ -204,7 +263,7 @@ async def test_a_wrong_seed_key_cannot_open_the_vault(
     game_id = new_game_id()
     client = DiceClient(nc, retry_for=1)
     async with running_dice(dice_settings(nats_server.url, tmp_path)):
-        await client.open_game(game_id, SEEDS)
+        await open_with_seeds(client, game_id, SEEDS)
     other_key = dice_settings(nats_server.url, tmp_path, dice_seed_key="22" * 32)
     async with running_dice(other_key):
         with pytest.raises(FailedPrecondition, match="sealed with another key"):
@@ -217,11 +276,12 @@ async def test_the_dice_stream_holds_no_rpc_traffic(
     async with running_dice(dice_settings(nats_server.url, tmp_path)):
         client = DiceClient(nc)
         game_id = new_game_id()
-        await client.open_game(game_id, SEEDS)
+        await open_with_seeds(client, game_id, SEEDS)
         await client.roll(game_id, "r", 1, 6)
         info = await nc.jetstream().stream_info("DICE")
         assert info.config.subjects == ["dice.*"]
-        assert info.state.messages == 2  # the commitment and one outcome
+        # the commitment, the seeds and one outcome, each followed by its signed head
+        assert info.state.messages == 6
 
 
 async def test_forged_records_are_caught_with_their_nonce(
@@ -232,43 +292,43 @@ async def test_forged_records_are_caught_with_their_nonce(
         async with channel_to(service.address) as channel:
             reader = DiceReader(channel)
 
-            # A tampered outcome: nonce 3 recorded with values the seed does not give.
+            # A forged outcome written mid-game: no signed head covers it, so the service
+            # leaves it out (the game goes on drawing consecutive nonces, docs/security.md,
+            # "Poison messages") and the audit of the raw log names it.
             tampered = new_game_id()
-            await client.open_game(tampered, SEEDS)
+            await open_with_seeds(client, tampered, SEEDS)
             for i in range(3):
                 await client.roll(tampered, f"r{i}", 1, 6)
             forged = await wrong_roll(nc, tampered, SEEDS, 3, 1, 6)
             await forge_outcome(nc, tampered, 3, forged)
-            await client.reveal(tampered)
+            assert (await client.roll(tampered, "r3", 1, 6)).nonce == 3
+            await finish_and_reveal(nc, client, tampered)
             report = await reader.audit_game(tampered)
-            assert report.mismatch is not None
-            assert (report.mismatch.code, report.mismatch.nonce) == ("values_mismatch", 3)
-            assert report.mismatch.recorded == tuple(forged)
-            remote = await reader.verify_remote(tampered)
-            assert not remote.ok and remote.mismatch.nonce == 3
-            assert "nonce 3" in remote.summary
+            assert report.mismatch is not None and report.mismatch.code == "record_changed"
+            assert "record 5 (the outcome with nonce 3)" in report.mismatch.message
+            assert (await reader.verify_remote(tampered)).ok  # the service's own view is clean
 
-            # A skipped nonce: the next recorded outcome claims nonce 3 after nonce 1.
-            skipped = new_game_id()
-            await client.open_game(skipped, SEEDS)
-            await client.roll(skipped, "a", 1, 6)
-            await client.roll(skipped, "b", 1, 6)
-            await forge_outcome(nc, skipped, 3, [1])
-            await client.reveal(skipped)
-            report = await reader.audit_game(skipped)
-            assert report.mismatch is not None
-            assert (report.mismatch.code, report.mismatch.nonce) == ("nonce_skipped", 2)
+            # Records added after the reveal: the audit names the first one.
+            late = new_game_id()
+            await open_with_seeds(client, late, SEEDS)
+            await client.roll(late, "a", 1, 6)
+            await finish_and_reveal(nc, client, late)
+            await forge_outcome(nc, late, 1, [1])
+            report = await reader.audit_game(late)
+            assert report.mismatch is not None and report.mismatch.code == "record_unsigned"
+            assert "record 4" in report.mismatch.message and "nonce 1" in report.mismatch.message
 
-            # A wrong reveal: a seed that is not the committed one.
+            # A wrong reveal forged in place of the real one.
             wrong = new_game_id()
-            await client.open_game(wrong, SEEDS)
+            await open_with_seeds(client, wrong, SEEDS)
             await client.roll(wrong, "a", 1, 6)
             fake = dice_pb2.DiceReveal(game_id=wrong, server_seed="ab" * 32, outcome_count=1)
             await forge(nc, wrong, dice_pb2.DiceRecord(revealed=fake))
+            assert (await client.roll(wrong, "b", 1, 6)).nonce == 1  # the fake is skipped
+            await finish_and_reveal(nc, client, wrong)
             report = await reader.audit_game(wrong)
-            assert report.mismatch is not None
-            assert (report.mismatch.code, report.mismatch.nonce) == ("reveal_mismatch", None)
-            assert not (await reader.verify_remote(wrong)).ok
+            assert report.mismatch is not None and report.mismatch.code == "record_changed"
+            assert "record 3 (the revealed record)" in report.mismatch.message
 
 
 async def test_two_replicas_share_a_game_without_gaps_or_repeats(
@@ -278,7 +338,7 @@ async def test_two_replicas_share_a_game_without_gaps_or_repeats(
     async with running_dice(settings) as one, running_dice(settings):
         client = DiceClient(nc)
         game_id = new_game_id()
-        await client.open_game(game_id, SEEDS)
+        await open_with_seeds(client, game_id, SEEDS)
         # The queue group spreads these over both replicas; each one's cache goes stale
         # whenever the other appends, and the expected-sequence check makes it re-read.
         outcomes = await asyncio.gather(
@@ -289,7 +349,7 @@ async def test_two_replicas_share_a_game_without_gaps_or_repeats(
         for k, i in enumerate(range(0, 60, 3)):
             assert outcomes[60 + k] == by_request[f"r{i}"]
         assert sorted(o.nonce for o in outcomes[:60]) == list(range(60))
-        await client.reveal(game_id)
+        await finish_and_reveal(nc, client, game_id)
         async with channel_to(one.address) as channel:
             report = await DiceReader(channel).audit_game(game_id)
         assert report.ok and report.checked == 60, report.describe()

@@ -15,8 +15,10 @@ from boulevard.messaging.poison import POISONED
 from tests.integration.dice.support import (
     channel_to,
     dice_settings,
+    finish_and_reveal,
     forge_outcome,
     new_game_id,
+    open_with_seeds,
     running_dice,
 )
 from tests.support.nats import NatsHandle
@@ -35,7 +37,7 @@ async def test_garbage_requests_and_records_do_not_wedge_dice(
     garbled, skipped = new_game_id(), new_game_id()
     async with running_dice(settings) as service:
         for game_id in (garbled, skipped):
-            await client.open_game(game_id, SEEDS)
+            await open_with_seeds(client, game_id, SEEDS)
             for i in range(2):
                 await client.roll(game_id, f"r{i}", 2, 6)
 
@@ -59,7 +61,7 @@ async def test_garbage_requests_and_records_do_not_wedge_dice(
         for game_id in (garbled, skipped):
             assert (await client.roll(game_id, "restarted", 1, 6)).nonce == 3
             assert (await client.roll(game_id, "after", 2, 6)).nonce == 2  # idempotent
-        await client.reveal(garbled)
+        await finish_and_reveal(nc, client, garbled)
         async with channel_to(service.address) as channel:
             report = await DiceReader(channel).verify_remote(garbled)
             assert report.ok, report.summary

@@ -14,7 +14,9 @@ import pytest
 
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.audit.signing import SigningKey
+from boulevard.client.bots import bot_client_seed
 from boulevard.client.matchmaking import MatchmakingClient, TicketNotAssigned
+from boulevard.fairness import client_seed_commitment as C
 from boulevard.platform.auth import verify_token
 from boulevard.platform.errors import Unauthenticated
 from tests.integration.matchmaking.support import (
@@ -65,7 +67,9 @@ async def test_bad_input_gets_precise_status_codes(nats_server) -> None:
         assert await code_of(stub.CreateTicket(req("a", min_seats=4, max_seats=3))) == invalid
         assert await code_of(stub.CreateTicket(req("a", min_seats=1))) == invalid
         assert await code_of(stub.CreateTicket(req("a", max_seats=9))) == invalid
-        assert await code_of(stub.CreateTicket(req("a", client_seed="s" * 257))) == invalid
+        assert (
+            await code_of(stub.CreateTicket(req("a", client_seed_commitment="s" * 64))) == invalid
+        )
         assert await code_of(stub.CreateTicket(req("a", bot_fill_after_seconds=60))) == invalid
         # Every seat signs its moves: no key, or not an Ed25519 key, no ticket.
         assert await code_of(stub.CreateTicket(req("a", public_key=""))) == invalid
@@ -112,10 +116,10 @@ async def _status(stub, ticket_id: str, status: int) -> pb.Ticket | None:
 
 async def test_a_retried_create_returns_the_same_ticket(nats_server) -> None:
     async with running_mm(mm_settings(nats_server.url)) as svc, stub_for(svc.address) as stub:
-        r = req("cat", request_id="req-1", min_seats=5, client_seed="c4t")
+        r = req("cat", request_id="req-1", min_seats=5, client_seed_commitment=C("c4t"))
         replies = await asyncio.gather(*(stub.CreateTicket(r) for _ in range(8)))
         assert len({x.ticket.ticket_id for x in replies}) == 1
-        assert replies[0].ticket.client_seed == "c4t"
+        assert replies[0].ticket.client_seed_commitment == C("c4t")
         # The same request id from another player is another ticket (and no look at cat's).
         dog = (await stub.CreateTicket(req("dog", request_id="req-1", min_seats=5))).ticket
         assert dog.ticket_id != replies[0].ticket.ticket_id
@@ -133,7 +137,9 @@ async def test_a_retried_create_returns_the_same_ticket(nats_server) -> None:
 async def test_watch_sees_matching_and_assignment_then_ends(nats_server, nc) -> None:
     async with running_mm(mm_settings(nats_server.url)) as svc, stub_for(svc.address) as stub:
         mine = (
-            await stub.CreateTicket(req("eve", max_seats=3, min_seats=3, client_seed="e"))
+            await stub.CreateTicket(
+                req("eve", max_seats=3, min_seats=3, client_seed_commitment=C("e"))
+            )
         ).ticket
         seen: list[pb.Ticket] = []
 
@@ -157,7 +163,7 @@ async def test_watch_sees_matching_and_assignment_then_ends(nats_server, nc) -> 
         assert [s.seat for s in match.seats] == [0, 1, 2]
         assert {s.player_id for s in match.seats} == {"eve", "fay", "gus"}
         assert match.seats[final.seat].player_id == "eve"
-        assert match.seats[final.seat].client_seed == "e"
+        assert match.seats[final.seat].client_seed_commitment == C("e")
         queues = (await stub.ListQueues(pb.ListQueuesRequest(game=GAME))).queues
         assert queues[0].matches_last_minute == 1 and queues[0].waiting == 0
 
@@ -196,6 +202,12 @@ async def test_bot_fill_gives_bot_seats_and_a_token_for_the_human(nats_server, n
         assert [s.public_key for s in bots] == [bot_key, bot_key]
         claims = verify_token(TOKEN_KEY.encode(), done.player_token)
         assert (claims.game_id, claims.seat) == (match.match_id, done.seat)
+        # Each bot seat is committed blind, like a player's: to the seed the bot runner will
+        # reveal (derived from a key the dice service never sees), distinct per seat.
+        for bot in bots:
+            seed = bot_client_seed(TOKEN_KEY.encode(), match.match_id, bot.seat)
+            assert bot.client_seed_commitment == C(seed)
+        assert len({b.client_seed_commitment for b in bots}) == len(bots)
 
 
 @pytest.mark.parametrize(

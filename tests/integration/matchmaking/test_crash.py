@@ -14,6 +14,7 @@ from nats.aio.client import Client as NATS
 
 from boulevard.api.v1 import events_pb2
 from boulevard.api.v1 import matchmaking_pb2 as pb
+from boulevard.fairness import client_seed_commitment as C
 from services.matchmaking.matchmaker import new_match_id
 from services.matchmaking.store import Records, match_key, ticket_key
 from tests.integration.matchmaking.support import (
@@ -77,7 +78,7 @@ async def test_sigkill_during_matching_loses_no_ticket_and_matches_none_twice(
         requests.append(
             pb.CreateTicketRequest(public_key=TEST_PUBLIC_KEY,
                 request_id=f"req-{i}", player_id=f"k{i:03d}", game=GAME,
-                min_seats=lo, max_seats=rng.randint(lo, 5), client_seed=f"s{i}",
+                min_seats=lo, max_seats=rng.randint(lo, 5), client_seed_commitment=C(f"s{i}"),
             )
         )  # fmt: skip
     first = ServiceProcess("matchmaking", env, tmp_path).start()

@@ -78,7 +78,6 @@ async def submit_one_move(channel: grpc.aio.Channel) -> None:
                 engine_pb2.SeatAssignment(
                     seat=i,
                     player_id=f"p{i}",
-                    client_seed=f"s{i}",
                     public_key=seat_key(i).public_hex,
                 )
                 for i in range(3)

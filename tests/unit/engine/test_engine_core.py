@@ -45,10 +45,9 @@ def make_engine(store: InMemoryEventStore | None = None, snapshot_every: int = 5
 
 
 def seats(n: int) -> list[SeatRequest]:
-    return [
-        SeatRequest(i, f"player-{i}", f"seed-{i}", public_key=SEAT_KEYS[i].public_hex)
-        for i in range(n)
-    ]
+    # No seed commitments: the game's dice need no reveal (tests/unit/engine/test_opening.py
+    # covers the commit–commit–reveal opening).
+    return [SeatRequest(i, f"player-{i}", public_key=SEAT_KEYS[i].public_hex) for i in range(n)]
 
 
 async def submit(
@@ -232,7 +231,7 @@ async def test_a_finished_game_refuses_actions_and_reveals() -> None:
 
 async def test_a_seat_without_a_key_is_refused_at_creation() -> None:
     engine = make_engine()
-    keyless = [SeatRequest(0, "a", "s"), SeatRequest(1, "b", "s", public_key="ab" * 32)]
+    keyless = [SeatRequest(0, "a"), SeatRequest(1, "b", public_key="ab" * 32)]
     with pytest.raises(InvalidArgument, match="public_key"):
         await engine.create_game("nokey", "las_vegas", keyless)
     bad = [SeatRequest(i, f"p{i}", public_key="zz" * 32) for i in range(2)]

@@ -18,6 +18,7 @@ from boulevard.fairness import (
     OutcomeStream,
     block_bytes,
     block_message,
+    client_seed_commitment,
     combine_client_seeds,
     commitment,
 )
@@ -57,6 +58,67 @@ CASES: list[dict[str, Any]] = [
         "outcomes": [("roll", 2, 6)],
     },
 ]
+
+
+OPENINGS: list[dict[str, Any]] = [
+    {
+        "name": "every seat revealed",
+        "committed": ["alice:7f3a", "bob", "żółw🎲"],
+        "missing_seats": [],
+    },
+    {
+        "name": "seat 1 did not reveal by the deadline",
+        "committed": ["alice:7f3a", "bob", "żółw🎲"],
+        "missing_seats": [1],
+    },
+    {
+        "name": "seat 2 committed to no seed (empty commitment)",
+        "committed": ["alice:7f3a", "bob", None],
+        "missing_seats": [],
+    },
+]
+
+
+def build_openings() -> list[dict[str, Any]]:
+    """The opening (docs/fairness.md, "The opening"): what each seat commits to, which seeds
+    the derivation then uses, and the first outcomes they give."""
+    server_seed = hashlib.sha256(b"boulevard opening vector").digest()
+    game_id = "g-opening"
+    out = []
+    for case in OPENINGS:
+        seats = []
+        used = []
+        for seat, seed in enumerate(case["committed"]):
+            missing = seat in case["missing_seats"]
+            seats.append(
+                {
+                    "seat": seat,
+                    "client_seed": seed or "",
+                    "seed_commitment": client_seed_commitment(seed) if seed is not None else "",
+                    "revealed": seed is not None and not missing,
+                }
+            )
+            used.append("" if missing or seed is None else seed)
+        seeds = GameSeeds.of(server_seed, used, game_id)
+        out.append(
+            {
+                "name": case["name"],
+                "server_seed": server_seed.hex(),
+                "commitment": commitment(server_seed),
+                "game_id": game_id,
+                "seats": seats,
+                "missing_seats": case["missing_seats"],
+                "client_seeds_used": used,
+                "combined_client_seed": combine_client_seeds(used).hex(),
+                "outcomes": [
+                    {"nonce": 0, "kind": "shuffle", "count": 10, "sides": 0,
+                     "values": list(seeds.shuffle(0, 10))},
+                    {"nonce": 1, "kind": "roll", "count": 2, "sides": 6,
+                     "values": list(seeds.roll(1, 2, 6))},
+                ],
+            }
+        )  # fmt: skip
+    return out
 
 
 def build() -> dict[str, Any]:
@@ -117,6 +179,7 @@ def build() -> dict[str, Any]:
         "scheme": "boulevard-fairness-v1",
         "doc": "docs/fairness.md",
         "cases": cases,
+        "openings": build_openings(),
         "uniform": {
             "case": CASES[0]["name"],
             "note": "12 successive uniform(n) draws from one stream, with the number of "

@@ -119,6 +119,48 @@ def test_outcomes(case: dict[str, Any]) -> None:
             assert sorted(expected) == list(range(o["count"]))
 
 
+@pytest.mark.parametrize("opening", VECTORS["openings"], ids=lambda o: o["name"])
+def test_opening(opening: dict[str, Any]) -> None:
+    """Commitments are SHA-256 of the UTF-8 seed; a missing or uncommitted seat plays with
+    the empty seed; the outcomes follow from the seeds used (independently, from the doc)."""
+    seed = bytes.fromhex(opening["server_seed"])
+    assert hashlib.sha256(seed).hexdigest() == opening["commitment"]
+    commitments, used = [], []
+    for seat in opening["seats"]:
+        if seat["seed_commitment"]:
+            digest = hashlib.sha256(seat["client_seed"].encode("utf-8")).hexdigest()
+            assert digest == seat["seed_commitment"]
+            assert fairness.client_seed_commitment(seat["client_seed"]) == digest
+        commitments.append(seat["seed_commitment"])
+        used.append(seat["client_seed"] if seat["revealed"] else "")
+    assert used == opening["client_seeds_used"]
+    assert doc_combined(used).hex() == opening["combined_client_seed"]
+    case = {
+        "server_seed": opening["server_seed"],
+        "client_seeds": used,
+        "game_id": opening["game_id"],
+    }
+    for o in opening["outcomes"]:
+        assert doc_outcome(case, o["nonce"], o["kind"], o["count"], o["sides"]) == o["values"]
+    report = fairness.verify_game(
+        commitment=opening["commitment"],
+        revealed_seed_hex=opening["server_seed"],
+        client_seeds=used,
+        game_id=opening["game_id"],
+        outcomes=[
+            fairness.RecordedOutcome(o["nonce"], o["kind"], o["count"], o["sides"],
+                                     tuple(o["values"]))
+            for o in opening["outcomes"]
+        ],
+        client_seed_commitments=commitments,
+        missing_seats=opening["missing_seats"],
+    )  # fmt: skip
+    assert report.ok, report.describe()
+    assert bool(report.notes) == (
+        used != [s["client_seed"] for s in opening["seats"]] or "" in commitments
+    )
+
+
 def test_uniform_draws() -> None:
     case = next(c for c in CASES if c["name"] == VECTORS["uniform"]["case"])
     seed = bytes.fromhex(case["server_seed"])

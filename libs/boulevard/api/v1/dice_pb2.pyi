@@ -49,17 +49,20 @@ class DiceCommitment(_message.Message):
     GAME_ID_FIELD_NUMBER: _builtins.int
     SCHEME_FIELD_NUMBER: _builtins.int
     COMMITMENT_FIELD_NUMBER: _builtins.int
-    CLIENT_SEEDS_FIELD_NUMBER: _builtins.int
     TIME_UNIX_MS_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_COMMITMENTS_FIELD_NUMBER: _builtins.int
+    REVEAL_DEADLINE_UNIX_MS_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     scheme: _builtins.str
     """"boulevard-fairness-v1" """
     commitment: _builtins.str
     """SHA-256 of the 32-byte server seed, lowercase hex"""
     time_unix_ms: _builtins.int
+    reveal_deadline_unix_ms: _builtins.int
+    """after it, a seat that did not reveal plays with "" """
     @_builtins.property
-    def client_seeds(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """as given by the engine (order irrelevant to the scheme)"""
+    def client_seed_commitments(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """per seat, in seat order: hex SHA-256 of that seat's client seed ("" = no seed)"""
 
     def __init__(
         self,
@@ -67,16 +70,95 @@ class DiceCommitment(_message.Message):
         game_id: _builtins.str = ...,
         scheme: _builtins.str = ...,
         commitment: _builtins.str = ...,
-        client_seeds: _abc.Iterable[_builtins.str] | None = ...,
         time_unix_ms: _builtins.int = ...,
+        client_seed_commitments: _abc.Iterable[_builtins.str] | None = ...,
+        reveal_deadline_unix_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seeds", b"client_seeds", "commitment", b"commitment", "game_id", b"game_id", "scheme", b"scheme", "time_unix_ms", b"time_unix_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed_commitments", b"client_seed_commitments", "commitment", b"commitment", "game_id", b"game_id", "reveal_deadline_unix_ms", b"reveal_deadline_unix_ms", "scheme", b"scheme", "time_unix_ms", b"time_unix_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DiceCommitment: _TypeAlias = DiceCommitment  # noqa: Y015
+
+@_typing.final
+class DiceClientSeeds(_message.Message):
+    """The client seeds, revealed by the players after `opened`, as the engine passed them on;
+    each checked by the dice service against its commitment. Draws are refused before it.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    CLIENT_SEEDS_FIELD_NUMBER: _builtins.int
+    MISSING_SEATS_FIELD_NUMBER: _builtins.int
+    TIME_UNIX_MS_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    time_unix_ms: _builtins.int
+    @_builtins.property
+    def client_seeds(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """per seat, in seat order ("" for a missing seat)"""
+
+    @_builtins.property
+    def missing_seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """seats that did not reveal by the deadline"""
+
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        client_seeds: _abc.Iterable[_builtins.str] | None = ...,
+        missing_seats: _abc.Iterable[_builtins.int] | None = ...,
+        time_unix_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seeds", b"client_seeds", "game_id", b"game_id", "missing_seats", b"missing_seats", "time_unix_ms", b"time_unix_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiceClientSeeds: _TypeAlias = DiceClientSeeds  # noqa: Y015
+
+@_typing.final
+class DiceTreeHead(_message.Message):
+    """A signed head of one game's outcome log (RFC 6962 tree over the leaf records)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    TREE_SIZE_FIELD_NUMBER: _builtins.int
+    ROOT_HASH_FIELD_NUMBER: _builtins.int
+    TIMESTAMP_UNIX_MS_FIELD_NUMBER: _builtins.int
+    KEY_ID_FIELD_NUMBER: _builtins.int
+    SIGNATURE_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    tree_size: _builtins.int
+    """leaves covered: the first tree_size leaf records"""
+    root_hash: _builtins.bytes
+    """32 bytes"""
+    timestamp_unix_ms: _builtins.int
+    key_id: _builtins.str
+    """hex SHA-256 of the dice service's Ed25519 public key"""
+    signature: _builtins.bytes
+    """Ed25519 over the head's canonical JSON (docs/fairness.md)"""
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        tree_size: _builtins.int = ...,
+        root_hash: _builtins.bytes = ...,
+        timestamp_unix_ms: _builtins.int = ...,
+        key_id: _builtins.str = ...,
+        signature: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game_id", b"game_id", "key_id", b"key_id", "root_hash", b"root_hash", "signature", b"signature", "timestamp_unix_ms", b"timestamp_unix_ms", "tree_size", b"tree_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiceTreeHead: _TypeAlias = DiceTreeHead  # noqa: Y015
 
 @_typing.final
 class DiceOutcome(_message.Message):
@@ -91,6 +173,7 @@ class DiceOutcome(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     PURPOSE_FIELD_NUMBER: _builtins.int
     TIME_UNIX_MS_FIELD_NUMBER: _builtins.int
+    BLINDING_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     nonce: _builtins.int
     """0, 1, 2, … consecutive per game"""
@@ -104,6 +187,8 @@ class DiceOutcome(_message.Message):
     purpose: _builtins.str
     """the game's label, e.g. "start_player", "deck" """
     time_unix_ms: _builtins.int
+    blinding: _builtins.bytes
+    """16 random bytes: the leaf hash says nothing of the values"""
     @_builtins.property
     def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """the outcome, in draw order"""
@@ -120,10 +205,11 @@ class DiceOutcome(_message.Message):
         request_id: _builtins.str = ...,
         purpose: _builtins.str = ...,
         time_unix_ms: _builtins.int = ...,
+        blinding: _builtins.bytes = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "game_id", b"game_id", "kind", b"kind", "nonce", b"nonce", "purpose", b"purpose", "request_id", b"request_id", "sides", b"sides", "time_unix_ms", b"time_unix_ms", "values", b"values"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["blinding", b"blinding", "count", b"count", "game_id", b"game_id", "kind", b"kind", "nonce", b"nonce", "purpose", b"purpose", "request_id", b"request_id", "sides", b"sides", "time_unix_ms", b"time_unix_ms", "values", b"values"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -165,29 +251,41 @@ Global___DiceReveal: _TypeAlias = DiceReveal  # noqa: Y015
 
 @_typing.final
 class DiceRecord(_message.Message):
+    """Leaves of the game's log: opened, seeds, outcome, revealed. A `head` is not a leaf: it is
+    the service's signed statement about the leaves before it.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     OPENED_FIELD_NUMBER: _builtins.int
     OUTCOME_FIELD_NUMBER: _builtins.int
     REVEALED_FIELD_NUMBER: _builtins.int
+    SEEDS_FIELD_NUMBER: _builtins.int
+    HEAD_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def opened(self) -> Global___DiceCommitment: ...
     @_builtins.property
     def outcome(self) -> Global___DiceOutcome: ...
     @_builtins.property
     def revealed(self) -> Global___DiceReveal: ...
+    @_builtins.property
+    def seeds(self) -> Global___DiceClientSeeds: ...
+    @_builtins.property
+    def head(self) -> Global___DiceTreeHead: ...
     def __init__(
         self,
         *,
         opened: Global___DiceCommitment | None = ...,
         outcome: Global___DiceOutcome | None = ...,
         revealed: Global___DiceReveal | None = ...,
+        seeds: Global___DiceClientSeeds | None = ...,
+        head: Global___DiceTreeHead | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["opened", b"opened", "outcome", b"outcome", "record", b"record", "revealed", b"revealed"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["head", b"head", "opened", b"opened", "outcome", b"outcome", "record", b"record", "revealed", b"revealed", "seeds", b"seeds"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["opened", b"opened", "outcome", b"outcome", "record", b"record", "revealed", b"revealed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["head", b"head", "opened", b"opened", "outcome", b"outcome", "record", b"record", "revealed", b"revealed", "seeds", b"seeds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_record: _TypeAlias = _typing.Literal["opened", "outcome", "revealed"]  # noqa: Y015
+    _WhichOneofReturnType_record: _TypeAlias = _typing.Literal["opened", "outcome", "revealed", "seeds", "head"]  # noqa: Y015
     _WhichOneofArgType_record: _TypeAlias = _typing.Literal["record", b"record"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_record) -> _WhichOneofReturnType_record | None: ...
 
@@ -198,28 +296,67 @@ class DiceOpenRequest(_message.Message):
     """---- internal NATS request/reply API for the engine (`dice.rpc.<op>`) ----
 
     `dice.rpc.open`: creates the game's secret seed (idempotent per game id) -> commitment.
+    Carries the seats' seed commitments only, never a seed.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
 
     GAME_ID_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_COMMITMENTS_FIELD_NUMBER: _builtins.int
+    REVEAL_DEADLINE_UNIX_MS_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    reveal_deadline_unix_ms: _builtins.int
+    @_builtins.property
+    def client_seed_commitments(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """per seat, in seat order"""
+
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        client_seed_commitments: _abc.Iterable[_builtins.str] | None = ...,
+        reveal_deadline_unix_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed_commitments", b"client_seed_commitments", "game_id", b"game_id", "reveal_deadline_unix_ms", b"reveal_deadline_unix_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiceOpenRequest: _TypeAlias = DiceOpenRequest  # noqa: Y015
+
+@_typing.final
+class DiceSeedsRequest(_message.Message):
+    """`dice.rpc.seeds`: the revealed client seeds (idempotent) -> DiceClientSeeds."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
     CLIENT_SEEDS_FIELD_NUMBER: _builtins.int
+    MISSING_SEATS_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     @_builtins.property
-    def client_seeds(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def client_seeds(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """per seat, in seat order ("" for a missing seat)"""
+
+    @_builtins.property
+    def missing_seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """accepted only after the reveal deadline"""
+
     def __init__(
         self,
         *,
         game_id: _builtins.str = ...,
         client_seeds: _abc.Iterable[_builtins.str] | None = ...,
+        missing_seats: _abc.Iterable[_builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seeds", b"client_seeds", "game_id", b"game_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seeds", b"client_seeds", "game_id", b"game_id", "missing_seats", b"missing_seats"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___DiceOpenRequest: _TypeAlias = DiceOpenRequest  # noqa: Y015
+Global___DiceSeedsRequest: _TypeAlias = DiceSeedsRequest  # noqa: Y015
 
 @_typing.final
 class DiceRollRequest(_message.Message):
@@ -287,7 +424,9 @@ Global___DiceShuffleRequest: _TypeAlias = DiceShuffleRequest  # noqa: Y015
 
 @_typing.final
 class DiceRevealRequest(_message.Message):
-    """`dice.rpc.reveal`: ends the game's draws and publishes the seed (idempotent)."""
+    """`dice.rpc.reveal`: ends the game's draws and publishes the seed (idempotent). Refused
+    until the game's own log (GAMES, `game.<game_id>`) ends with GameFinished.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -342,6 +481,7 @@ class DiceRpcReply(_message.Message):
     COMMITMENT_FIELD_NUMBER: _builtins.int
     OUTCOME_FIELD_NUMBER: _builtins.int
     REVEAL_FIELD_NUMBER: _builtins.int
+    SEEDS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def error(self) -> Global___DiceRpcError: ...
     @_builtins.property
@@ -350,6 +490,8 @@ class DiceRpcReply(_message.Message):
     def outcome(self) -> Global___DiceOutcome: ...
     @_builtins.property
     def reveal(self) -> Global___DiceReveal: ...
+    @_builtins.property
+    def seeds(self) -> Global___DiceClientSeeds: ...
     def __init__(
         self,
         *,
@@ -357,12 +499,13 @@ class DiceRpcReply(_message.Message):
         commitment: Global___DiceCommitment | None = ...,
         outcome: Global___DiceOutcome | None = ...,
         reveal: Global___DiceReveal | None = ...,
+        seeds: Global___DiceClientSeeds | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["commitment", b"commitment", "error", b"error", "outcome", b"outcome", "result", b"result", "reveal", b"reveal"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["commitment", b"commitment", "error", b"error", "outcome", b"outcome", "result", b"result", "reveal", b"reveal", "seeds", b"seeds"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["commitment", b"commitment", "error", b"error", "outcome", b"outcome", "result", b"result", "reveal", b"reveal"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["commitment", b"commitment", "error", b"error", "outcome", b"outcome", "result", b"result", "reveal", b"reveal", "seeds", b"seeds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_result: _TypeAlias = _typing.Literal["error", "commitment", "outcome", "reveal"]  # noqa: Y015
+    _WhichOneofReturnType_result: _TypeAlias = _typing.Literal["error", "commitment", "outcome", "reveal", "seeds"]  # noqa: Y015
     _WhichOneofArgType_result: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_result) -> _WhichOneofReturnType_result | None: ...
 
@@ -397,21 +540,27 @@ class GetCommitmentResponse(_message.Message):
     COMMITMENT_FIELD_NUMBER: _builtins.int
     OUTCOME_COUNT_FIELD_NUMBER: _builtins.int
     REVEALED_FIELD_NUMBER: _builtins.int
+    SEEDS_FIELD_NUMBER: _builtins.int
     outcome_count: _builtins.int
     """outcomes issued so far"""
     revealed: _builtins.bool
     @_builtins.property
     def commitment(self) -> Global___DiceCommitment: ...
+    @_builtins.property
+    def seeds(self) -> Global___DiceClientSeeds:
+        """once the client seeds are fixed"""
+
     def __init__(
         self,
         *,
         commitment: Global___DiceCommitment | None = ...,
         outcome_count: _builtins.int = ...,
         revealed: _builtins.bool = ...,
+        seeds: Global___DiceClientSeeds | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["commitment", b"commitment"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["commitment", b"commitment", "seeds", b"seeds"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["commitment", b"commitment", "outcome_count", b"outcome_count", "revealed", b"revealed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["commitment", b"commitment", "outcome_count", b"outcome_count", "revealed", b"revealed", "seeds", b"seeds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -451,19 +600,26 @@ class ListOutcomesResponse(_message.Message):
 
     OUTCOMES_FIELD_NUMBER: _builtins.int
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    VALUES_HIDDEN_FIELD_NUMBER: _builtins.int
     next_page_token: _builtins.str
     """empty on the last page"""
+    values_hidden: _builtins.bool
     @_builtins.property
-    def outcomes(self) -> _containers.RepeatedCompositeFieldContainer[Global___DiceOutcome]: ...
+    def outcomes(self) -> _containers.RepeatedCompositeFieldContainer[Global___DiceOutcome]:
+        """Before the reveal, `values` and `blinding` are empty: an outcome is secret until the
+        game has made it public (the game's own log shows a roll when it is made).
+        """
+
     def __init__(
         self,
         *,
         outcomes: _abc.Iterable[Global___DiceOutcome] | None = ...,
         next_page_token: _builtins.str = ...,
+        values_hidden: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_page_token", b"next_page_token", "outcomes", b"outcomes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_page_token", b"next_page_token", "outcomes", b"outcomes", "values_hidden", b"values_hidden"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -597,3 +753,219 @@ class VerifyGameResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___VerifyGameResponse: _TypeAlias = VerifyGameResponse  # noqa: Y015
+
+@_typing.final
+class ListLogRecordsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    """max 64 chars"""
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game_id", b"game_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListLogRecordsRequest: _TypeAlias = ListLogRecordsRequest  # noqa: Y015
+
+@_typing.final
+class LogRecord(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEAF_INDEX_FIELD_NUMBER: _builtins.int
+    RECORD_FIELD_NUMBER: _builtins.int
+    leaf_index: _builtins.int
+    """0-based position in the game's tree"""
+    record: _builtins.bytes
+    """the exact bytes stored (a serialized DiceRecord): the leaf data"""
+    def __init__(
+        self,
+        *,
+        leaf_index: _builtins.int = ...,
+        record: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["leaf_index", b"leaf_index", "record", b"record"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LogRecord: _TypeAlias = LogRecord  # noqa: Y015
+
+@_typing.final
+class ListLogRecordsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RECORDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def records(self) -> _containers.RepeatedCompositeFieldContainer[Global___LogRecord]:
+        """every leaf, in order"""
+
+    def __init__(
+        self,
+        *,
+        records: _abc.Iterable[Global___LogRecord] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["records", b"records"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListLogRecordsResponse: _TypeAlias = ListLogRecordsResponse  # noqa: Y015
+
+@_typing.final
+class GetLogHeadsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    TREE_SIZE_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    """max 64 chars"""
+    tree_size: _builtins.int
+    """0: every signed head of the game, oldest first"""
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        tree_size: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game_id", b"game_id", "tree_size", b"tree_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetLogHeadsRequest: _TypeAlias = GetLogHeadsRequest  # noqa: Y015
+
+@_typing.final
+class GetLogHeadsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HEADS_FIELD_NUMBER: _builtins.int
+    PUBLIC_KEY_FIELD_NUMBER: _builtins.int
+    TREE_SIZE_FIELD_NUMBER: _builtins.int
+    public_key: _builtins.bytes
+    """raw 32-byte Ed25519 public key of the dice service"""
+    tree_size: _builtins.int
+    """leaves stored now"""
+    @_builtins.property
+    def heads(self) -> _containers.RepeatedCompositeFieldContainer[Global___DiceTreeHead]: ...
+    def __init__(
+        self,
+        *,
+        heads: _abc.Iterable[Global___DiceTreeHead] | None = ...,
+        public_key: _builtins.bytes = ...,
+        tree_size: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["heads", b"heads", "public_key", b"public_key", "tree_size", b"tree_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetLogHeadsResponse: _TypeAlias = GetLogHeadsResponse  # noqa: Y015
+
+@_typing.final
+class GetLogInclusionProofRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    TREE_SIZE_FIELD_NUMBER: _builtins.int
+    LEAF_INDEX_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    """max 64 chars"""
+    tree_size: _builtins.int
+    leaf_index: _builtins.int
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        tree_size: _builtins.int = ...,
+        leaf_index: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game_id", b"game_id", "leaf_index", b"leaf_index", "tree_size", b"tree_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetLogInclusionProofRequest: _TypeAlias = GetLogInclusionProofRequest  # noqa: Y015
+
+@_typing.final
+class GetLogInclusionProofResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HASHES_FIELD_NUMBER: _builtins.int
+    LEAF_HASH_FIELD_NUMBER: _builtins.int
+    leaf_hash: _builtins.bytes
+    """SHA-256(0x00 || record)"""
+    @_builtins.property
+    def hashes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]:
+        """RFC 9162 PATH, leaf level first"""
+
+    def __init__(
+        self,
+        *,
+        hashes: _abc.Iterable[_builtins.bytes] | None = ...,
+        leaf_hash: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hashes", b"hashes", "leaf_hash", b"leaf_hash"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetLogInclusionProofResponse: _TypeAlias = GetLogInclusionProofResponse  # noqa: Y015
+
+@_typing.final
+class GetLogConsistencyProofRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    FIRST_TREE_SIZE_FIELD_NUMBER: _builtins.int
+    SECOND_TREE_SIZE_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    """max 64 chars"""
+    first_tree_size: _builtins.int
+    second_tree_size: _builtins.int
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        first_tree_size: _builtins.int = ...,
+        second_tree_size: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["first_tree_size", b"first_tree_size", "game_id", b"game_id", "second_tree_size", b"second_tree_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetLogConsistencyProofRequest: _TypeAlias = GetLogConsistencyProofRequest  # noqa: Y015
+
+@_typing.final
+class GetLogConsistencyProofResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HASHES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def hashes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]: ...
+    def __init__(
+        self,
+        *,
+        hashes: _abc.Iterable[_builtins.bytes] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hashes", b"hashes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetLogConsistencyProofResponse: _TypeAlias = GetLogConsistencyProofResponse  # noqa: Y015

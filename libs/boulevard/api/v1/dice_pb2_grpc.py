@@ -58,6 +58,26 @@ class DiceServiceStub:
                 request_serializer=boulevard_dot_v1_dot_dice__pb2.VerifyGameRequest.SerializeToString,
                 response_deserializer=boulevard_dot_v1_dot_dice__pb2.VerifyGameResponse.FromString,
                 _registered_method=True)
+        self.ListLogRecords = channel.unary_unary(
+                '/boulevard.v1.DiceService/ListLogRecords',
+                request_serializer=boulevard_dot_v1_dot_dice__pb2.ListLogRecordsRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_dice__pb2.ListLogRecordsResponse.FromString,
+                _registered_method=True)
+        self.GetLogHeads = channel.unary_unary(
+                '/boulevard.v1.DiceService/GetLogHeads',
+                request_serializer=boulevard_dot_v1_dot_dice__pb2.GetLogHeadsRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_dice__pb2.GetLogHeadsResponse.FromString,
+                _registered_method=True)
+        self.GetLogInclusionProof = channel.unary_unary(
+                '/boulevard.v1.DiceService/GetLogInclusionProof',
+                request_serializer=boulevard_dot_v1_dot_dice__pb2.GetLogInclusionProofRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_dice__pb2.GetLogInclusionProofResponse.FromString,
+                _registered_method=True)
+        self.GetLogConsistencyProof = channel.unary_unary(
+                '/boulevard.v1.DiceService/GetLogConsistencyProof',
+                request_serializer=boulevard_dot_v1_dot_dice__pb2.GetLogConsistencyProofRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_dice__pb2.GetLogConsistencyProofResponse.FromString,
+                _registered_method=True)
 
 
 class DiceServiceServicer:
@@ -95,6 +115,36 @@ class DiceServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListLogRecords(self, request, context):
+        """The game's outcome log (docs/fairness.md, "The signed outcome log"): every leaf record
+        as stored, once the seed is revealed (FAILED_PRECONDITION before: outcomes are secret).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetLogHeads(self, request, context):
+        """Signed tree heads of the game's log (every head the service signed, or one size) and
+        the service's Ed25519 public key. Served at any time: leaves are blinded.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetLogInclusionProof(self, request, context):
+        """RFC 9162 inclusion proof of one leaf in the game's tree of a given size.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetLogConsistencyProof(self, request, context):
+        """RFC 9162 consistency proof between two sizes of the game's tree.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_DiceServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -117,6 +167,26 @@ def add_DiceServiceServicer_to_server(servicer, server):
                     servicer.VerifyGame,
                     request_deserializer=boulevard_dot_v1_dot_dice__pb2.VerifyGameRequest.FromString,
                     response_serializer=boulevard_dot_v1_dot_dice__pb2.VerifyGameResponse.SerializeToString,
+            ),
+            'ListLogRecords': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListLogRecords,
+                    request_deserializer=boulevard_dot_v1_dot_dice__pb2.ListLogRecordsRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_dice__pb2.ListLogRecordsResponse.SerializeToString,
+            ),
+            'GetLogHeads': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLogHeads,
+                    request_deserializer=boulevard_dot_v1_dot_dice__pb2.GetLogHeadsRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_dice__pb2.GetLogHeadsResponse.SerializeToString,
+            ),
+            'GetLogInclusionProof': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLogInclusionProof,
+                    request_deserializer=boulevard_dot_v1_dot_dice__pb2.GetLogInclusionProofRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_dice__pb2.GetLogInclusionProofResponse.SerializeToString,
+            ),
+            'GetLogConsistencyProof': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLogConsistencyProof,
+                    request_deserializer=boulevard_dot_v1_dot_dice__pb2.GetLogConsistencyProofRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_dice__pb2.GetLogConsistencyProofResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -231,6 +301,114 @@ class DiceService:
             '/boulevard.v1.DiceService/VerifyGame',
             boulevard_dot_v1_dot_dice__pb2.VerifyGameRequest.SerializeToString,
             boulevard_dot_v1_dot_dice__pb2.VerifyGameResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListLogRecords(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/boulevard.v1.DiceService/ListLogRecords',
+            boulevard_dot_v1_dot_dice__pb2.ListLogRecordsRequest.SerializeToString,
+            boulevard_dot_v1_dot_dice__pb2.ListLogRecordsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLogHeads(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/boulevard.v1.DiceService/GetLogHeads',
+            boulevard_dot_v1_dot_dice__pb2.GetLogHeadsRequest.SerializeToString,
+            boulevard_dot_v1_dot_dice__pb2.GetLogHeadsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLogInclusionProof(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/boulevard.v1.DiceService/GetLogInclusionProof',
+            boulevard_dot_v1_dot_dice__pb2.GetLogInclusionProofRequest.SerializeToString,
+            boulevard_dot_v1_dot_dice__pb2.GetLogInclusionProofResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLogConsistencyProof(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/boulevard.v1.DiceService/GetLogConsistencyProof',
+            boulevard_dot_v1_dot_dice__pb2.GetLogConsistencyProofRequest.SerializeToString,
+            boulevard_dot_v1_dot_dice__pb2.GetLogConsistencyProofResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -45,6 +45,18 @@ class DiceServiceStub:
     """The revealed server seed; FAILED_PRECONDITION while the game is still running."""
     VerifyGame: _grpc.UnaryUnaryMultiCallable[_dice_pb2.VerifyGameRequest, _dice_pb2.VerifyGameResponse]
     """Re-derives every outcome server-side and reports the first mismatch."""
+    ListLogRecords: _grpc.UnaryUnaryMultiCallable[_dice_pb2.ListLogRecordsRequest, _dice_pb2.ListLogRecordsResponse]
+    """The game's outcome log (docs/fairness.md, "The signed outcome log"): every leaf record
+    as stored, once the seed is revealed (FAILED_PRECONDITION before: outcomes are secret).
+    """
+    GetLogHeads: _grpc.UnaryUnaryMultiCallable[_dice_pb2.GetLogHeadsRequest, _dice_pb2.GetLogHeadsResponse]
+    """Signed tree heads of the game's log (every head the service signed, or one size) and
+    the service's Ed25519 public key. Served at any time: leaves are blinded.
+    """
+    GetLogInclusionProof: _grpc.UnaryUnaryMultiCallable[_dice_pb2.GetLogInclusionProofRequest, _dice_pb2.GetLogInclusionProofResponse]
+    """RFC 9162 inclusion proof of one leaf in the game's tree of a given size."""
+    GetLogConsistencyProof: _grpc.UnaryUnaryMultiCallable[_dice_pb2.GetLogConsistencyProofRequest, _dice_pb2.GetLogConsistencyProofResponse]
+    """RFC 9162 consistency proof between two sizes of the game's tree."""
 
 @_typing.type_check_only
 class DiceServiceAsyncStub(DiceServiceStub):
@@ -63,6 +75,18 @@ class DiceServiceAsyncStub(DiceServiceStub):
     """The revealed server seed; FAILED_PRECONDITION while the game is still running."""
     VerifyGame: _aio.UnaryUnaryMultiCallable[_dice_pb2.VerifyGameRequest, _dice_pb2.VerifyGameResponse]  # type: ignore[assignment]
     """Re-derives every outcome server-side and reports the first mismatch."""
+    ListLogRecords: _aio.UnaryUnaryMultiCallable[_dice_pb2.ListLogRecordsRequest, _dice_pb2.ListLogRecordsResponse]  # type: ignore[assignment]
+    """The game's outcome log (docs/fairness.md, "The signed outcome log"): every leaf record
+    as stored, once the seed is revealed (FAILED_PRECONDITION before: outcomes are secret).
+    """
+    GetLogHeads: _aio.UnaryUnaryMultiCallable[_dice_pb2.GetLogHeadsRequest, _dice_pb2.GetLogHeadsResponse]  # type: ignore[assignment]
+    """Signed tree heads of the game's log (every head the service signed, or one size) and
+    the service's Ed25519 public key. Served at any time: leaves are blinded.
+    """
+    GetLogInclusionProof: _aio.UnaryUnaryMultiCallable[_dice_pb2.GetLogInclusionProofRequest, _dice_pb2.GetLogInclusionProofResponse]  # type: ignore[assignment]
+    """RFC 9162 inclusion proof of one leaf in the game's tree of a given size."""
+    GetLogConsistencyProof: _aio.UnaryUnaryMultiCallable[_dice_pb2.GetLogConsistencyProofRequest, _dice_pb2.GetLogConsistencyProofResponse]  # type: ignore[assignment]
+    """RFC 9162 consistency proof between two sizes of the game's tree."""
 
 class DiceServiceServicer(metaclass=_abc_1.ABCMeta):
     """Provably-fair dice and shuffles (docs/fairness.md). Clients and auditors read a game's
@@ -102,5 +126,41 @@ class DiceServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_dice_pb2.VerifyGameResponse, _abc.Awaitable[_dice_pb2.VerifyGameResponse]]:
         """Re-derives every outcome server-side and reports the first mismatch."""
+
+    @_abc_1.abstractmethod
+    def ListLogRecords(
+        self,
+        request: _dice_pb2.ListLogRecordsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_dice_pb2.ListLogRecordsResponse, _abc.Awaitable[_dice_pb2.ListLogRecordsResponse]]:
+        """The game's outcome log (docs/fairness.md, "The signed outcome log"): every leaf record
+        as stored, once the seed is revealed (FAILED_PRECONDITION before: outcomes are secret).
+        """
+
+    @_abc_1.abstractmethod
+    def GetLogHeads(
+        self,
+        request: _dice_pb2.GetLogHeadsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_dice_pb2.GetLogHeadsResponse, _abc.Awaitable[_dice_pb2.GetLogHeadsResponse]]:
+        """Signed tree heads of the game's log (every head the service signed, or one size) and
+        the service's Ed25519 public key. Served at any time: leaves are blinded.
+        """
+
+    @_abc_1.abstractmethod
+    def GetLogInclusionProof(
+        self,
+        request: _dice_pb2.GetLogInclusionProofRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_dice_pb2.GetLogInclusionProofResponse, _abc.Awaitable[_dice_pb2.GetLogInclusionProofResponse]]:
+        """RFC 9162 inclusion proof of one leaf in the game's tree of a given size."""
+
+    @_abc_1.abstractmethod
+    def GetLogConsistencyProof(
+        self,
+        request: _dice_pb2.GetLogConsistencyProofRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_dice_pb2.GetLogConsistencyProofResponse, _abc.Awaitable[_dice_pb2.GetLogConsistencyProofResponse]]:
+        """RFC 9162 consistency proof between two sizes of the game's tree."""
 
 def add_DiceServiceServicer_to_server(servicer: DiceServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -47,13 +47,16 @@ class SeatAssignment(_message.Message):
 
     SEAT_FIELD_NUMBER: _builtins.int
     PLAYER_ID_FIELD_NUMBER: _builtins.int
-    CLIENT_SEED_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_COMMITMENT_FIELD_NUMBER: _builtins.int
     PUBLIC_KEY_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     player_id: _builtins.str
     """max 128 chars"""
-    client_seed: _builtins.str
-    """max 256 chars"""
+    client_seed_commitment: _builtins.str
+    """lowercase hex SHA-256 of the seat's UTF-8 client seed (64 digits); empty: the seat
+    contributes no seed (it plays with an empty one, and the audit says so)
+    max 64 chars
+    """
     public_key: _builtins.str
     """required, max 64 chars: hex of the seat's raw Ed25519 key"""
     def __init__(
@@ -61,12 +64,12 @@ class SeatAssignment(_message.Message):
         *,
         seat: _builtins.int = ...,
         player_id: _builtins.str = ...,
-        client_seed: _builtins.str = ...,
+        client_seed_commitment: _builtins.str = ...,
         public_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "player_id", b"player_id", "public_key", b"public_key", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed_commitment", b"client_seed_commitment", "player_id", b"player_id", "public_key", b"public_key", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -790,3 +793,59 @@ class WatchGameResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___WatchGameResponse: _TypeAlias = WatchGameResponse  # noqa: Y015
+
+@_typing.final
+class RevealSeedRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    """max 64 chars"""
+    player_token: _builtins.str
+    """max 4096 chars"""
+    client_seed: _builtins.str
+    """max 256 chars (and ≤ 256 UTF-8 bytes); SHA-256 = the seat's commitment"""
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        player_token: _builtins.str = ...,
+        client_seed: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "game_id", b"game_id", "player_token", b"player_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RevealSeedRequest: _TypeAlias = RevealSeedRequest  # noqa: Y015
+
+@_typing.final
+class RevealSeedResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VERSION_FIELD_NUMBER: _builtins.int
+    ALL_REVEALED_FIELD_NUMBER: _builtins.int
+    DEADLINE_UNIX_MS_FIELD_NUMBER: _builtins.int
+    version: _builtins.int
+    """the game's version after the reveal was recorded"""
+    all_revealed: _builtins.bool
+    """every seat has revealed: the game's chance can run"""
+    deadline_unix_ms: _builtins.int
+    """after this, seats that did not reveal play with "" """
+    def __init__(
+        self,
+        *,
+        version: _builtins.int = ...,
+        all_revealed: _builtins.bool = ...,
+        deadline_unix_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_revealed", b"all_revealed", "deadline_unix_ms", b"deadline_unix_ms", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RevealSeedResponse: _TypeAlias = RevealSeedResponse  # noqa: Y015

@@ -76,6 +76,11 @@ class EngineServiceStub:
                 request_serializer=boulevard_dot_v1_dot_engine__pb2.WatchGameRequest.SerializeToString,
                 response_deserializer=boulevard_dot_v1_dot_engine__pb2.WatchGameResponse.FromString,
                 _registered_method=True)
+        self.RevealSeed = channel.unary_unary(
+                '/boulevard.v1.EngineService/RevealSeed',
+                request_serializer=boulevard_dot_v1_dot_engine__pb2.RevealSeedRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_engine__pb2.RevealSeedResponse.FromString,
+                _registered_method=True)
         self.GetGameLog = channel.unary_unary(
                 '/boulevard.v1.EngineService/GetGameLog',
                 request_serializer=boulevard_dot_v1_dot_engine__pb2.GetGameLogRequest.SerializeToString,
@@ -144,6 +149,15 @@ class EngineServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RevealSeed(self, request, context):
+        """A seat reveals the client seed it committed to (docs/fairness.md, "The opening"):
+        checked against the seat's commitment and recorded in the game's log. No chance is
+        resolved before every seat has revealed or the reveal deadline has passed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetGameLog(self, request, context):
         """The game's log as stored, page by page, for auditors (docs/auditing.md): everything
         once the game is over; during a game, shuffles are hidden as in WatchGame.
@@ -196,6 +210,11 @@ def add_EngineServiceServicer_to_server(servicer, server):
                     servicer.WatchGame,
                     request_deserializer=boulevard_dot_v1_dot_engine__pb2.WatchGameRequest.FromString,
                     response_serializer=boulevard_dot_v1_dot_engine__pb2.WatchGameResponse.SerializeToString,
+            ),
+            'RevealSeed': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevealSeed,
+                    request_deserializer=boulevard_dot_v1_dot_engine__pb2.RevealSeedRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_engine__pb2.RevealSeedResponse.SerializeToString,
             ),
             'GetGameLog': grpc.unary_unary_rpc_method_handler(
                     servicer.GetGameLog,
@@ -404,6 +423,33 @@ class EngineService:
             '/boulevard.v1.EngineService/WatchGame',
             boulevard_dot_v1_dot_engine__pb2.WatchGameRequest.SerializeToString,
             boulevard_dot_v1_dot_engine__pb2.WatchGameResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevealSeed(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/boulevard.v1.EngineService/RevealSeed',
+            boulevard_dot_v1_dot_engine__pb2.RevealSeedRequest.SerializeToString,
+            boulevard_dot_v1_dot_engine__pb2.RevealSeedResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -53,6 +53,11 @@ class EngineServiceStub:
     ListLegalActions: _grpc.UnaryUnaryMultiCallable[_engine_pb2.ListLegalActionsRequest, _engine_pb2.ListLegalActionsResponse]
     SubmitAction: _grpc.UnaryUnaryMultiCallable[_engine_pb2.SubmitActionRequest, _engine_pb2.SubmitActionResponse]
     WatchGame: _grpc.UnaryStreamMultiCallable[_engine_pb2.WatchGameRequest, _engine_pb2.WatchGameResponse]
+    RevealSeed: _grpc.UnaryUnaryMultiCallable[_engine_pb2.RevealSeedRequest, _engine_pb2.RevealSeedResponse]
+    """A seat reveals the client seed it committed to (docs/fairness.md, "The opening"):
+    checked against the seat's commitment and recorded in the game's log. No chance is
+    resolved before every seat has revealed or the reveal deadline has passed.
+    """
     GetGameLog: _grpc.UnaryUnaryMultiCallable[_engine_pb2.GetGameLogRequest, _engine_pb2.GetGameLogResponse]
     """The game's log as stored, page by page, for auditors (docs/auditing.md): everything
     once the game is over; during a game, shuffles are hidden as in WatchGame.
@@ -85,6 +90,11 @@ class EngineServiceAsyncStub(EngineServiceStub):
     ListLegalActions: _aio.UnaryUnaryMultiCallable[_engine_pb2.ListLegalActionsRequest, _engine_pb2.ListLegalActionsResponse]  # type: ignore[assignment]
     SubmitAction: _aio.UnaryUnaryMultiCallable[_engine_pb2.SubmitActionRequest, _engine_pb2.SubmitActionResponse]  # type: ignore[assignment]
     WatchGame: _aio.UnaryStreamMultiCallable[_engine_pb2.WatchGameRequest, _engine_pb2.WatchGameResponse]  # type: ignore[assignment]
+    RevealSeed: _aio.UnaryUnaryMultiCallable[_engine_pb2.RevealSeedRequest, _engine_pb2.RevealSeedResponse]  # type: ignore[assignment]
+    """A seat reveals the client seed it committed to (docs/fairness.md, "The opening"):
+    checked against the seat's commitment and recorded in the game's log. No chance is
+    resolved before every seat has revealed or the reveal deadline has passed.
+    """
     GetGameLog: _aio.UnaryUnaryMultiCallable[_engine_pb2.GetGameLogRequest, _engine_pb2.GetGameLogResponse]  # type: ignore[assignment]
     """The game's log as stored, page by page, for auditors (docs/auditing.md): everything
     once the game is over; during a game, shuffles are hidden as in WatchGame.
@@ -156,6 +166,17 @@ class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _engine_pb2.WatchGameRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_engine_pb2.WatchGameResponse], _abc.AsyncIterator[_engine_pb2.WatchGameResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def RevealSeed(
+        self,
+        request: _engine_pb2.RevealSeedRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_engine_pb2.RevealSeedResponse, _abc.Awaitable[_engine_pb2.RevealSeedResponse]]:
+        """A seat reveals the client seed it committed to (docs/fairness.md, "The opening"):
+        checked against the seat's commitment and recorded in the game's log. No chance is
+        resolved before every seat has revealed or the reveal deadline has passed.
+        """
 
     @_abc_1.abstractmethod
     def GetGameLog(

@@ -210,12 +210,13 @@ class MatchSeat(_message.Message):
     SEAT_FIELD_NUMBER: _builtins.int
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     BOT_FIELD_NUMBER: _builtins.int
-    CLIENT_SEED_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_COMMITMENT_FIELD_NUMBER: _builtins.int
     PUBLIC_KEY_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     player_id: _builtins.str
     bot: _builtins.bool
-    client_seed: _builtins.str
+    client_seed_commitment: _builtins.str
+    """lowercase hex SHA-256 of the seat's client seed"""
     public_key: _builtins.str
     """hex Ed25519 key that signs this seat's moves (bots: the bot key)"""
     def __init__(
@@ -224,12 +225,12 @@ class MatchSeat(_message.Message):
         seat: _builtins.int = ...,
         player_id: _builtins.str = ...,
         bot: _builtins.bool = ...,
-        client_seed: _builtins.str = ...,
+        client_seed_commitment: _builtins.str = ...,
         public_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot", "client_seed", b"client_seed", "player_id", b"player_id", "public_key", b"public_key", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot", b"bot", "client_seed_commitment", b"client_seed_commitment", "player_id", b"player_id", "public_key", b"public_key", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -96,7 +96,6 @@ class Ticket(_message.Message):
     GAME_ID_FIELD_NUMBER: _builtins.int
     SEAT_FIELD_NUMBER: _builtins.int
     PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
-    CLIENT_SEED_FIELD_NUMBER: _builtins.int
     BOT_FILL_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
     CREATED_UNIX_MS_FIELD_NUMBER: _builtins.int
     EXPIRES_UNIX_MS_FIELD_NUMBER: _builtins.int
@@ -105,6 +104,7 @@ class Ticket(_message.Message):
     RATING_FIELD_NUMBER: _builtins.int
     STATUS_REASON_FIELD_NUMBER: _builtins.int
     CANCEL_REQUESTED_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_COMMITMENT_FIELD_NUMBER: _builtins.int
     PUBLIC_KEY_FIELD_NUMBER: _builtins.int
     ticket_id: _builtins.str
     player_id: _builtins.str
@@ -120,8 +120,6 @@ class Ticket(_message.Message):
     """set once assigned"""
     player_token: _builtins.str
     """once assigned, to its owner only: a fresh token (it expires)"""
-    client_seed: _builtins.str
-    """on every read; present it to the engine"""
     bot_fill_after_seconds: _builtins.int
     """0 = never fill with bots"""
     created_unix_ms: _builtins.int
@@ -135,10 +133,12 @@ class Ticket(_message.Message):
     """why it is cancelled/expired, for people"""
     cancel_requested: _builtins.bool
     """cancelled while MATCHED: if that match falls through, the"""
-    public_key: _builtins.str
+    client_seed_commitment: _builtins.str
     """ticket is cancelled instead of going back to the queue
-    the seat's Ed25519 key (docs/trust.md, docs/auditing.md)
+    hex SHA-256 of the player's client seed
     """
+    public_key: _builtins.str
+    """the seat's Ed25519 key (docs/trust.md, docs/auditing.md)"""
     def __init__(
         self,
         *,
@@ -151,7 +151,6 @@ class Ticket(_message.Message):
         game_id: _builtins.str = ...,
         seat: _builtins.int = ...,
         player_token: _builtins.str = ...,
-        client_seed: _builtins.str = ...,
         bot_fill_after_seconds: _builtins.int = ...,
         created_unix_ms: _builtins.int = ...,
         expires_unix_ms: _builtins.int = ...,
@@ -160,11 +159,12 @@ class Ticket(_message.Message):
         rating: _builtins.float = ...,
         status_reason: _builtins.str = ...,
         cancel_requested: _builtins.bool = ...,
+        client_seed_commitment: _builtins.str = ...,
         public_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after_seconds", b"bot_fill_after_seconds", "cancel_requested", b"cancel_requested", "client_seed", b"client_seed", "created_unix_ms", b"created_unix_ms", "expires_unix_ms", b"expires_unix_ms", "game", b"game", "game_id", b"game_id", "match_id", b"match_id", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "player_token", b"player_token", "public_key", b"public_key", "rating", b"rating", "seat", b"seat", "status", b"status", "status_reason", b"status_reason", "ticket_id", b"ticket_id", "updated_unix_ms", b"updated_unix_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after_seconds", b"bot_fill_after_seconds", "cancel_requested", b"cancel_requested", "client_seed_commitment", b"client_seed_commitment", "created_unix_ms", b"created_unix_ms", "expires_unix_ms", b"expires_unix_ms", "game", b"game", "game_id", b"game_id", "match_id", b"match_id", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "player_token", b"player_token", "public_key", b"public_key", "rating", b"rating", "seat", b"seat", "status", b"status", "status_reason", b"status_reason", "ticket_id", b"ticket_id", "updated_unix_ms", b"updated_unix_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -179,8 +179,8 @@ class CreateTicketRequest(_message.Message):
     GAME_FIELD_NUMBER: _builtins.int
     MIN_SEATS_FIELD_NUMBER: _builtins.int
     MAX_SEATS_FIELD_NUMBER: _builtins.int
-    CLIENT_SEED_FIELD_NUMBER: _builtins.int
     BOT_FILL_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_COMMITMENT_FIELD_NUMBER: _builtins.int
     PUBLIC_KEY_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     """idempotency key, scoped to the caller: a retry returns the same ticket (empty: none); max 128 chars"""
@@ -192,10 +192,12 @@ class CreateTicketRequest(_message.Message):
     """0 = the game's minimum"""
     max_seats: _builtins.int
     """0 = the game's maximum"""
-    client_seed: _builtins.str
-    """mixed into the game's dice (see docs/fairness.md); max 256 chars"""
     bot_fill_after_seconds: _builtins.int
     """0 = never fill with bots"""
+    client_seed_commitment: _builtins.str
+    """lowercase hex SHA-256 of the player's UTF-8 client seed (docs/fairness.md); empty: none
+    max 64 chars
+    """
     public_key: _builtins.str
     """Required: lowercase hex of the raw 32-byte Ed25519 public key that will sign this
     player's moves (docs/auditing.md); bound to the seat in GameCreated.
@@ -209,13 +211,13 @@ class CreateTicketRequest(_message.Message):
         game: _builtins.str = ...,
         min_seats: _builtins.int = ...,
         max_seats: _builtins.int = ...,
-        client_seed: _builtins.str = ...,
         bot_fill_after_seconds: _builtins.int = ...,
+        client_seed_commitment: _builtins.str = ...,
         public_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after_seconds", b"bot_fill_after_seconds", "client_seed", b"client_seed", "game", b"game", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "public_key", b"public_key", "request_id", b"request_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after_seconds", b"bot_fill_after_seconds", "client_seed_commitment", b"client_seed_commitment", "game", b"game", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "public_key", b"public_key", "request_id", b"request_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

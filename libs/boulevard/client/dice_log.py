@@ -1,0 +1,270 @@
+"""One game's outcome log as an auditor checks it (docs/fairness.md, "The signed outcome
+log"): the leaf records (commitment, client seeds, every outcome, the reveal) are the leaves
+of an RFC 6962 Merkle tree — the ledger's own code, `boulevard.accounting.merkle` — and the
+dice service signs a tree head after every leaf with Ed25519 (`boulevard.accounting.treehead`,
+type `boulevard.dice.tree_head.v1`, `log_id` = the game id).
+
+Pure: no I/O. The dice service uses the same functions to refuse a log that no longer
+matches its own signed heads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from google.protobuf.message import DecodeError
+
+from boulevard.accounting.errors import VerificationFailed
+from boulevard.accounting.merkle import MerkleTree
+from boulevard.accounting.treehead import (
+    SignedTreeHead,
+    TreeHead,
+    TreeHeadSigner,
+    verify_tree_head,
+)
+from boulevard.api.v1 import dice_pb2
+
+DICE_TREE_HEAD_TYPE = "boulevard.dice.tree_head.v1"
+LEAF_KINDS = ("opened", "seeds", "outcome", "revealed")
+
+
+def sign_head(
+    signer: TreeHeadSigner, game_id: str, tree: MerkleTree, timestamp_unix_ms: int
+) -> dice_pb2.DiceTreeHead:
+    """The service's signed head over the game's whole tree as it stands."""
+    sth = signer.sign(
+        tree.size,
+        tree.root(),
+        timestamp_unix_ms,
+        log_id=game_id,
+        head_type=DICE_TREE_HEAD_TYPE,
+    )
+    return dice_pb2.DiceTreeHead(
+        game_id=game_id,
+        tree_size=sth.head.tree_size,
+        root_hash=sth.head.root_hash,
+        timestamp_unix_ms=sth.head.timestamp_unix_ms,
+        key_id=sth.head.key_id,
+        signature=sth.signature,
+    )
+
+
+def signed_head_of(head: dice_pb2.DiceTreeHead) -> SignedTreeHead:
+    """The wire head as the accounting package's signed tree head (raises
+    VerificationFailed for a malformed one)."""
+    return SignedTreeHead(
+        TreeHead(
+            head.tree_size,
+            bytes(head.root_hash),
+            head.timestamp_unix_ms,
+            head.key_id,
+            head.game_id,
+            DICE_TREE_HEAD_TYPE,
+        ),
+        bytes(head.signature),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LogProblem:
+    """Why a game's outcome log cannot be trusted. `leaf_index` names the record at fault.
+    Codes: unsigned_log, bad_signature, wrong_game, record_removed, record_changed,
+    record_unsigned, malformed_record, out_of_order."""
+
+    code: str
+    leaf_index: int | None
+    message: str
+
+    def describe(self) -> str:
+        where = "the log" if self.leaf_index is None else f"log record {self.leaf_index}"
+        return f"FAIL at {where} ({self.code}): {self.message}"
+
+
+@dataclass
+class GameLog:
+    """The leaf records of one game, parsed, in log order."""
+
+    opened: dice_pb2.DiceCommitment | None = None
+    seeds: dice_pb2.DiceClientSeeds | None = None
+    outcomes: list[dice_pb2.DiceOutcome] = field(default_factory=list)
+    revealed: dice_pb2.DiceReveal | None = None
+
+
+def describe_record(record: dice_pb2.DiceRecord) -> str:
+    which = record.WhichOneof("record")
+    if which == "outcome":
+        return f"the outcome with nonce {record.outcome.nonce}"
+    return f"the {which or 'empty'} record"
+
+
+def check_log(
+    game_id: str,
+    records: Sequence[bytes],
+    heads: Sequence[dice_pb2.DiceTreeHead],
+    public_key: bytes,
+) -> LogProblem | None:
+    """Whether `records` (the leaf data, in order) are exactly what the service signed:
+    every head is signed by `public_key` for this game, each head's root is the root of the
+    first `tree_size` records, and the last head covers every record. With a head after every
+    leaf, the first head that disagrees names the first record removed, changed or inserted."""
+    tree = MerkleTree()
+    for data in records:
+        tree.append(data)
+    if not heads:
+        return LogProblem("unsigned_log", None, "the service served no signed head")
+    ordered = sorted(heads, key=lambda h: h.tree_size)
+    for head in ordered:
+        if head.game_id != game_id:
+            return LogProblem(
+                "wrong_game", None, f"a head of game {head.game_id!r} was served for {game_id!r}"
+            )
+        try:
+            verify_tree_head(signed_head_of(head), public_key)
+        except VerificationFailed as err:
+            return LogProblem("bad_signature", None, str(err))
+        if head.tree_size > tree.size:
+            return LogProblem(
+                "record_removed",
+                tree.size,
+                f"the service signed {head.tree_size} records but only {tree.size} are served",
+            )
+        if head.tree_size and tree.root(head.tree_size) != bytes(head.root_hash):
+            index = head.tree_size - 1
+            return LogProblem(
+                "record_changed",
+                index,
+                f"{_what(records, index)} is not the record signed at tree size "
+                f"{head.tree_size}: a record up to it was removed, changed or inserted",
+            )
+    last = ordered[-1].tree_size
+    if last < tree.size:
+        return LogProblem(
+            "record_unsigned",
+            last,
+            f"{_what(records, last)} was added after the last signed head "
+            f"(size {last}, {tree.size} records served)",
+        )
+    return None
+
+
+def parse_log(records: Sequence[bytes]) -> tuple[GameLog, LogProblem | None]:
+    """The leaf records parsed into their parts, and the first rule of their order broken:
+    the commitment first, the client seeds after it and before any outcome, the reveal
+    last."""
+    game = GameLog()
+    for index, data in enumerate(records):
+        record = dice_pb2.DiceRecord()
+        try:
+            record.ParseFromString(data)
+        except DecodeError:
+            return game, LogProblem("malformed_record", index, "not a DiceRecord")
+        which = record.WhichOneof("record")
+        if which not in LEAF_KINDS:
+            return game, LogProblem("malformed_record", index, f"{which!r} is not a leaf")
+        if index == 0:
+            if which != "opened":
+                return game, LogProblem("out_of_order", 0, "the commitment is not the first record")
+            game.opened = record.opened
+            continue
+        if game.revealed is not None:
+            return game, LogProblem(
+                "out_of_order", index, f"{describe_record(record)} comes after the reveal"
+            )
+        if which == "opened":
+            return game, LogProblem("out_of_order", index, "a second commitment record")
+        if which == "seeds":
+            if game.seeds is not None or game.outcomes:
+                return game, LogProblem(
+                    "out_of_order", index, "client seeds recorded twice or after an outcome"
+                )
+            game.seeds = record.seeds
+        elif which == "outcome":
+            if game.seeds is None:
+                return game, LogProblem(
+                    "out_of_order",
+                    index,
+                    f"{describe_record(record)} was drawn before the client seeds were fixed",
+                )
+            game.outcomes.append(record.outcome)
+        else:
+            game.revealed = record.revealed
+    return game, None
+
+
+def _what(records: Sequence[bytes], index: int) -> str:
+    if index >= len(records):
+        return f"record {index}"
+    record = dice_pb2.DiceRecord()
+    try:
+        record.ParseFromString(records[index])
+    except DecodeError:
+        return f"record {index} (unreadable)"
+    return f"record {index} ({describe_record(record)})"
+
+
+@dataclass
+class SignedView:
+    """What a game's stored messages say once read against the service's own signed heads:
+    `trusted` are the leaves the heads cover, in order (the log as the service wrote it);
+    `tail` the leaves after the last head (a crash between a leaf and its head leaves one);
+    `skipped` the positions of leaves no head covers and of heads that do not check — put
+    there by someone else, left out (and reported by an audit of the raw log)."""
+
+    trusted: list[bytes] = field(default_factory=list)
+    tree: MerkleTree = field(default_factory=MerkleTree)
+    tail: list[int] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)
+    signed_size: int = 0
+
+
+def signed_view(
+    game_id: str, items: Sequence[tuple[dice_pb2.DiceRecord, bytes]], public_key: bytes
+) -> SignedView:
+    """Read a game's messages (record, exact bytes), in stream order, against the heads
+    signed by `public_key`: each good head covers exactly one more leaf, the one among the
+    leaves since the previous head that gives the head's root."""
+    view = SignedView()
+    pending: list[int] = []
+    for position, (record, _data) in enumerate(items):
+        if not record.HasField("head"):
+            pending.append(position)
+            continue
+        head = record.head
+        if head.game_id != game_id or head.tree_size != view.tree.size + 1:
+            view.skipped.append(position)
+            continue
+        try:
+            verify_tree_head(signed_head_of(head), public_key)
+        except VerificationFailed:
+            view.skipped.append(position)
+            continue
+        match = _covered_leaf(view, pending, items, bytes(head.root_hash))
+        if match is None:
+            view.skipped.append(position)
+            continue
+        view.skipped.extend(p for p in pending if p != match)
+        view.trusted.append(items[match][1])
+        view.signed_size = view.tree.size
+        pending = []
+    view.tail = pending
+    return view
+
+
+def _covered_leaf(
+    view: SignedView,
+    pending: list[int],
+    items: Sequence[tuple[dice_pb2.DiceRecord, bytes]],
+    root: bytes,
+) -> int | None:
+    """The pending leaf whose append gives `root` (appended to the view's tree), or None
+    (the tree unchanged). The usual case, one pending leaf that fits, costs one append."""
+    for position in pending:
+        view.tree.append(items[position][1])
+        if view.tree.root() == root:
+            return position
+        # Not this one: rebuild the tree without it (only when someone wrote junk).
+        view.tree = MerkleTree()
+        for data in view.trusted:
+            view.tree.append(data)
+    return None
