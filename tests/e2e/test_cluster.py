@@ -32,14 +32,16 @@ from boulevard.api.v1 import (
 from boulevard.client.bots import SeatPlayer
 from boulevard.games import get_game
 from boulevard.messaging.cluster import ClusterNode, NatsCluster
+from boulevard.platform.identity import OPERATOR as OPERATOR_ROLE
 from tests.e2e.test_engine_robustness import replay_hash
+from tests.support.identity import auth_env, mint
 from tests.support.keys import seat_key
 from tests.support.nats import connect_as
 from tests.support.processes import ServiceProcess, address, service_env
 
 pytestmark = pytest.mark.e2e
 
-OPERATOR = "cluster-operator"
+OPERATOR = mint("cluster-operator", (OPERATOR_ROLE,), ttl=3600)
 GAME = "lords_of_vegas"  # long games: all three faults happen mid-game
 RETRY = {
     grpc.StatusCode.UNAVAILABLE,
@@ -119,7 +121,7 @@ def p99(values: list[float]) -> float:
 
 def test_games_finish_while_cluster_nodes_die(cluster: NatsCluster, tmp_path: Path) -> None:
     env = service_env(cluster, tmp_path / "data",
-                      {"BOULEVARD_TOKEN_KEY": "c" * 64, "BOULEVARD_OPERATOR_TOKEN": OPERATOR,
+                      {"BOULEVARD_TOKEN_KEY": "c" * 64, **auth_env(),
                        "BOULEVARD_STREAM_REPLICAS": "3"})  # fmt: skip
     services = [ServiceProcess(n, env, tmp_path) for n in ("dice", "ledger", "engine")]
     faults: list[tuple[str, float, float]] = []
