@@ -388,7 +388,7 @@ def test_up_restarts_a_killed_service_and_resumes_bot_seats(tmp_path: Path) -> N
                     matchmaking_pb2.CreateTicketRequest(
                         request_id=uuid.uuid4().hex, game="las_vegas",
                         public_key=TEST_PUBLIC_KEY,
-                        min_seats=3, max_seats=3, client_seed="alice", bot_fill_after_seconds=1,
+                        min_seats=3, max_seats=3, bot_fill_after_seconds=1,
                     ),
                     metadata=bearer(alice_token),
                 )  # fmt: skip
