@@ -30,7 +30,8 @@ from boulevard.fairness import client_seed_commitment
 from boulevard.games import REGISTRY
 from boulevard.platform.errors import FailedPrecondition
 from tests.e2e.conftest import REVEAL_SECONDS, Platform
-from tests.e2e.test_games import OPERATOR_MD, create, seed_of
+from tests.e2e.test_games import OPERATOR_MD, create, game_seed
+from tests.support.identity import player_md
 from tests.support.keys import seat_keys
 
 pytestmark = pytest.mark.e2e
@@ -170,7 +171,7 @@ def test_each_game_opens_blind_keeps_its_cards_secret_and_audits(
             stub = engine_pb2_grpc.EngineServiceStub(channel)
             created = await create(stub, game, players, reveal=False)
             game_id = created.game_id
-            seeds = [seed_of(game_id, seat) for seat in range(players)]
+            seeds = [game_seed(game_id, seat) for seat in range(players)]
 
             # 1-3: the dice service committed knowing only the seats' commitments, and
             # GameCreated published them; no chance has been resolved.
@@ -264,7 +265,9 @@ def test_a_seat_that_never_reveals_plays_with_an_empty_seed(platform: Platform) 
             stub = engine_pb2_grpc.EngineServiceStub(channel)
             created = await create(stub, "las_vegas", 2, reveal=False)
             game_id = created.game_id
-            answer = await reveal_seed(stub, game_id, created.player_tokens[0], seed_of(game_id, 0))
+            answer = await reveal_seed(
+                stub, game_id, created.player_tokens[0], game_seed(game_id, 0)
+            )
             assert not answer.all_revealed
             # Nobody calls again: the engine's sweeper fixes the seeds after the deadline.
             give_up = time.monotonic() + REVEAL_SECONDS + 30
@@ -272,14 +275,14 @@ def test_a_seat_that_never_reveals_plays_with_an_empty_seed(platform: Platform) 
                 assert time.monotonic() < give_up, "the game never woke after the deadline"
                 await asyncio.sleep(0.5)
             with pytest.raises(grpc.aio.AioRpcError) as err:
-                await reveal_seed(stub, game_id, created.player_tokens[1], seed_of(game_id, 1))
+                await reveal_seed(stub, game_id, created.player_tokens[1], game_seed(game_id, 1))
             assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
             await play_game(
                 channel, game_id, "las_vegas", list(created.player_tokens), seat_keys(2)
             )
         records = await dice_records(platform, game_id)
         seeds = next(r.seeds for r in records if r.HasField("seeds"))
-        assert list(seeds.client_seeds) == [seed_of(game_id, 0), ""]
+        assert list(seeds.client_seeds) == [game_seed(game_id, 0), ""]
         assert list(seeds.missing_seats) == [1]
         done = audit(platform, game_id)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -307,14 +310,12 @@ def test_a_plaintext_client_seed_is_refused_not_ignored(platform: Platform) -> N
                 )
             assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
             assert "client_seed_commitment" in (err.value.details() or "")
-        ticket = matchmaking_pb2.CreateTicketRequest(
-            request_id="legacy", player_id="old-client", game="las_vegas"
-        )
+        ticket = matchmaking_pb2.CreateTicketRequest(request_id="legacy", game="las_vegas")
         ticket.MergeFromString(b"\x32\x04seed")  # field 6, the old client_seed
         async with grpc.aio.insecure_channel(platform.address("matchmaking")) as channel:
             mm = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
             with pytest.raises(grpc.aio.AioRpcError) as err:
-                await mm.CreateTicket(ticket)
+                await mm.CreateTicket(ticket, metadata=player_md("old-client"))
             assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
     asyncio.run(run())

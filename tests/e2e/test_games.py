@@ -30,8 +30,18 @@ pytestmark = pytest.mark.e2e
 OPERATOR_MD = (("authorization", f"Bearer {OPERATOR}"),)
 
 
-def seed_of(game_id: str, seat: int) -> str:
-    return f"seed-{game_id}-{seat}"
+def seed_of(request_id: str, seat: int) -> str:
+    return f"seed-{request_id}-{seat}"
+
+
+# game id -> the request id `create` made it with (an operator's game id is a digest of the
+# operator and the request id, so the seeds are named after the request id).
+REQUEST_OF: dict[str, str] = {}
+
+
+def game_seed(game_id: str, seat: int) -> str:
+    """The client seed `create` committed to for a seat of the game it made."""
+    return seed_of(REQUEST_OF[game_id], seat)
 
 
 async def create(
@@ -61,6 +71,7 @@ async def create(
         ),
         metadata=OPERATOR_MD,
     )
+    REQUEST_OF[created.game_id] = request_id
     if reveal:
         for seat, token in enumerate(created.player_tokens):
             await reveal_seed(stub, created.game_id, token, seed_of(request_id, seat))

@@ -52,9 +52,7 @@ def name() -> str:
 
 def seats(*players: str) -> list[engine_pb2.SeatAssignment]:
     return [
-        engine_pb2.SeatAssignment(
-            seat=i, player_id=p, client_seed=f"seed-{i}", public_key=seat_key(i).public_hex
-        )
+        engine_pb2.SeatAssignment(seat=i, player_id=p, public_key=seat_key(i).public_hex)
         for i, p in enumerate(players)
     ]
 
