@@ -66,7 +66,6 @@ async def match_and_play(platform: Platform) -> tuple[str, int]:
                 game="las_vegas",
                 min_seats=3,
                 max_seats=3,
-                client_seed="alice's seed",
                 bot_fill_after_seconds=1,
                 public_key=TEST_PUBLIC_KEY,
             ),
