@@ -57,7 +57,7 @@ from services.dice.store import AppendConflict, DiceLog, SeedVault, StoredRecord
 
 log = structlog.get_logger(__name__)
 
-GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}\Z")
 MAX_REQUEST_ID = 256
 MAX_SEATS = 64
 MAX_PURPOSE = 128

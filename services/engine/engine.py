@@ -61,7 +61,7 @@ from services.engine.sessions import Session, envelope_of
 
 log = structlog.get_logger(__name__)
 
-_GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 MAX_RETRIES = 5
 
 

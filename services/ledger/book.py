@@ -29,7 +29,7 @@ from boulevard.messaging.poison import poisoned
 from services.ledger.mapping import head_from_pb
 
 # Game ids become NATS subject tokens (`game.<id>`, `ledger.entry.<id>`).
-_GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+_GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}\Z")
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,7 +40,7 @@ from services.ledger.mapping import balance_to_pb, divergence_to_pb, entry_to_pb
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
 MAX_SCAN = 20_000  # entries looked at per ListEntries call when filtering by account
-_GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+_GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}\Z")
 
 
 class OutOfRange(BoulevardError):

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from boulevard.eventlog.errors import ConcurrencyConflict, InvalidStreamId
 
-_STREAM_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+_STREAM_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}\Z")
 
 
 def check_stream_id(stream_id: str) -> None:

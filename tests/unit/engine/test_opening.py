@@ -59,7 +59,7 @@ def events_of(engine: Engine, game_id: str) -> list[str]:
 async def test_no_chance_before_every_seat_has_revealed() -> None:
     clock = Clock()
     engine = make_engine(clock)
-    created = await engine.create_game("m1", "las_vegas", committed_seats())
+    created = await engine.create_game("m1", "las_vegas", committed_seats(), match_id="m1")
     session = await engine.load("m1")
     assert [s.seed_commitment for s in session.created.seats] == [
         client_seed_commitment(s) for s in SEEDS
@@ -89,13 +89,13 @@ async def test_no_chance_before_every_seat_has_revealed() -> None:
 
 async def test_a_wrong_or_foreign_reveal_is_refused() -> None:
     engine = make_engine(Clock())
-    created = await engine.create_game("m2", "las_vegas", committed_seats())
+    created = await engine.create_game("m2", "las_vegas", committed_seats(), match_id="m2")
     seat0 = verify_token(KEY, created.tokens[0])
     with pytest.raises(InvalidArgument, match="commitment"):
         await engine.reveal_seed("m2", seat0, SEEDS[1])  # the other seat's seed
     with pytest.raises(InvalidArgument):
         await engine.reveal_seed("m2", seat0, "x" * 257)
-    other = await engine.create_game("m3", "las_vegas", committed_seats())
+    other = await engine.create_game("m3", "las_vegas", committed_seats(), match_id="m3")
     with pytest.raises(PermissionDenied):
         await engine.reveal_seed("m2", verify_token(KEY, other.tokens[0]), SEEDS[0])
     await engine.reveal_seed("m2", seat0, SEEDS[0])
@@ -108,7 +108,7 @@ async def test_a_wrong_or_foreign_reveal_is_refused() -> None:
 async def test_after_the_deadline_a_missing_seat_plays_with_an_empty_seed() -> None:
     clock = Clock()
     engine = make_engine(clock)
-    created = await engine.create_game("m4", "las_vegas", committed_seats())
+    created = await engine.create_game("m4", "las_vegas", committed_seats(), match_id="m4")
     await engine.reveal_seed("m4", verify_token(KEY, created.tokens[0]), SEEDS[0])
     assert await engine.sweep_reveals() == 0  # not due yet
     assert not (await engine.load("m4")).seeds_fixed
@@ -139,19 +139,19 @@ async def test_create_game_refuses_a_malformed_commitment() -> None:
         SeatRequest(1, "b", public_key=keys[1]),
     ]
     with pytest.raises(InvalidArgument, match="commitment"):
-        await engine.create_game("m5", "las_vegas", bad)
+        await engine.create_game("m5", "las_vegas", bad, match_id="m5")
     upper = [
         SeatRequest(0, "a", client_seed_commitment("s").upper(), public_key=keys[0]),
         SeatRequest(1, "b", public_key=keys[1]),
     ]
     with pytest.raises(InvalidArgument):
-        await engine.create_game("m6", "las_vegas", upper)
+        await engine.create_game("m6", "las_vegas", upper, match_id="m6")
 
 
 async def test_the_opening_survives_a_rebuild_from_the_log() -> None:
     clock = Clock()
     engine = make_engine(clock)
-    created = await engine.create_game("m7", "las_vegas", committed_seats())
+    created = await engine.create_game("m7", "las_vegas", committed_seats(), match_id="m7")
     await engine.reveal_seed("m7", verify_token(KEY, created.tokens[0]), SEEDS[0])
     fresh = Engine(engine.store, engine.chance, MemoryKeyValue(), KEY, clock=clock)
     session = await fresh.load("m7")
