@@ -13,6 +13,7 @@ the last (the screen is cleared) and frames come at most `speed` per second; els
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -133,7 +134,7 @@ class Table:
     def _words(self, type_name: str, update: engine_pb2.WatchGameResponse) -> str:
         definition = self.definition
         if definition is None or definition.describe is None or not self.names:
-            return type_name
+            return self._plain_words(type_name, _payload(update))
         from boulevard.games.codec import Codec
 
         try:
@@ -141,8 +142,21 @@ class Table:
                 update.event.payload
             )
             return definition.describe(event, self.names)
-        except Exception:  # an event this client does not know: say its name, go on
-            return type_name
+        except Exception:  # an event this client does not know: say what it can, go on
+            return self._plain_words(type_name, _payload(update))
+
+    def _plain_words(self, type_name: str, data: dict[str, Any]) -> str:
+        """For a game without `describe`: the event's name in words and its simple fields,
+        seats by name ("horse moved: seat bob (seat 1), horse 5, spaces 3")."""
+        words = re.sub(r"(?<!^)(?=[A-Z])", " ", type_name).lower()
+        fields = []
+        for name, value in data.items():
+            if name in ("type", "transfers") or isinstance(value, dict | list):
+                continue
+            if name == "seat" and isinstance(value, int) and 0 <= value < len(self.names):
+                value = self.names[value]
+            fields.append(f"{name.replace('_', ' ')} {value}")
+        return f"{words}: {', '.join(fields)}" if fields else words
 
     def frame(self, update: engine_pb2.WatchGameResponse) -> None:
         """Print the board as it stands, the moves since the last frame, and who is next."""

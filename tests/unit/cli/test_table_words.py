@@ -1,0 +1,32 @@
+"""The spectator table says every event in words, also for a game with no `describe`."""
+
+from __future__ import annotations
+
+import json
+
+from boulevard.api.v1 import engine_pb2, events_pb2
+from boulevard.client.table import Table
+
+
+def update(payload: dict[str, object]) -> engine_pb2.WatchGameResponse:
+    return engine_pb2.WatchGameResponse(
+        event=events_pb2.EventEnvelope(
+            type=str(payload["type"]), version=7, payload=json.dumps(payload).encode()
+        )
+    )
+
+
+def test_an_event_without_a_describer_is_named_in_words_with_seats_by_name() -> None:
+    table = Table("a_game_nobody_registered")
+    table.names = ["alice (seat 0)", "bob (seat 1)"]
+    said = table.words(
+        update({"type": "HorseMoved", "seat": 1, "horse": 5, "spaces": 3, "path": [1, 2]})
+    )
+    assert said == "horse moved: seat bob (seat 1), horse 5, spaces 3"
+
+
+def test_a_described_game_speaks_its_own_words() -> None:
+    table = Table("las_vegas")
+    table.names = ["alice (seat 0)", "bob (seat 1)"]
+    said = table.words(update({"type": "DicePlaced", "seat": 0, "casino": 4, "own": 2, "white": 0}))
+    assert said == "alice (seat 0) places 2 dice on casino 4"
