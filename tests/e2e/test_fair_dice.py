@@ -204,11 +204,17 @@ def test_each_game_opens_blind_keeps_its_cards_secret_and_audits(
             assert list(records[2].seeds.client_seeds) == seeds
 
             # Secret until used: a spectator with every public API learns no undealt card.
+            # Shuffles of six items or more: a shorter run's bytes (e.g. a 3-tile stack
+            # packed as 3 varints) turn up by chance in any large answer, so probing for
+            # them proves nothing and fails at random (seen once for Vegas Showdown).
             secret = [
                 list(r.outcome.values)
                 for r in records
-                if r.HasField("outcome") and r.outcome.kind == dice_pb2.OUTCOME_KIND_SHUFFLE
+                if r.HasField("outcome")
+                and r.outcome.kind == dice_pb2.OUTCOME_KIND_SHUFFLE
+                and len(r.outcome.values) >= 6
             ]
+            assert secret, "no deck to keep secret?"
             for r in records:  # the probe would see them, were they there
                 if r.HasField("outcome") and list(r.outcome.values) in secret:
                     assert fragments(list(r.outcome.values))[2] in r.SerializeToString()
