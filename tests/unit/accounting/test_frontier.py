@@ -125,7 +125,7 @@ def test_a_signed_document_is_never_a_tree_head() -> None:
     doc = {"type": "boulevard.ledger.checkpoint.v1", "tree_size": 3}
     signature = signer.sign_document(doc)
     verify_document(doc, signature, signer.public_key)
-    with pytest.raises(VerificationFailed, match="invalid_signature|bad signature"):
+    with pytest.raises(VerificationFailed, match="bad signature"):
         verify_document({**doc, "tree_size": 4}, signature, signer.public_key)
     with pytest.raises(VerificationFailed):
         verify_document(doc, signature, TreeHeadSigner(bytes(32)).public_key)
