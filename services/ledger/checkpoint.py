@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from google.protobuf.message import DecodeError
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType
 from nats.js.errors import BucketNotFoundError, KeyNotFoundError, NotFoundError
@@ -328,8 +329,11 @@ class LedgerCheckpoints:
         head_msg = await self._message(head_seq)
         if head_msg[0] != f"{self.prefix}.head":
             raise CheckpointRejected("head_mismatch", f"LEDGER {head_seq} is not a tree head")
-        sth = head_from_pb(ledger_pb2.SignedTreeHead.FromString(head_msg[1]))
-        sth.verify(self.signer.public_key)
+        try:
+            sth = head_from_pb(ledger_pb2.SignedTreeHead.FromString(head_msg[1]))
+            sth.verify(self.signer.public_key)
+        except (DecodeError, LedgerError) as exc:
+            raise CheckpointRejected("head_mismatch", f"LEDGER {head_seq}: {exc}") from None
         if (sth.head.tree_size, sth.head.root_hash) != (n, root):
             raise CheckpointRejected(
                 "head_mismatch",
@@ -339,7 +343,11 @@ class LedgerCheckpoints:
         entry_msg = await self._message(entry_seq)
         if not entry_msg[0].startswith(f"{self.prefix}.entry."):
             raise CheckpointRejected("chain_head", f"LEDGER {entry_seq} is not an entry")
-        if decode_entry(entry_msg[1]).seq != n:
+        try:
+            last_entry = decode_entry(entry_msg[1])
+        except LedgerError as exc:
+            raise CheckpointRejected("chain_head", f"LEDGER {entry_seq}: {exc}") from None
+        if last_entry.seq != n:
             raise CheckpointRejected("chain_head", f"LEDGER {entry_seq} is not entry {n}")
         chain_head = leaf_hash(entry_msg[1])
         # The state, then every chunk.

@@ -91,7 +91,7 @@ class Poster:
         source = "log"
         if self.checkpoints is not None and await self._load_checkpoint():
             source = "checkpoint"
-        checkpointed = book.size
+        checkpointed, loaded_in = book.size, time.perf_counter() - started
         await journal.replay(
             lambda subject, data, seq: book.load(journal.kind_of(subject), data, seq, subject),
             from_seq=book.last_stream_seq + 1,
@@ -105,6 +105,7 @@ class Poster:
             source=source,
             entries=book.size,
             from_checkpoint=checkpointed,
+            checkpoint_seconds=round(loaded_in, 3),
             heads=len(book.heads),
             rejections=len(book.rejections),
             seconds=round(seconds, 3),
