@@ -157,6 +157,8 @@ class LedgerProcess:
             "BOULEVARD_DATA_DIR": str(data_dir),
             "BOULEVARD_LEDGER_PORT": str(self.port),
             "BOULEVARD_LEDGER_SIGNING_KEY": "22" * 32,
+            # Any free port: others' ledgers on this machine hold the default one.
+            "BOULEVARD_LEDGER_METRICS_PORT": "0",
             "BOULEVARD_LOG_LEVEL": "info" if log else "warning",
             "BOULEVARD_LOG_FORMAT": "json",
             **extra,
@@ -363,7 +365,13 @@ async def start_and_time(
     t0 = time.perf_counter()
     ledger = LedgerProcess(server, data_dir, log, **env)
     async with grpc.aio.insecure_channel(ledger.address) as channel:
-        await wait_serving(LedgerClient(channel), within=3600)
+        serving = asyncio.create_task(wait_serving(LedgerClient(channel), within=3600))
+        while not serving.done():
+            if ledger.process.poll() is not None:
+                serving.cancel()
+                raise RuntimeError(f"the ledger exited: {log.read_text()[-2000:]}")
+            await asyncio.sleep(0.05)
+        await serving
     seconds = time.perf_counter() - t0
     return ledger, seconds, logged(log, "ledger rebuilt")[seen]
 

@@ -230,9 +230,11 @@ class LedgerCheckpoints:
         self.size = 0  # entries the latest checkpoint (written or loaded) covers
         self.stream_seq = 0
         self.slot = "b"  # the slot the latest manifest names; the next write takes the other
+        self.attempted = 0  # the size at the last write tried: a failing bucket is retried
+        # every `every` entries, not every second
 
     def due(self, size: int) -> bool:
-        return size - self.size >= self.every
+        return size - max(self.size, self.attempted) >= self.every
 
     # Writing ----------------------------------------------------------------------------
 
@@ -249,6 +251,7 @@ class LedgerCheckpoints:
             return False
         if n == self.size and book.last_stream_seq == self.stream_seq:
             return False
+        self.attempted = n
         tree = book.ledger.tree
         full = n // CHUNK
         digests = list(self.chunk_digests[:full])

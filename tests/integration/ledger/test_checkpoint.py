@@ -168,6 +168,28 @@ async def test_sigkill_between_checkpoints_loses_nothing(
     assert await entry_messages(nc) == total
 
 
+async def test_a_checkpoint_write_cut_short_leaves_the_previous_one_whole(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path
+) -> None:
+    """What a SIGKILL in the middle of a checkpoint write leaves: the next chunk and the
+    other state slot half written, the manifest not yet. The start uses the previous
+    checkpoint, which names neither."""
+    envelopes, _ = synthetic_games(games=5, events_per_game=60, seed=16)
+    games = {e.game_id for e in envelopes}
+    await publish_envelopes(nc, envelopes)
+    settings = ledger_settings(nats_server.url, tmp_path, ledger_checkpoint_every=50)
+    async with running_ledger(settings) as service, ledger_client(service.address) as client:
+        await wait_for_size(client, money_events(envelopes))
+        honest = await observed(client, games)
+    stored = await Stored.read(nc)
+    other = "a" if stored.body["state_slot"] == "b" else "b"
+    await stored.kv.put(f"s.{other}.0", b"\x00\x00\x10\x00 half a state")
+    await stored.kv.put(f"e.{stored.body['chunks']}.0", b"half a chunk")
+    async with running_ledger(settings) as service, ledger_client(service.address) as client:
+        assert rebuild_of(service) == ("checkpoint", honest["size"])
+        assert await observed(client, games) == honest
+
+
 async def entry_messages(nc: NATS) -> int:
     info = await nc.jetstream().stream_info("LEDGER", subjects_filter="ledger.entry.>")
     return sum((info.state.subjects or {}).values())
