@@ -385,11 +385,15 @@ async def wait_logged(log: Path, event: str, count: int, within: float = 600) ->
     return found[count - 1]
 
 
-async def restart(size: int, tail: int) -> list[str]:
+async def restart(size: int, tail: int, log_dir: Path | None = None) -> list[str]:
     """Restart times at `size` entries: all of LEDGER vs the checkpoint plus `tail`."""
     lines = []
     with nats_server(sync_always=True) as server, tempfile.TemporaryDirectory() as tmp:
         data_dir, log = Path(tmp), Path(tmp) / "ledger.log"
+        if log_dir is not None:  # kept for reading after the run
+            log_dir.mkdir(parents=True, exist_ok=True)
+            log = log_dir / f"ledger-restart-{size}.log"
+            log.unlink(missing_ok=True)
         nc = await server.connect()
         await ensure_stream(nc.jetstream(), StreamSpec("LEDGER", ("ledger.>",)))
         await ensure_stream(nc.jetstream(), StreamSpec("GAMES", ("game.>",)))
@@ -515,6 +519,7 @@ def main() -> None:
     parser.add_argument("--only", choices=["throughput", "restart", "tree"], default=None)
     parser.add_argument("--restart-sizes", default="", help="comma-separated entry counts")
     parser.add_argument("--tail", type=int, default=5_000, help="entries after the checkpoint")
+    parser.add_argument("--log-dir", type=Path, default=None, help="keep the ledgers' logs here")
     args = parser.parse_args()
     configure_logging("warning", "console")  # the in-process poster's info lines
     n = args.entries or (3_000 if args.quick else 20_000)
@@ -533,7 +538,7 @@ def main() -> None:
     if args.only in (None, "restart"):
         print("ledger: restart (sync_interval: always)")
         for size in sizes:
-            for line in asyncio.run(restart(size, args.tail)):
+            for line in asyncio.run(restart(size, args.tail, args.log_dir)):
                 print(line, flush=True)
     if args.only in (None, "tree"):
         print(f"ledger: Merkle tree of {tree:,} entries")
