@@ -306,7 +306,7 @@ class LedgerCheckpoints:
             raise CheckpointRejected("signature", err.message) from None
         try:
             return await self._load_verified(book, body)
-        except (KeyError, TypeError, ValueError, LedgerError) as exc:
+        except (KeyError, IndexError, TypeError, ValueError, LedgerError) as exc:
             raise CheckpointRejected("malformed", f"{type(exc).__name__}: {exc}") from None
 
     async def _load_verified(self, book: LedgerBook, m: dict[str, Any]) -> bool:
