@@ -40,20 +40,26 @@ def print_json(document: Any) -> None:
 
 
 def table(
-    title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], *, out: Console | None = None
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    out: Console | None = None,
+    right: Sequence[str] = (),
 ) -> None:
-    """A table of rows; boxed and coloured on a terminal, aligned plain columns elsewhere."""
+    """A table of rows; boxed and coloured on a terminal, aligned plain columns elsewhere.
+    The columns named in `right` (numbers) are right-aligned."""
     out = out or console()
+    if title:  # above the table, not its caption: a caption wraps to the table's width
+        out.print(title, style="bold" if out.is_terminal else None, markup=False)
     shown = Table(
-        title=title or None,
         box=box.SIMPLE_HEAD if out.is_terminal else None,
         header_style="bold cyan" if out.is_terminal else "",
-        title_justify="left",
         show_edge=False,
         pad_edge=False,
     )
     for column in columns:
-        shown.add_column(column, overflow="fold")
+        shown.add_column(column, overflow="fold", justify="right" if column in right else "left")
     for row in rows:
         shown.add_row(*(str(cell) for cell in row))
     out.print(shown)

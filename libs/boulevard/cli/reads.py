@@ -296,7 +296,9 @@ def show_games(document: dict[str, Any], caller: Caller) -> None:
         (g["game_id"], g["game"], g["status"], g["version"], ", ".join(g["player_ids"]) or "—")
         for g in document["games"]
     ]
-    output.table("", ("game id", "game", "status", "version", "players"), rows, out=out)
+    output.table(
+        "", ("game id", "game", "status", "version", "players"), rows, out=out, right=("version",)
+    )
     more = " (more left out: raise --limit)" if document["truncated"] else ""
     out.print(f"{document['count']} games{more}; as: {caller.source}")
     if document["games"] and not any(g["player_ids"] for g in document["games"]):
@@ -327,7 +329,7 @@ def show_balances(document: dict[str, Any]) -> None:
     out = output.console()
     rows = [(b["account"], b["kind"], f"{b['amount']:,}") for b in document["balances"]]
     title = f"book {document['book']} (the first {document['tree_size']} ledger entries)"
-    output.table(title, ("account", "kind", "amount"), rows, out=out)
+    output.table(title, ("account", "kind", "amount"), rows, out=out, right=("amount",))
     out.print(f"total {document['total']:,} over {len(rows)} accounts")
 
 
