@@ -160,7 +160,11 @@ async def audit(
                         ),
                     )
     except ValueError as err:
-        print(f"cannot audit dice of {game_id}: {err}", file=sys.stderr)
+        message = f"cannot audit dice of {game_id}: {err}"
+        if as_json:
+            print(json.dumps({"game_id": game_id, "ok": False, "error": message}))
+        else:
+            print(message, file=sys.stderr)
         return EXIT_ERROR
     except grpc.aio.AioRpcError as err:
         message = f"cannot audit dice of {game_id}: {err.code().name}: {err.details()}"

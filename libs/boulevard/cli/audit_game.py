@@ -211,8 +211,11 @@ def _run_game(args: argparse.Namespace) -> tuple[int, str, int | None]:
             print(f"FAIL game {args.game_id} at version {failed.version}: {failed.message}")
         return EXIT_FAIL, f"FAIL at version {failed.version}: {failed.message}", failed.version
     except grpc.aio.AioRpcError as err:
-        print(f"cannot audit game {args.game_id}: {err.code().name}: {err.details()}",
-              file=sys.stderr)  # fmt: skip
+        message = f"cannot audit game {args.game_id}: {err.code().name}: {err.details()}"
+        # Said on stderr either way; with --json also as the one document on stdout.
+        print(message, file=sys.stderr)
+        if args.json:
+            print(json.dumps({"game_id": args.game_id, "ok": False, "error": message}))
         return EXIT_ERROR, "", None
     if args.json:
         print(json.dumps({"game_id": args.game_id, "ok": True, "versions": report.versions,
@@ -328,5 +331,8 @@ def run_all(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(_audit_all(args))
     except grpc.aio.AioRpcError as err:
-        print(f"cannot audit: {err.code().name}: {err.details()}", file=sys.stderr)
+        message = f"cannot audit: {err.code().name}: {err.details()}"
+        print(message, file=sys.stderr)
+        if getattr(args, "json", False):
+            print(json.dumps({"ok": False, "error": message}))
         return EXIT_ERROR

@@ -4,6 +4,7 @@ and the read commands' JSON documents have the documented keys and values."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -314,3 +315,24 @@ def test_the_docs_describe_every_command_and_option() -> None:
             for name in param.opts:
                 if name.startswith("--") and name != "--help":
                     assert f"`{name}`" in section, f"docs/cli.md: {heading} lacks {name}"
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_colour_on_a_terminal_and_none_with_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    from boulevard.cli import output
+
+    def shown() -> str:
+        screen = FakeTerminal()
+        monkeypatch.setattr(sys, "stdout", screen)
+        output.table("t", ("a", "b"), [(1, 2)])
+        return screen.getvalue()
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert "\x1b[1;36m" in shown()  # a coloured header
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not re.search(r"\x1b\[[0-9;]*3[0-9]m", shown())  # no colour at all
