@@ -5,19 +5,34 @@ to write a client the platform accepts and an auditor can check."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from boulevard.api.v1 import (
+    engine_pb2,
+    engine_pb2_grpc,
+    events_pb2,
+    matchmaking_pb2,
+    matchmaking_pb2_grpc,
+)
+from boulevard.client.signing import signed_submit
 from boulevard.messaging.server import free_port
+from boulevard.platform.identity import bearer
+from tests.support.keys import seat_key
 from tests.support.processes import address, service_env
 
 pytestmark = pytest.mark.e2e
@@ -50,13 +65,13 @@ class Up:
         ]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
-    """`boulevard up --no-demo` on free ports, until the module's tests are done."""
-    env = service_env(None, tmp_path_factory.mktemp("examples") / "data")
+@contextlib.contextmanager
+def running_up(data_dir: Path, *flags: str) -> Iterator[Up]:
+    """`boulevard up --no-demo` on free ports until the block ends."""
+    env = service_env(None, data_dir)
     env["BOULEVARD_EMBEDDED_NATS_PORT"] = str(free_port())
     proc = subprocess.Popen(
-        [sys.executable, "-m", "boulevard.cli.main", "up", "--no-demo"],
+        [sys.executable, "-m", "boulevard.cli.main", "up", "--no-demo", *flags],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     try:
@@ -80,6 +95,12 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+@pytest.fixture(scope="module")
+def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
+    with running_up(tmp_path_factory.mktemp("examples") / "data") as platform:
+        yield platform
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +193,177 @@ def test_the_two_examples_play_each_other(up: Up, node_client: list[str]) -> Non
     assert a["ranking"] == b["ranking"] and a["scores"] == b["scores"]
     out = audited(up, str(a["game_id"]))
     assert "bot seats" not in out
+
+
+def test_both_examples_play_over_tls_verifying_the_local_ca(
+    tmp_path: Path, node_client: list[str]
+) -> None:
+    """docs/clients.md, "TLS": `boulevard up --tls`, clients verify with
+    <data-dir>/tls/ca.pem and connect to 127.0.0.1 with no name override."""
+    with running_up(tmp_path / "data", "--tls") as tls_up:
+        ca = tmp_path / "data" / "tls" / "ca.pem"
+        assert ca.is_file()
+        python = start(PYTHON, tls_up, "py-tls", "--tls-ca", str(ca))
+        node = start(node_client, tls_up, "node-tls", "--tls-ca", str(ca))
+        finish(python)
+        finish(node)
+        # Without the CA the same client cannot get in.
+        plain = start(PYTHON, tls_up, "py-plain")
+        out, _err = plain.communicate(timeout=60)
+        assert plain.returncode != 0 and "game_id:" not in out
+
+
+# ---- what docs/clients.md says, checked against the same running platform -------------------
+
+
+def rpc_error(call: Callable[[], object]) -> grpc.StatusCode:
+    with pytest.raises(grpc.RpcError) as caught:
+        call()
+    code: grpc.StatusCode = caught.value.code()  # type: ignore[attr-defined]
+    return code
+
+
+def test_the_guides_ids_retries_and_health_hold(up: Up) -> None:
+    """docs/clients.md, "Ids", "Idempotency and retries", "Blind client seeds", "Health",
+    "The bearer JWT" and "The WatchGame stream", each claim tried once on the real services."""
+    done = up.cli("login", "doc-olga", "--role", "operator")
+    assert done.returncode == 0
+    operator = done.stdout.strip()
+    engine = engine_pb2_grpc.EngineServiceStub(grpc.insecure_channel(address(up.env, "engine")))
+    health = health_pb2_grpc.HealthStub(grpc.insecure_channel(address(up.env, "engine")))
+    mm = matchmaking_pb2_grpc.MatchmakingServiceStub(
+        grpc.insecure_channel(address(up.env, "matchmaking"))
+    )
+
+    # Health: "" and the full service name; any other name is NOT_FOUND.
+    for name in ("", "boulevard.v1.EngineService"):
+        reply = health.Check(health_pb2.HealthCheckRequest(service=name), timeout=5)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+    assert (
+        rpc_error(
+            lambda: health.Check(health_pb2.HealthCheckRequest(service="EngineService"), timeout=5)
+        )
+        == grpc.StatusCode.NOT_FOUND
+    )
+
+    # The bearer header is exactly `authorization: Bearer <jwt>`.
+    player = up.login("doc-alice")
+    ticket = matchmaking_pb2.CreateTicketRequest(
+        game="las_vegas", public_key=seat_key(0).public_hex
+    )
+    for wrong in (f"bearer {player}", f"Bearer  {player}", player):
+        assert (
+            rpc_error(
+                lambda w=wrong: mm.CreateTicket(ticket, metadata=(("authorization", w),), timeout=5)
+            )
+            == grpc.StatusCode.UNAUTHENTICATED
+        )
+
+    # Operator game ids: "g" + sha256("create\0" + sub + "\0" + request_id)[:31]; a retry
+    # returns the same game.
+    request_id = f"doc-{uuid.uuid4().hex}"
+    seed = "alice's seed"
+    create = engine_pb2.CreateGameRequest(
+        request_id=request_id, game="las_vegas",
+        seats=[
+            engine_pb2.SeatAssignment(
+                seat=0, player_id="doc-alice", public_key=seat_key(0).public_hex,
+                client_seed_commitment=hashlib.sha256(seed.encode()).hexdigest(),
+            ),
+            engine_pb2.SeatAssignment(
+                seat=1, player_id="doc-bob", public_key=seat_key(1).public_hex
+            ),
+        ],
+    )  # fmt: skip
+    created = engine.CreateGame(create, metadata=bearer(operator), timeout=10)
+    digest = hashlib.sha256(f"create\0doc-olga\0{request_id}".encode()).hexdigest()
+    game_id = created.game_id
+    assert game_id == "g" + digest[:31]
+    assert engine.CreateGame(create, metadata=bearer(operator), timeout=10).game_id == game_id
+    tokens = list(created.player_tokens)
+
+    # Blind seeds: a wrong seed is INVALID_ARGUMENT; the right one, twice, succeeds.
+    def reveal(text: str) -> engine_pb2.RevealSeedResponse:
+        request = engine_pb2.RevealSeedRequest(
+            game_id=game_id, player_token=tokens[0], client_seed=text
+        )
+        reply: engine_pb2.RevealSeedResponse = engine.RevealSeed(request, timeout=10)
+        return reply
+
+    assert rpc_error(lambda: reveal("another seed")) == grpc.StatusCode.INVALID_ARGUMENT
+    assert reveal(seed).all_revealed  # seat 1 committed to no seed
+    assert reveal(seed).all_revealed
+
+    def turn() -> tuple[int, engine_pb2.ListLegalActionsResponse]:
+        for _ in range(100):
+            state = engine.GetGame(engine_pb2.GetGameRequest(game_id=game_id), timeout=10)
+            if state.to_act:
+                seat = state.to_act[0]
+                legal = engine.ListLegalActions(
+                    engine_pb2.ListLegalActionsRequest(game_id=game_id, player_token=tokens[seat]),
+                    timeout=10,
+                )
+                return seat, legal
+            time.sleep(0.05)
+        raise AssertionError("nobody to act")
+
+    def signed(
+        seat: int, action: engine_pb2.Action, version: int, key: str
+    ) -> engine_pb2.SubmitActionRequest:
+        return signed_submit(game_id, tokens[seat], seat, seat_key(seat), action, version, key)
+
+    seat, legal = turn()
+    first = signed(seat, legal.actions[0], legal.version, "doc-move-1")
+    applied = engine.SubmitAction(first, timeout=10)
+    assert {e.causation_id for e in applied.events} == {"cmd:doc-move-1"}
+    assert applied.events[0].type == "CommandAccepted"
+
+    # A stale expected_version with a new key: ABORTED, nothing applied.
+    stale = signed(seat, legal.actions[0], legal.version, "doc-move-stale")
+    assert applied.version > legal.version
+    assert rpc_error(lambda: engine.SubmitAction(stale, timeout=10)) == grpc.StatusCode.ABORTED
+
+    # Another move, then the first request again (its old expected version): the first
+    # result, with the game's version now; and a new action under the used key: the same.
+    other, legal2 = turn()
+    engine.SubmitAction(signed(other, legal2.actions[0], legal2.version, "doc-move-2"), timeout=10)
+    now = engine.GetGame(engine_pb2.GetGameRequest(game_id=game_id), timeout=10).version
+    late = engine.SubmitAction(first, timeout=10)
+    assert [e.event_id for e in late.events] == [e.event_id for e in applied.events]
+    assert late.version == now > applied.version
+    seat3, legal3 = turn()
+    reused = signed(seat3, legal3.actions[-1], legal3.version, "doc-move-1")
+    assert seat3 == seat  # Las Vegas: turns alternate, and both seats still have dice
+    again = engine.SubmitAction(reused, timeout=10)
+    assert [e.event_id for e in again.events] == [e.event_id for e in applied.events]
+    assert engine.GetGame(engine_pb2.GetGameRequest(game_id=game_id), timeout=10).version == now
+
+    # WatchGame from a version: that version first; GameCreated's causation is create:<id>.
+    stream = engine.WatchGame(
+        engine_pb2.WatchGameRequest(game_id=game_id, from_version=applied.events[0].version),
+        timeout=10,
+    )
+    first_update = next(iter(stream))
+    stream.cancel()
+    assert first_update.event.version == applied.events[0].version
+    log = engine.GetGameLog(engine_pb2.GetGameLogRequest(game_id=game_id, page_size=1), timeout=10)
+    envelope = events_pb2.EventEnvelope.FromString(log.envelopes[0].envelope)
+    assert envelope.causation_id == f"create:{request_id}"
+    assert envelope.correlation_id == game_id
+
+    # Play it out; a retry after the end still returns the first result, and a watch of the
+    # finished game sends every event up to GameFinished, then ends.
+    n = 0
+    while engine.GetGame(engine_pb2.GetGameRequest(game_id=game_id), timeout=10).status != (
+        engine_pb2.GAME_STATUS_FINISHED
+    ):
+        seat_n, legal_n = turn()
+        engine.SubmitAction(
+            signed(seat_n, legal_n.actions[0], legal_n.version, f"doc-end-{n}"), timeout=10
+        )
+        n += 1
+    after = engine.SubmitAction(first, timeout=10)
+    assert [e.event_id for e in after.events] == [e.event_id for e in applied.events]
+    watched = list(engine.WatchGame(engine_pb2.WatchGameRequest(game_id=game_id), timeout=30))
+    assert [u.event.version for u in watched] == list(range(1, after.version + 1))
+    assert watched[-1].event.type == "GameFinished" and watched[-1].HasField("view")
