@@ -285,7 +285,13 @@ async function main() {
   return ok ? 0 : 1;
 }
 
-main().then((code) => { process.exitCode = code; }, (err) => {
-  console.error(`error: ${err.message}`);
-  process.exitCode = 1;
-});
+// Run as a program; `require` it to reuse the encoding and signing (tests/e2e/test_examples.py
+// checks them against the server's over every game's actions).
+if (require.main === module) {
+  main().then((code) => { process.exitCode = code; }, (err) => {
+    console.error(`error: ${err.message}`);
+    process.exitCode = 1;
+  });
+}
+
+module.exports = { canonical, encodeAction, commandBytes, loadTypes };

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import random
 import shutil
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -29,11 +31,16 @@ from boulevard.api.v1 import (
     matchmaking_pb2,
     matchmaking_pb2_grpc,
 )
+from boulevard.client import mapping
 from boulevard.client.signing import signed_submit
+from boulevard.games import REGISTRY
+from boulevard.games.base import GameConfig
+from boulevard.games.playout import playout
 from boulevard.messaging.server import free_port
 from boulevard.platform.identity import bearer
 from tests.support.keys import seat_key
 from tests.support.processes import address, service_env
+from tests.unit.docs.test_clients_doc import vectors as DOC_VECTORS
 
 pytestmark = pytest.mark.e2e
 
@@ -220,6 +227,78 @@ def test_the_node_example_plays_over_tls_with_the_local_ca(
     tls_up: TlsUp, node_client: list[str]
 ) -> None:
     finish(start(node_client, tls_up.up, "node-tls", "--tls-ca", str(tls_up.ca)))
+
+
+NODE_ENCODE = r"""
+const { encodeAction, commandBytes, loadTypes } = require('./client.js');
+const types = loadTypes(process.argv[1]);
+const Action = types.lookupType('boulevard.v1.Action');
+const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+// Each action as @grpc/proto-loader hands it to the client (the same toObject options), and
+// as a client might build it by hand: every field written out, defaults included.
+const encoded = (defaults) => input.wire.map((hex) => encodeAction(types, Action.toObject(
+  Action.decode(Buffer.from(hex, 'hex')),
+  { longs: String, enums: String, defaults, oneofs: true })).toString('hex'));
+const actions = encoded(false);
+const handBuilt = encoded(true);
+const v = input.vector;
+const signing = commandBytes(v.game_id, Number(v.seat), v.expected_version, v.idempotency_key,
+  Buffer.from(v.action_bytes, 'hex')).toString('hex');
+console.log(JSON.stringify({ actions, handBuilt, signing }));
+"""
+
+
+def actions_of(game: Any, per_game: int) -> list[engine_pb2.Action]:
+    """Distinct legal actions met in one random playout of `game` (at most `per_game`)."""
+    seen: dict[bytes, engine_pb2.Action] = {}
+    bot = game.bots["random"]
+
+    def recording(view: Any, legal: Any, seat: int, rng: random.Random) -> Any:
+        for command in legal:
+            action = mapping.command_to_action(game, command)
+            if len(seen) < per_game:
+                seen.setdefault(action.SerializeToString(deterministic=True), action)
+        return bot(view, legal, seat, rng)
+
+    playout(game, GameConfig(game.max_players), random.Random(game.name), recording)
+    return list(seen.values())
+
+
+def every_games_actions(per_game: int = 400) -> list[engine_pb2.Action]:
+    """Every game's actions (every kind of field: oneofs, zero seats, repeated lots,
+    optional values)."""
+    found: list[engine_pb2.Action] = []
+    for name, game in sorted(REGISTRY.items()):
+        actions = actions_of(game, per_game)
+        assert len(actions) > 5, name
+        found.extend(actions)
+    return found
+
+
+def test_the_node_examples_encoding_is_the_engines_over_every_games_actions(
+    node_client: list[str],
+) -> None:
+    """docs/clients.md, "Signing a move": what the Node example signs is the bytes the
+    engine verifies over (Python's deterministic encoding), for every game's actions as
+    proto-loader decodes them; and its signing bytes are the page's test vector."""
+    actions = every_games_actions()
+    vector = DOC_VECTORS()
+    feed = {
+        "wire": [a.SerializeToString().hex() for a in actions],
+        "vector": vector,
+    }
+    done = subprocess.run(
+        [node_client[0], "-e", NODE_ENCODE, str(ROOT / "protos")],
+        cwd=NODE_DIR, input=json.dumps(feed), capture_output=True, text=True, timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    answer = json.loads(done.stdout)
+    expected = [a.SerializeToString(deterministic=True).hex() for a in actions]
+    for form in ("actions", "handBuilt"):
+        wrong = [(e, n) for e, n in zip(expected, answer[form], strict=True) if e != n]
+        assert not wrong, f"{form}: {len(wrong)} of {len(expected)} differ, e.g. {wrong[:3]}"
+    assert answer["signing"] == vector["signing_bytes"]
 
 
 # ---- what docs/clients.md says, checked against the same running platform -------------------
