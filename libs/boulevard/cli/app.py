@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import inspect
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -784,12 +785,25 @@ def audit_game(
     )  # fmt: skip
 
 
+def _check_since(value: str | None) -> str | None:
+    """Refuse a --since that is neither a span nor a date before anything runs (exit 2)."""
+    if value is not None:
+        from boulevard.cli.audit_game import since_unix_ms
+
+        try:
+            since_unix_ms(value, time.time())
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    return value
+
+
 @audit_app.command(
     "all",
     epilog=_examples(
         "boulevard audit all",
         "boulevard audit all --game-name las_vegas --limit 100 --html audit.html",
         "boulevard audit all --json | jq '.failed'",
+        "boulevard audit all --since 24h --html today.html",
     ),
 )
 def audit_all(
@@ -806,6 +820,16 @@ def audit_all(
             "--game-name", help="only games of this registry name", autocompletion=_game_names
         ),
     ] = "",
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="WHEN",
+            help="only games that ended since WHEN: a span back from now (24h, 7d, 90m) or "
+            "an ISO date/time (2026-11-30, 2026-11-30T12:00:00Z; UTC when no zone)",
+            callback=_check_since,
+        ),
+    ] = None,
     html: HtmlOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -818,7 +842,7 @@ def audit_all(
     _run(
         command.run_all, engine=engine, dice=dice, ledger=ledger, no_dice=no_dice,
         no_ledger=no_ledger, timeout=timeout, limit=limit, game_name=game_name, html=html,
-        json=as_json,
+        json=as_json, since=since,
     )  # fmt: skip
 
 

@@ -10,8 +10,9 @@ ledger's entries for the game (`LedgerService.ListEntries`); checked locally wit
 log. Prints PASS with a summary, or FAIL naming the first version that does not follow and
 what was expected. Exit codes: 0 pass, 1 a check failed, 2 could not audit.
 
-`audit all` runs the game audit and the dice audit over every finished game (or the first
---limit), printing one progress line per game, then the ledger audit once.
+`audit all` runs the game audit and the dice audit over every finished game (those that
+ended --since a time, or the first --limit), printing one progress line per game, then the
+ledger audit once.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -227,7 +229,33 @@ def _run_game(args: argparse.Namespace) -> tuple[int, str, int | None]:
     return EXIT_PASS, f"PASS {report.summary()}", None
 
 
-async def _finished_games(address: str, game_name: str, timeout: float) -> list[str]:
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def since_unix_ms(text: str, now: float) -> int:
+    """`--since`: a span back from `now` ("90m", "24h", "7d", "2w", "30s") or an ISO 8601
+    date or time ("2026-11-30", "2026-11-30T12:00:00Z"; no zone means UTC). ValueError with
+    what was expected when it is neither."""
+    text = text.strip()
+    if text[:-1].isdigit() and text[-1:] in _UNITS:
+        return int((now - int(text[:-1]) * _UNITS[text[-1]]) * 1000)
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"--since {text[:64]!r}: expected a span like 24h, 7d, 90m or an ISO date/time "
+            "like 2026-11-30 or 2026-11-30T12:00:00Z"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1000)
+
+
+async def _finished_games(
+    address: str, game_name: str, timeout: float, since_ms: int = 0
+) -> list[str]:
+    """Finished games' ids, oldest id first; with `since_ms`, only those whose summary the
+    engine wrote (their end) at or after it."""
     ids: list[str] = []
     async with grpc.aio.insecure_channel(address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
@@ -242,7 +270,7 @@ async def _finished_games(address: str, game_name: str, timeout: float) -> list[
                 ),
                 timeout=timeout,
             )
-            ids.extend(g.game_id for g in page.games)
+            ids.extend(g.game_id for g in page.games if g.updated_unix_ms >= since_ms)
             token = page.next_page_token
             if not token:
                 return ids
@@ -252,7 +280,9 @@ async def _audit_all(args: argparse.Namespace) -> int:
     as_json = bool(getattr(args, "json", False))
     say: Callable[[str], None] = (lambda _: None) if as_json else (lambda t: print(t, flush=True))
     addresses = addresses_of(args)
-    games = await _finished_games(addresses.engine, args.game_name, args.timeout)
+    since = getattr(args, "since", None)
+    since_ms = since_unix_ms(since, time.time()) if since else 0
+    games = await _finished_games(addresses.engine, args.game_name, args.timeout, since_ms)
     if args.limit:
         games = games[: args.limit]
     failures = 0
