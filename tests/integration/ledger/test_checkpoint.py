@@ -4,7 +4,6 @@ stale checkpoint is detected, counted, and the ledger rebuilds from the whole lo
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import hashlib
 import json
@@ -19,8 +18,8 @@ from nats.aio.client import Client as NATS
 from prometheus_client import REGISTRY
 
 from boulevard.accounting import TreeHeadSigner
-from boulevard.cli import audit_ledger
 from boulevard.cli.audit_ledger import audit
+from boulevard.cli.main import main as boulevard_cli
 from boulevard.client.ledger import LedgerClient
 from boulevard.platform.server import RunningService
 from services.ledger import checkpoint as cp
@@ -103,13 +102,9 @@ async def test_a_restart_from_a_checkpoint_sees_what_a_full_rebuild_sees(
         await wait_for_size(client, total)
         after_checkpoint = await observed(client, games)
         # `boulevard audit ledger`, against the key known out of band, passes.
-        parser = argparse.ArgumentParser()
-        audit_ledger.add_parser(parser.add_subparsers())
-        args = parser.parse_args(
-            ["ledger", "--address", service.address, "--no-reconcile",
-             "--public-key", SIGNER.public_key.hex()]
-        )  # fmt: skip
-        assert await asyncio.to_thread(args.func, args) == 0
+        argv = ["audit", "ledger", "--address", service.address, "--no-reconcile",
+                "--public-key", SIGNER.public_key.hex()]  # fmt: skip
+        assert await asyncio.to_thread(boulevard_cli, argv) == 0
     assert checkpoint_count("loaded") == loaded + 1
     # Again from the new checkpoint (tail: nothing), and once from the whole log.
     async with running_ledger(settings) as service, ledger_client(service.address) as client:
