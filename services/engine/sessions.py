@@ -72,6 +72,14 @@ class Session:
             self._memo[key] = compute()
         return self._memo[key]
 
+    def trim(self) -> None:
+        """Forget what is only a cache (views, legal commands, recent envelopes): what an
+        idle game costs is then its fold alone. Nothing is lost: each is computed again, or
+        read from the log, when next asked for."""
+        self._memo.clear()
+        self._memo_version = -1
+        self.recent.clear()
+
     def legal(self, seat: int) -> Sequence[Any]:
         if self.finished is not None:
             return ()
