@@ -478,14 +478,16 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else float("nan")
 
 
-def latency_line(label: str, tally: Tally, noop_s: float) -> str:
+def latency_line(label: str, tally: Tally, noop_s: float | None = None) -> str:
+    """p50/p99/max of the successful calls, and p50 against a raw no-op call when given."""
     if not tally.latencies:
         return f"  {label:<32} no successful calls"
     p50, p99 = statistics.median(tally.latencies), pct(tally.latencies, 0.99)
-    return (
+    line = (
         f"  {label:<32} p50 {p50 * 1000:6.1f} ms  p99 {p99 * 1000:6.1f} ms  "
-        f"max {max(tally.latencies) * 1000:6.1f} ms  (p50 {p50 / noop_s:5.1f}x a raw no-op call)"
+        f"max {max(tally.latencies) * 1000:6.1f} ms"
     )
+    return line + (f"  (p50 {p50 / noop_s:5.1f}x a raw no-op call)" if noop_s else "")
 
 
 def errors_line(tally: Tally) -> str:
