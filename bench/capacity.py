@@ -13,9 +13,12 @@ then drives the engine through its public gRPC API from load-generator processes
    (from /proc), the load generators' CPU and the machine's load average;
 2. idle: `--idle` more games, each created, moved `--moves` times and then looked at by the
    seat to act (ListLegalActions and GetGame: the player is thinking about its view). The
-   engine's RSS per idle game is measured over the first quarter, while every game still
-   fits in the engine's cache (`--cache`, by default live + a quarter of the idle games),
-   and after all of them, when the oldest have been evicted;
+   engine's RSS per idle game is measured over the second eighth (the first warms the
+   process up), made before the live phase on an engine that has freed nothing yet
+   (trimmed live games would leave memory for idle ones to reuse), while every game fits
+   in the engine's cache (`--cache`, by default live + a quarter of the idle games); the
+   rest are made after the live phase, evicting the oldest, and the RSS after all of them
+   is printed;
 3. resume: the first action after idling (the move the thinking player chose, at the
    version it saw) for a sample of the oldest (evicted: reloaded from the snapshot and the
    log) and of the newest (still cached) idle games, p50/p99 each, with the engine's own
@@ -570,6 +573,29 @@ async def measure(plan: Plan) -> None:
             )
 
             generator = LoadGenerator(addresses["engine"], operator, plan.workers)
+            # A quarter of the idle games first, on an engine that has freed nothing yet
+            # (trimmed live games would leave memory that idle games reuse, hiding their
+            # cost). --cache (live + idle/4) holds them all.
+            # The first eighth warms the engine process up (its one-off growth: buffers,
+            # caches, arenas); the second eighth's RSS growth is what a held idle game costs.
+            held = plan.idle // 4
+            t0 = time.perf_counter()
+            first = await generator.idle(held // 2, plan.moves)
+            await asyncio.sleep(plan.trim + 2)  # every one of them idle long enough to trim
+            rss_idle = rss_bytes(engine_pid)
+            first.merge(await generator.idle(held - held // 2, plan.moves))
+            idle_made = time.perf_counter() - t0
+            await asyncio.sleep(plan.trim + 2)
+            per_game = (rss_bytes(engine_pid) - rss_idle) / (held - held // 2)
+            print(
+                f"idle: {held:,} games created, {plan.moves} moves each, then looked at "
+                f"(ListLegalActions + GetGame) by the seat to act, in {idle_made:.1f} s"
+            )
+            print(
+                f"  engine RSS per idle game held: {per_game / 1024:,.1f} KiB; "
+                f"10,000 held: {10_000 * per_game / 2**20:,.0f} MiB over the base"
+            )
+            rss0 = rss_bytes(engine_pid)
             t0 = time.perf_counter()
             await generator.create_live(plan.games)
             made = time.perf_counter() - t0
@@ -611,33 +637,19 @@ async def measure(plan: Plan) -> None:
                 f"(run-queue wait, /proc/<pid>/schedstat); machine load average {load_average()}"
             )
 
-            # The first quarter fits in the cache beside the live games (--cache defaults to
-            # live + idle/4): it gives the RSS of a held game; the rest evicts the oldest.
-            held = plan.idle // 4
-            await asyncio.sleep(plan.trim + 2)  # the live games trimmed too, before counting
-            rss2 = rss_bytes(engine_pid)
             t0 = time.perf_counter()
-            first = await generator.idle(held, plan.moves)
-            await asyncio.sleep(plan.trim + 2)  # every one of them idle long enough to trim
-            rss3 = rss_bytes(engine_pid)
-            second = await generator.idle(plan.idle - held, plan.moves)
-            made = time.perf_counter() - t0
-            rss4 = rss_bytes(engine_pid)
-            first.merge(second)
-            per_game = (rss3 - rss2) / held
+            rest = await generator.idle(plan.idle - held, plan.moves)
+            idle_made += time.perf_counter() - t0
+            first.merge(rest)
             print(
-                f"idle: {plan.idle:,} games created, {plan.moves} moves each, then looked at "
-                f"(ListLegalActions + GetGame) in {made:.1f} s"
+                f"idle: the other {plan.idle - held:,} idle games; all {plan.idle:,} made in "
+                f"{idle_made:.1f} s"
             )
             print(errors_line(first))
             print(
-                f"  engine RSS per idle game held: {per_game / 1024:,.1f} KiB (the first {held:,}, "
-                f"all cached); 10,000 held: {10_000 * per_game / 2**20:,.0f} MiB over the base"
-            )
-            print(
                 f"  engine RSS after all {plan.idle:,} idle + {plan.games:,} live games "
-                f"(cache {plan.cache:,}: the oldest evicted): {rss4 / 2**20:,.0f} MiB   "
-                "(aim: < 1 GiB)"
+                f"(cache {plan.cache:,}: the oldest evicted): {rss_bytes(engine_pid) / 2**20:,.0f} "
+                "MiB   (aim: < 1 GiB)"
             )
 
             before = loads_by_source(metrics_url)
