@@ -18,6 +18,7 @@ BOULEVARD_TLS_CA_FILE (the service's own setting, so the probe needs no argument
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -94,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="verify the server's TLS certificate with this CA (default: BOULEVARD_TLS_CA_FILE, "
         "plaintext when neither is set)",
     )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"target", "service", "healthy", "message"} as JSON on stdout',
+    )
     return parser
 
 
@@ -129,9 +135,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         print("error: --timeout must be more than 0", file=sys.stderr)
         return USAGE
-    tls = {"ca_file": args.tls_ca} if args.tls_ca else {}
-    code, message = check(args.target, args.service, args.timeout, **tls)
-    print(message, file=sys.stdout if code == SERVING else sys.stderr)
+    return report(args.target, args.service, args.timeout, args.tls_ca, as_json=args.json)
+
+
+def report(
+    target: Target, service: str, timeout: float, ca_file: Path | None, *, as_json: bool = False
+) -> int:
+    """Check, print the verdict (a line, or with `as_json` one JSON document on stdout) and
+    return the exit code: what both `python -m boulevard.cli.healthcheck` and `boulevard
+    healthcheck` do."""
+    tls = {"ca_file": ca_file} if ca_file else {}
+    code, message = check(target, service, timeout, **tls)
+    if as_json:
+        print(json.dumps({"target": target.address, "service": service,
+                          "healthy": code == SERVING, "message": message}))  # fmt: skip
+    else:
+        print(message, file=sys.stdout if code == SERVING else sys.stderr)
     return code
 
 
