@@ -37,7 +37,7 @@ class CommandResult:
 
 # Envelopes a session keeps for answering its latest commands (and retries of them) without
 # reading the log: enough for any one command's events. Each costs about 1.3 KiB in memory,
-# so keeping a whole game's (it was 512) made a 100-event game weigh ~140 KiB.
+# so keeping a whole game's (it was 512) made an 89-event game weigh ~140 KiB.
 RECENT_ENVELOPES = 64
 
 
