@@ -274,6 +274,12 @@ def healthcheck(
     timeout: Annotated[
         float, typer.Option("--timeout", metavar="SECONDS", help="give up after this long")
     ] = 3.0,
+    alive: Annotated[
+        bool,
+        typer.Option(
+            "--alive", help="liveness: NOT_SERVING counts too (the process answers; not ready)"
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Ask a gRPC server's standard health service whether it is SERVING.
@@ -288,7 +294,7 @@ def healthcheck(
         raise typer.BadParameter(str(exc), param_hint="HOST:PORT") from None
     if not timeout > 0:
         raise typer.BadParameter("must be more than 0", param_hint="--timeout")
-    raise typer.Exit(command.report(parsed, service, timeout, None, as_json=as_json))
+    raise typer.Exit(command.report(parsed, service, timeout, None, as_json=as_json, alive=alive))
 
 
 # -- playing and watching -------------------------------------------------------------------
