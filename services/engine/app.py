@@ -81,12 +81,14 @@ class EngineApp:
             cache_size=s.engine_cache_games,
             on_finished=self._finished,
             reveal_seconds=s.engine_reveal_seconds,
+            idle_trim_seconds=s.engine_idle_trim_seconds,
             receipt_key=load_key(
                 s.engine_signing_key.get_secret_value(),
                 s.engine_signing_key_file or s.data_dir / "engine" / "signing-key",
             ),
         )
         metrics.GAMES_LIVE.set_function(self.engine.live_games)
+        metrics.GAMES_CACHED.set_function(self.engine.cached_games)
         self.servicer = EngineServicer(self.engine, store, self.index, self.verifier)
         self._match_sub = await js.subscribe(
             f"{s.matchmaking_subject_prefix}.match_formed",
@@ -105,7 +107,7 @@ class EngineApp:
     async def _sweep_reveals(self) -> None:
         """Wake games whose players never reveal their seeds: past the deadline they play
         with empty seeds instead of waiting forever. Games waiting before a restart are
-        found again in the games index."""
+        found again in the games index. The same loop trims idle games' caches."""
         try:
             for key in await self.index.keys():
                 raw = await self.index.get(key)
@@ -119,6 +121,7 @@ class EngineApp:
                 await self.engine.sweep_reveals()
             except Exception:
                 log.exception("the reveal sweep failed")
+            self.engine.trim_idle()  # idle games' caches go, so ten thousand fit
 
     async def _finished(self, session: Session) -> None:
         await self.index.put(session.game_id, summary_json(session))

@@ -63,6 +63,11 @@ log = structlog.get_logger(__name__)
 
 _GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 MAX_RETRIES = 5
+# Where each game lookup found its game: in memory, from a snapshot it could open (and the
+# log after it), or from its whole log.
+_LOADED_FROM_CACHE = metrics.GAME_LOADS.labels("cache")
+_LOADED_FROM_SNAPSHOT = metrics.GAME_LOADS.labels("snapshot")
+_LOADED_FROM_LOG = metrics.GAME_LOADS.labels("log")
 
 
 class OutcomeUnknown(Unavailable):
@@ -162,6 +167,7 @@ class Engine:
         on_finished: Callable[[Session], Awaitable[None]] | None = None,
         reveal_seconds: float = 60.0,
         receipt_key: SigningKey | None = None,
+        idle_trim_seconds: float = 30.0,
     ) -> None:
         self.store = store
         self.chance = chance
@@ -174,6 +180,11 @@ class Engine:
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
         self._cache_size = cache_size
+        # Cached games by when they were last used (oldest first): `trim_idle` drops the
+        # caches inside the sessions nobody used for `idle_trim_seconds` (docs/performance.md,
+        # "Capacity": an idle game's views cost several times its state).
+        self.idle_trim_seconds = idle_trim_seconds
+        self._warm: OrderedDict[str, float] = OrderedDict()
         self.reveal_ms = int(reveal_seconds * 1000)
         # Games waiting for their seats' seed reveals -> the reveal deadline: what
         # `sweep_reveals` wakes when no player ever comes back.
@@ -301,9 +312,36 @@ class Engine:
     def _cache(self, session: Session) -> None:
         self._sessions[session.game_id] = session
         self._sessions.move_to_end(session.game_id)
+        self._used(session.game_id)
         while len(self._sessions) > self._cache_size:
             evicted, _ = self._sessions.popitem(last=False)
             self._locks.pop(evicted, None)
+            self._warm.pop(evicted, None)
+
+    def _used(self, game_id: str) -> None:
+        self._warm[game_id] = time.monotonic()
+        self._warm.move_to_end(game_id)
+
+    def trim_idle(self) -> int:
+        """Drop the views, legal commands and recent envelopes of cached games unused for
+        `idle_trim_seconds`, keeping their fold (state, version, chain head, command keys):
+        each is recomputed or read from the log when next asked for. How many were trimmed."""
+        cutoff = time.monotonic() - self.idle_trim_seconds
+        trimmed = 0
+        while self._warm:
+            game_id, used = next(iter(self._warm.items()))
+            if used > cutoff:
+                break
+            del self._warm[game_id]
+            session = self._sessions.get(game_id)
+            if session is not None:
+                session.trim()
+                trimmed += 1
+        return trimmed
+
+    def cached_games(self) -> int:
+        """Games this replica holds in memory (at most `cache_size`)."""
+        return len(self._sessions)
 
     def live_games(self) -> int:
         """Unfinished games this replica holds (what the games-live gauge shows)."""
@@ -316,11 +354,14 @@ class Engine:
     async def _load_or_none(self, game_id: str) -> Session | None:
         cached = self._sessions.get(game_id)
         if cached is not None:
+            _LOADED_FROM_CACHE.inc()
+            self._used(game_id)
             return cached
         session: Session | None = None
         raw = await self.snapshots.get(game_id)
         if raw is not None:
             session = self._open_snapshot(game_id, raw)
+        (_LOADED_FROM_SNAPSHOT if session is not None else _LOADED_FROM_LOG).inc()
         log_ = await self.store.read(game_id, session.version if session else 1)
         if session is not None:
             # Trust the snapshot only if the log's envelope at its version has its hash.

@@ -13,6 +13,9 @@ from boulevard.platform.settings import Settings
 class EngineSettings(Settings):
     engine_snapshot_every: int = Field(default=100, ge=1)  # events between snapshots
     engine_cache_games: int = Field(default=10_000, ge=1)
+    # A cached game unused this long keeps only its fold: its views, legal commands and
+    # recent envelopes are dropped (recomputed when next asked for; docs/performance.md).
+    engine_idle_trim_seconds: float = Field(default=30.0, gt=0)
     engine_snapshots_bucket: str = "engine_snapshots"
     engine_games_bucket: str = "engine_games"
     engine_match_consumer: str = "engine-match-formed"

@@ -252,8 +252,11 @@ def test_audit_all_since_takes_the_games_that_ended_since_then(platform: Platfor
         )  # fmt: skip
 
     recent = audit_all("--since", "1h")
-    assert recent.returncode == 0, recent.stdout + recent.stderr
-    assert game_id in [g["game_id"] for g in json.loads(recent.stdout)["games"]]
+    # Other tests of this module forge games of their own (they fail, exit 1): what matters
+    # here is that this game is among those audited, and passes.
+    assert recent.returncode in (0, 1), recent.stdout + recent.stderr
+    audited = {g["game_id"]: g["ok"] for g in json.loads(recent.stdout)["games"]}
+    assert audited.get(game_id) is True, recent.stdout
     tomorrow = time.strftime("%Y-%m-%d", time.gmtime(time.time() + 86400))
     none = audit_all("--since", tomorrow)
     assert none.returncode == 0, none.stdout + none.stderr

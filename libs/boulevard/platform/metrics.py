@@ -77,6 +77,15 @@ LAST_APPEND = Gauge(
     "boulevard_last_append_timestamp_seconds",
     "Unix time of the last append to GAMES by this engine process",
 )
+GAME_LOADS = Counter(
+    "boulevard_engine_game_loads",
+    "Games the engine looked up, by where it found them: cache (in memory), snapshot (its "
+    "snapshot and the log after it) or log (the whole log)",
+    ["source"],
+)
+GAMES_CACHED = Gauge(
+    "boulevard_engine_games_cached", "Games this engine process holds in memory (live or not)"
+)
 
 # -- dice
 
