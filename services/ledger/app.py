@@ -11,6 +11,7 @@ from nats.aio.client import Client as NATS
 from boulevard.api.v1 import ledger_pb2, ledger_pb2_grpc
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from services.ledger.book import LedgerBook
+from services.ledger.checkpoint import LedgerCheckpoints, open_bucket
 from services.ledger.journal_log import LedgerLog
 from services.ledger.poster import Poster
 from services.ledger.reader import LedgerReader
@@ -42,6 +43,17 @@ class LedgerApp:
         journal = LedgerLog(
             nc, s.ledger_stream, s.ledger_subject_prefix, s.ledger_publish_timeout_seconds
         )
+        checkpoints = None
+        if s.ledger_checkpoint_every:
+            checkpoints = LedgerCheckpoints(
+                js,
+                await open_bucket(js, s.ledger_checkpoint_bucket, s.stream_replicas),
+                bucket=s.ledger_checkpoint_bucket,
+                stream=s.ledger_stream,
+                prefix=s.ledger_subject_prefix,
+                signer=self.signer,
+                every=s.ledger_checkpoint_every,
+            )
         self.poster = Poster(
             nc,
             self.book,
@@ -54,6 +66,7 @@ class LedgerApp:
             sign_every=s.ledger_sign_every,
             sign_interval=s.ledger_sign_interval_seconds,
             ack_wait=s.ledger_ack_wait_seconds,
+            checkpoints=checkpoints,
         )
         await self.poster.start()
         self.reader = LedgerReader(self.book, journal, js, s.games_stream, s.games_subject_prefix)

@@ -11,6 +11,7 @@ import asyncio
 import json
 import re
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from boulevard.accounting import (
@@ -83,6 +84,13 @@ class LedgerBook:
         self.by_game: dict[str, array[int]] = {}  # game id -> its entry seqs, ascending
         self.heads: list[SignedTreeHead] = []
         self.heads_by_size: dict[int, SignedTreeHead] = {}
+        self.head_seqs: dict[int, int] = {}  # a signed head's tree size -> its LEDGER sequence
+        # Per entry (seq - 1), what a checkpoint stores beside the leaf hash: the game (an
+        # index into game_names) and the version, its durable key.
+        self.entry_games = array("I")
+        self.entry_versions = array("Q")
+        self.game_names: list[str] = []
+        self._game_index: dict[str, int] = {}
         self.rejections: dict[tuple[str, int], Rejection] = {}
         self.quarantined: list[int] = []  # LEDGER sequences of messages skipped as poison
         self.last_stream_seq = 0
@@ -111,7 +119,7 @@ class LedgerBook:
                 size = sth.head.tree_size
                 if size > self.size or self.ledger.tree.root(size) != sth.head.root_hash:
                     raise ValueError(f"a head of size {size} that does not match the tree")
-                self.add_head(sth)
+                self.add_head(sth, stream_seq)
             elif kind == "rejected":
                 r = Rejection.from_bytes(data)
                 self.rejections[(r.game_id, r.version)] = r
@@ -122,11 +130,53 @@ class LedgerBook:
 
     def _index(self, entry: JournalEntry, stream_seq: int) -> None:
         self.stream_seqs.append(stream_seq)
-        self.by_game.setdefault(entry.source.game_id, array("Q")).append(entry.seq)
+        game_id = entry.source.game_id
+        seqs = self.by_game.get(game_id)
+        if seqs is None:
+            seqs = self.by_game[game_id] = array("Q")
+            self._game_index[game_id] = len(self.game_names)
+            self.game_names.append(game_id)
+        seqs.append(entry.seq)
+        self.entry_games.append(self._game_index[game_id])
+        self.entry_versions.append(entry.source.version)
 
-    def add_head(self, sth: SignedTreeHead) -> None:
+    def add_head(self, sth: SignedTreeHead, stream_seq: int) -> None:
         self.heads.append(sth)
         self.heads_by_size[sth.head.tree_size] = sth
+        self.head_seqs[sth.head.tree_size] = stream_seq
+
+    def restore(
+        self,
+        ledger: Ledger,
+        *,
+        stream_seqs: array[int],
+        game_ids: list[str],
+        versions: array[int],
+        heads: Iterable[tuple[SignedTreeHead, int]],
+        rejections: Iterable[Rejection],
+        quarantined: list[int],
+        last_stream_seq: int,
+    ) -> None:
+        """Take the state a verified checkpoint holds (services/ledger/checkpoint.py)."""
+        self.reset()
+        self.ledger = ledger
+        self.stream_seqs = stream_seqs
+        self.entry_versions = versions
+        index, names, by_game = self._game_index, self.game_names, self.by_game
+        games = self.entry_games
+        for seq, game_id in enumerate(game_ids, start=1):
+            i = index.get(game_id)
+            if i is None:
+                i = index[game_id] = len(names)
+                names.append(game_id)
+                by_game[game_id] = array("Q")
+            by_game[game_id].append(seq)
+            games.append(i)
+        for sth, at in heads:
+            self.add_head(sth, at)
+        self.rejections = {(r.game_id, r.version): r for r in rejections}
+        self.quarantined = quarantined
+        self.last_stream_seq = last_stream_seq
 
     # Posting ------------------------------------------------------------------------
 

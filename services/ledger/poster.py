@@ -32,6 +32,7 @@ from boulevard.eventlog.jetstream import decode_commit
 from boulevard.messaging.poison import poisoned
 from boulevard.platform import metrics
 from services.ledger.book import LedgerBook, Rejection
+from services.ledger.checkpoint import CheckpointRejected, LedgerCheckpoints
 from services.ledger.journal_log import LedgerLog, Outgoing
 from services.ledger.mapping import head_to_pb
 
@@ -58,6 +59,7 @@ class Poster:
         sign_interval: float = 1.0,
         ack_wait: float = 30.0,
         clock: Callable[[], int] = now_ms,
+        checkpoints: LedgerCheckpoints | None = None,
     ) -> None:
         self._nc = nc
         self._js = nc.jetstream()
@@ -72,25 +74,67 @@ class Poster:
         self.sign_interval = sign_interval
         self.ack_wait = ack_wait
         self.clock = clock
+        self.checkpoints = checkpoints
+        # Where the last rebuild started ("checkpoint" or "log") and the entries it took
+        # from the checkpoint: for operators' logs and the tests.
+        self.last_rebuild: tuple[str, int] = ("log", 0)
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
 
     async def rebuild(self) -> None:
-        """Throw the in-memory view away and read it back from LEDGER."""
+        """Throw the in-memory view away and read it back: from the latest checkpoint and
+        the LEDGER messages after it, or, without a checkpoint that matches LEDGER, from
+        all of LEDGER."""
         started = time.perf_counter()
         self.book.reset()
         book, journal = self.book, self.journal
+        source = "log"
+        if self.checkpoints is not None and await self._load_checkpoint():
+            source = "checkpoint"
+        checkpointed, loaded_in = book.size, time.perf_counter() - started
         await journal.replay(
-            lambda subject, data, seq: book.load(journal.kind_of(subject), data, seq, subject)
+            lambda subject, data, seq: book.load(journal.kind_of(subject), data, seq, subject),
+            from_seq=book.last_stream_seq + 1,
         )
+        seconds = time.perf_counter() - started
+        self.last_rebuild = (source, checkpointed)
         metrics.LEDGER_TREE_SIZE.set(book.size)
+        metrics.LEDGER_REBUILD_SECONDS.labels(source).set(seconds)
         log.info(
             "ledger rebuilt",
+            source=source,
             entries=book.size,
+            from_checkpoint=checkpointed,
+            checkpoint_seconds=round(loaded_in, 3),
             heads=len(book.heads),
             rejections=len(book.rejections),
-            seconds=round(time.perf_counter() - started, 3),
+            seconds=round(seconds, 3),
         )
+
+    async def _load_checkpoint(self) -> bool:
+        """Whether the book now holds the stored checkpoint's state. One that does not match
+        LEDGER is an alarm (someone wrote the bucket who should not have, or the stream
+        was replaced under it): logged, counted, and the caller reads all of LEDGER."""
+        assert self.checkpoints is not None
+        try:
+            loaded = await self.checkpoints.load(self.book)
+        except asyncio.CancelledError:
+            raise
+        except CheckpointRejected as exc:
+            reason, message = exc.reason, exc.message
+        except Exception as exc:  # unreadable: the full rebuild still works without it
+            reason, message = "unreadable", repr(exc)
+        else:
+            metrics.LEDGER_CHECKPOINTS.labels("loaded" if loaded else "none", "").inc()
+            return loaded
+        self.book.reset()
+        metrics.LEDGER_CHECKPOINTS.labels("rejected", reason).inc()
+        log.error(
+            "LEDGER ALARM: the checkpoint does not match LEDGER; rebuilding from the whole log",
+            reason=reason,
+            error=message,
+        )
+        return False
 
     async def start(self) -> None:
         async with self.book.lock:
@@ -155,6 +199,8 @@ class Poster:
         with contextlib.suppress(Exception):
             async with self.book.lock:
                 await self._sign_locked()
+                if self.checkpoints is not None:
+                    await self._checkpoint_locked()
 
     async def _consume(self) -> None:
         while not self._stopping:
@@ -271,15 +317,40 @@ class Poster:
     async def _sign_periodically(self) -> None:
         while not self._stopping:
             await asyncio.sleep(self.sign_interval)
-            if self.book.size > self.book.signed_size:
+            checkpoint = self.checkpoints is not None and self.checkpoints.due(self.book.size)
+            if self.book.size > self.book.signed_size or checkpoint:
                 async with self.book.lock:
                     try:
                         await self._sign_locked()
+                        if checkpoint:
+                            await self._checkpoint_locked()
                     except asyncio.CancelledError:
                         raise
                     except Exception as exc:
                         log.error("publishing a tree head failed; rebuilding", error=str(exc))
                         await self._recover()
+
+    async def _checkpoint_locked(self) -> None:
+        """Store the book's state (after a head signed at its size). A failure costs only
+        a longer next start: logged and counted, never a reason to stop posting."""
+        assert self.checkpoints is not None
+        started = time.perf_counter()
+        try:
+            written = await self.checkpoints.write(self.book)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            metrics.LEDGER_CHECKPOINTS.labels("write_failed", type(exc).__name__).inc()
+            log.warning("writing the ledger checkpoint failed", error=repr(exc))
+            return
+        if written:
+            metrics.LEDGER_CHECKPOINTS.labels("written", "").inc()
+            log.info(
+                "ledger checkpoint written",
+                entries=self.book.size,
+                stream_seq=self.book.last_stream_seq,
+                seconds=round(time.perf_counter() - started, 3),
+            )
 
     async def _sign_locked(self) -> None:
         book = self.book
@@ -297,7 +368,7 @@ class Poster:
             ],
             book.last_stream_seq,
         )
-        book.add_head(sth)
+        book.add_head(sth, seq)
         book.last_stream_seq = seq
         log.info("tree head signed", tree_size=size, root=sth.head.root_hash.hex())
 

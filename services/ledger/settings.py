@@ -24,6 +24,13 @@ class LedgerSettings(Settings):
     ledger_sign_interval_seconds: float = Field(default=1.0, gt=0)
     ledger_ack_wait_seconds: float = Field(default=30.0, gt=0)
     ledger_publish_timeout_seconds: float = Field(default=10.0, gt=0)
+    # The state is checkpointed every this many entries (and on a clean stop) into this KV
+    # bucket, so a start reads only what came after; 0: no checkpoints, every start reads
+    # all of LEDGER.
+    ledger_checkpoint_every: int = Field(default=10_000, ge=0)
+    ledger_checkpoint_bucket: str = Field(
+        default="ledger_checkpoint", pattern=r"^[A-Za-z0-9_-]{1,64}$"
+    )
 
     @field_validator("ledger_signing_key")
     @classmethod

@@ -41,6 +41,8 @@ from boulevard.accounting.journal import (
 )
 from boulevard.accounting.merkle import (
     MerkleTree,
+    frontier_append,
+    root_from_frontier,
     root_from_inclusion_proof,
     verify_consistency,
     verify_inclusion,
@@ -50,6 +52,7 @@ from boulevard.accounting.treehead import (
     TreeHead,
     TreeHeadSigner,
     key_id,
+    verify_document,
     verify_tree_head,
 )
 
@@ -79,17 +82,20 @@ __all__ = [
     "check_balanced",
     "decode_entry",
     "empty_root",
+    "frontier_append",
     "key_id",
     "leaf_hash",
     "may_go_negative",
     "node_hash",
     "postings_from_transfers",
     "reconcile",
+    "root_from_frontier",
     "root_from_inclusion_proof",
     "seat_account",
     "seat_of",
     "verify_chain",
     "verify_consistency",
+    "verify_document",
     "verify_entry_in_head",
     "verify_inclusion",
     "verify_tree_head",

@@ -281,6 +281,51 @@ class Ledger:
     _books: dict[str, set[AccountId]] = field(default_factory=dict)
     _posted: dict[str, set[int]] = field(default_factory=dict)
 
+    @classmethod
+    def restore(
+        cls,
+        tree: MerkleTree,
+        balances: Mapping[AccountId, int],
+        keys: Iterable[tuple[str, int]],
+    ) -> Ledger:
+        """The state after the entries whose leaf hashes make `tree`, from a checkpoint:
+        their balances and durable keys. Refuses a state that no sequence of valid entries
+        can reach: a key twice, a key count other than the tree's size, postings that do
+        not sum to zero overall, an account that may not go negative below zero."""
+        ledger = cls(tree=tree, head_hash=ZERO_HASH if tree.size == 0 else tree.leaf_hash(
+            tree.size - 1
+        ))  # fmt: skip
+        count = 0
+        posted = ledger._posted
+        for game_id, version in keys:
+            versions = posted.get(game_id)
+            if versions is None:
+                versions = posted[game_id] = set()
+            elif version in versions:
+                raise VerificationFailed(
+                    ErrorCode.DUPLICATE, f"game {game_id} version {version} is posted twice"
+                )
+            versions.add(version)
+            count += 1
+        if count != tree.size:
+            raise VerificationFailed(
+                ErrorCode.MALFORMED, f"{count} durable keys for a tree of {tree.size} entries"
+            )
+        total = 0
+        for account, amount in balances.items():
+            if isinstance(amount, bool) or not isinstance(amount, int):
+                raise VerificationFailed(ErrorCode.INVALID_AMOUNT, f"{account}: {amount!r}")
+            if amount < 0 and not may_go_negative(account):
+                raise VerificationFailed(
+                    ErrorCode.OVERDRAFT, f"{account} is at {amount}, below zero"
+                )
+            total += amount
+            ledger._balances[account] = amount
+            ledger._books.setdefault(account.book, set()).add(account)
+        if total != 0:
+            raise VerificationFailed(ErrorCode.UNBALANCED, f"balances sum to {total:+d}, not zero")
+        return ledger
+
     @property
     def size(self) -> int:
         """How many entries are posted (the seq of the last one)."""

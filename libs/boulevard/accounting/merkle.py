@@ -13,9 +13,16 @@ of two. Proof *verification* is the RFC 9162 §2.1.3.2 / §2.1.4.2 algorithm, ve
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
-from boulevard.accounting.encoding import HASH_SIZE, empty_root, leaf_hash, node_hash
+from boulevard.accounting.encoding import (
+    HASH_SIZE,
+    NODE_PREFIX,
+    empty_root,
+    leaf_hash,
+    node_hash,
+)
 from boulevard.accounting.errors import ErrorCode, VerificationFailed
 
 
@@ -31,9 +38,53 @@ class MerkleTree:
         self._levels: list[bytearray] = [bytearray()]
         self._size = 0
 
+    @classmethod
+    def from_leaf_hashes(cls, leaves: bytes | bytearray) -> MerkleTree:
+        """The tree over `leaves`, the leaf hashes back to back (32 bytes each), built level
+        by level: the same stored nodes as appending them one by one, in about a fifth of
+        the time (no per-append bookkeeping)."""
+        if len(leaves) % HASH_SIZE:
+            raise ValueError("leaf hashes come in 32-byte units")
+        tree = cls()
+        row = bytearray(leaves)
+        tree._levels = [row]
+        tree._size = len(row) // HASH_SIZE
+        sha256, prefix, pair = hashlib.sha256, NODE_PREFIX, 2 * HASH_SIZE
+        while len(row) >= pair:
+            view = bytes(row)
+            row = bytearray(
+                b"".join(
+                    [
+                        sha256(prefix + view[i : i + pair]).digest()
+                        for i in range(0, len(view) - pair + 1, pair)
+                    ]
+                )
+            )
+            tree._levels.append(row)
+        return tree
+
     @property
     def size(self) -> int:
         return self._size
+
+    def leaf_hashes(self, lo: int = 0, hi: int | None = None) -> bytes:
+        """The leaf hashes of leaves lo..hi-1, back to back."""
+        hi = self._size if hi is None else hi
+        if not 0 <= lo <= hi <= self._size:
+            raise ValueError(f"leaf range {lo}..{hi} is not in 0..{self._size}")
+        return bytes(self._levels[0][lo * HASH_SIZE : hi * HASH_SIZE])
+
+    def frontier(self, size: int | None = None) -> list[bytes]:
+        """The right edge of the tree of the first `size` leaves: see `frontier_append`."""
+        size = self._size if size is None else size
+        self._check_size(size)
+        out: list[bytes] = []
+        lo = 0
+        for level in reversed(range(size.bit_length())):
+            if size >> level & 1:
+                out.append(self._node(level, lo >> level))
+                lo += 1 << level
+        return out
 
     def append(self, data: bytes) -> bytes:
         """Append a leaf by its data; returns the leaf hash."""
@@ -139,6 +190,43 @@ class MerkleTree:
             raise VerificationFailed(
                 ErrorCode.OUT_OF_RANGE, f"leaf index {index} is not in a tree of {size}"
             )
+
+
+def frontier_append(size: int, frontier: Sequence[bytes], leaf: bytes) -> list[bytes]:
+    """The frontier of a tree of `size` leaves after appending the leaf hash `leaf`.
+
+    A tree's frontier is the roots of the complete subtrees its size decomposes into, one
+    per set bit of the size, largest (leftmost) first: O(log n) hashes, all a writer needs
+    to go on appending and to compute the root (`root_from_frontier`). Appending works
+    like a binary counter: the new leaf absorbs one frontier node per trailing 1 bit."""
+    if len(frontier) != size.bit_count():
+        raise ValueError(f"a tree of {size} leaves has {size.bit_count()} frontier nodes")
+    if len(leaf) != HASH_SIZE:
+        raise ValueError("a leaf hash is 32 bytes")
+    out = list(frontier)
+    h = leaf
+    while size & 1:
+        h = node_hash(out.pop(), h)
+        size >>= 1
+    out.append(h)
+    return out
+
+
+def root_from_frontier(size: int, frontier: Sequence[bytes]) -> bytes:
+    """MTH(D[0:size]) from the tree's frontier alone (RFC 6962 §2.1: the split at the
+    largest power of two leaves the complete left subtree whole, so the root folds the
+    frontier from the right)."""
+    if size < 0 or len(frontier) != size.bit_count():
+        raise ValueError(f"a tree of {size} leaves has {max(size, 0).bit_count()} frontier nodes")
+    for h in frontier:
+        if not isinstance(h, bytes) or len(h) != HASH_SIZE:
+            raise ValueError("a frontier node is a 32-byte hash")
+    if size == 0:
+        return empty_root()
+    root = frontier[-1]
+    for h in reversed(frontier[:-1]):
+        root = node_hash(h, root)
+    return root
 
 
 def root_from_inclusion_proof(index: int, size: int, leaf: bytes, proof: Sequence[bytes]) -> bytes:

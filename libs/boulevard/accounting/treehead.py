@@ -8,6 +8,7 @@ field separates it from any other message the same key might ever sign.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,6 +97,31 @@ class TreeHeadSigner:
     ) -> SignedTreeHead:
         head = TreeHead(tree_size, root_hash, timestamp_unix_ms, self.key_id, log_id, head_type)
         return SignedTreeHead(head, self._key.sign(head.signing_bytes()))
+
+    def sign_document(self, document: Mapping[str, Any]) -> bytes:
+        """Ed25519 over the canonical JSON of a record that is not a tree head (the
+        ledger's checkpoint manifest). Its `type` names what it is, so the signature can
+        never pass for a tree head's, nor a tree head's for it."""
+        return self._key.sign(canonical_json(_typed_document(document)))
+
+
+def _typed_document(document: Mapping[str, Any]) -> dict[str, Any]:
+    kind = document.get("type")
+    if not isinstance(kind, str) or not kind or kind == TREE_HEAD_TYPE:
+        raise LedgerError(ErrorCode.INVALID_FIELD, "a signed document names its own type")
+    return dict(document)
+
+
+def verify_document(document: Mapping[str, Any], signature: bytes, public_key: bytes) -> None:
+    """Raise unless `signature` is `public_key`'s over `document` (see `sign_document`)."""
+    try:
+        Ed25519PublicKey.from_public_bytes(public_key).verify(
+            signature, canonical_json(_typed_document(document))
+        )
+    except (InvalidSignature, ValueError, TypeError):
+        raise VerificationFailed(
+            ErrorCode.INVALID_SIGNATURE, f"bad signature on a {document.get('type')!r}"
+        ) from None
 
 
 def verify_tree_head(sth: SignedTreeHead, public_key: bytes) -> None:

@@ -93,6 +93,7 @@ class NatsNames:
     engine_snapshots_bucket: str = "engine_snapshots"
     engine_games_bucket: str = "engine_games"
     dice_seeds_bucket: str = "dice_seeds"
+    ledger_checkpoint_bucket: str = "ledger_checkpoint"
     tickets_bucket: str = "tickets"
     matches_bucket: str = "matches"
     ratings_bucket: str = "ratings"
@@ -116,6 +117,7 @@ class NatsNames:
             "engine_snapshots_bucket": "engine_snapshots_bucket",
             "engine_games_bucket": "engine_games_bucket",
             "dice_seeds_bucket": "dice_seeds_bucket",
+            "ledger_checkpoint_bucket": "ledger_checkpoint_bucket",
             "tickets_bucket": "matchmaking_tickets_bucket",
             "matches_bucket": "matchmaking_matches_bucket",
             "ratings_bucket": "matchmaking_ratings_bucket",
@@ -186,6 +188,8 @@ def _uses(names: NatsNames) -> dict[str, list[StreamUse]]:
             ),
             # Its durable, and ordered replays of one game for reconciliation.
             StreamUse(n.games_stream, durables=(n.ledger_consumer,), ephemeral=True),
+            # Its state at a LEDGER sequence, so a start reads only the tail.
+            kv(n.ledger_checkpoint_bucket),
         ],
         "matchmaking": [
             StreamUse(
@@ -342,10 +346,10 @@ DEPLOY_HEADER = """\
 # boulevard-secrets Secret; `boulevard nats-identities` makes them), each service holds its
 # own seed. No anonymous user: a client without a known key is refused. The permissions are
 # allow-lists: only the engine writes game.> and its buckets and asks dice.rpc.>; only dice
-# answers dice.rpc.> and writes dice.<game> and its bucket; only the ledger writes ledger.>;
-# only matchmaking writes mm.> and its buckets; nobody deletes or purges a stream or a
-# message, and only a stream's owner updates it. The subjects and bucket names are the
-# defaults of the BOULEVARD_* settings.
+# answers dice.rpc.> and writes dice.<game> and its bucket; only the ledger writes ledger.>
+# and its checkpoint bucket; only matchmaking writes mm.> and its buckets; nobody deletes
+# or purges a stream or a message, and only a stream's owner updates it. The subjects and
+# bucket names are the defaults of the BOULEVARD_* settings.
 
 """
 

@@ -105,6 +105,17 @@ LEDGER_REJECTIONS = Counter(
     "Game events the ledger refused to post (the LEDGER ALARM), by reason code",
     ["code"],
 )
+LEDGER_CHECKPOINTS = Counter(
+    "boulevard_ledger_checkpoints",
+    "Ledger checkpoints by outcome: written, write_failed, loaded, none, rejected (one that"
+    " does not match LEDGER: a LEDGER ALARM, the ledger rebuilt from the whole log)",
+    ["outcome", "reason"],
+)
+LEDGER_REBUILD_SECONDS = Gauge(
+    "boulevard_ledger_rebuild_seconds",
+    "How long the ledger's last rebuild took, by where it started (checkpoint or log)",
+    ["source"],
+)
 LEDGER_RECONCILIATIONS = Counter(
     "boulevard_ledger_reconciliations",
     "Reconcile answers by result (a failure: ledger money differs from the game's)",

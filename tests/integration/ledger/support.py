@@ -179,6 +179,8 @@ class LedgerProcess:
             "BOULEVARD_LEDGER_PORT": str(self.port),
             "BOULEVARD_LEDGER_SIGNING_KEY": SEED_HEX,
             "BOULEVARD_LEDGER_SIGN_INTERVAL_SECONDS": "0.2",
+            # Any free port: another ledger on this machine may hold the default one.
+            "BOULEVARD_LEDGER_METRICS_PORT": "0",
             "BOULEVARD_LOG_FORMAT": "json",
             "BOULEVARD_LOG_LEVEL": "warning",
             **env,

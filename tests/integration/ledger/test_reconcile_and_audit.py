@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
+import asyncio
 import json
 import random
 from pathlib import Path
@@ -14,8 +14,8 @@ from nats.aio.client import Client as NATS
 
 from boulevard.accounting import canonical_json
 from boulevard.api.v1 import events_pb2, ledger_pb2, ledger_pb2_grpc
-from boulevard.cli import audit_ledger
 from boulevard.cli.audit_ledger import audit, audit_address
+from boulevard.cli.main import main as boulevard_cli
 from boulevard.client.ledger import LedgerClient
 from boulevard.games import REGISTRY
 from boulevard.games.base import GameConfig, transfers_of
@@ -104,19 +104,15 @@ async def test_reconcile_a_real_game_and_find_the_first_divergence(
         assert f"game lv-wrong at version {bad_version}: seat {bad_seat}" in report.failure
 
         # The command line: a pass exits 0, a divergence exits non-zero.
-        parser = argparse.ArgumentParser()
-        audit_ledger.add_parser(parser.add_subparsers())
-        args = parser.parse_args(["ledger", "--address", service.address, "--game", "lv-honest"])
-        assert await _run_in_thread(args) == 0
-        args = parser.parse_args(["ledger", "--address", service.address, "--game", "lv-wrong"])
-        assert await _run_in_thread(args) == 1
+        assert await _boulevard("audit", "ledger", "--address", service.address,
+                                "--game", "lv-honest") == 0  # fmt: skip
+        assert await _boulevard("audit", "ledger", "--address", service.address,
+                                "--game", "lv-wrong") == 1  # fmt: skip
 
 
-async def _run_in_thread(args: argparse.Namespace) -> int:
-    import asyncio
-
-    code: int = await asyncio.to_thread(args.func, args)
-    return code
+async def _boulevard(*argv: str) -> int:
+    """`boulevard …`'s exit code (in a thread: the command runs its own event loop)."""
+    return await asyncio.to_thread(boulevard_cli, list(argv))
 
 
 class DoctoredLedger(ledger_pb2_grpc.LedgerServiceServicer):

@@ -29,6 +29,7 @@ BUCKETS = {
     "engine": ("engine_snapshots", "engine_games"),
     "dice": ("dice_seeds",),
     "matchmaking": ("tickets", "matches", "ratings"),
+    "ledger": ("ledger_checkpoint",),
 }
 
 
@@ -266,7 +267,7 @@ async def test_dice_answers_the_engine_and_nobody_reads_the_answer_on_the_way(
 
 WRITES = {
     "dice": ["dice.g1", "$KV.dice_seeds.g1"],
-    "ledger": ["ledger.head", "ledger.entry.g1"],
+    "ledger": ["ledger.head", "ledger.entry.g1", "$KV.ledger_checkpoint.manifest"],
     "matchmaking": ["mm.match_formed", "$KV.tickets.t1", "$KV.matches.m1", "$KV.ratings.p1"],
 }
 
@@ -286,6 +287,38 @@ async def test_only_the_owner_writes_its_evidence(
     writer = await connect(owner)
     await writer.nc.publish(subject, b"its own")
     assert not await writer.refused(subject, within=0.3)
+
+
+@pytest.mark.parametrize("identity", ["engine", "dice", "matchmaking"])
+async def test_only_the_ledger_reads_or_changes_its_checkpoint(
+    connect: Callable[[str], Awaitable[Client]], identity: str
+) -> None:
+    """The checkpoint is the state the ledger resumes from (every balance, every posted
+    key): no other service may read it, write it, follow it or reconfigure its bucket.
+    (The ledger checks it against LEDGER anyway: tests/integration/ledger/test_checkpoint.py.)"""
+    stream, key = "KV_ledger_checkpoint", "$KV.ledger_checkpoint.manifest"
+    attempts = [
+        (key, b"a forged checkpoint"),
+        (f"$JS.API.DIRECT.GET.{stream}.{key}", b""),
+        (f"$JS.API.STREAM.MSG.GET.{stream}", json.dumps({"last_by_subj": key}).encode()),
+        (f"$JS.API.STREAM.INFO.{stream}", b""),
+        (
+            f"$JS.API.CONSUMER.CREATE.{stream}",
+            json.dumps({"stream_name": stream, "config": {"filter_subject": key}}).encode(),
+        ),
+        (
+            f"$JS.API.STREAM.UPDATE.{stream}",
+            json.dumps({"name": stream, "subjects": ["$KV.ledger_checkpoint.>", "x.>"]}).encode(),
+        ),
+    ]
+    attacker = await connect(identity)
+    for subject, body in attempts:
+        await attacker.nc.publish(subject, body, reply=f"{inbox_prefix(identity)}.cp")
+        assert await attacker.refused(f'publish to "{subject.lower()}"'), subject
+    ledger = await connect("ledger")
+    kv = await ledger.nc.jetstream().key_value("ledger_checkpoint")
+    await kv.put("probe", b"the ledger's own")
+    assert (await kv.get("probe")).value == b"the ledger's own"
 
 
 # Nobody destroys evidence or changes another's stream
