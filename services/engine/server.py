@@ -90,6 +90,17 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         view: engine_pb2.GameView = session.memo("view", seat, compute)
         return view
 
+    @staticmethod
+    def _legal_actions(session: Session, seat: int) -> list[engine_pb2.Action]:
+        """A seat's legal actions as protos: mapped once per version and shared by every
+        reader (ListLegalActions and each WatchGame stream of that seat)."""
+
+        def compute() -> list[engine_pb2.Action]:
+            return [mapping.command_to_action(session.game, c) for c in session.legal(seat)]
+
+        actions: list[engine_pb2.Action] = session.memo("legal_actions", seat, compute)
+        return actions
+
     def _seat(self, token: str, game_id: str) -> int | None:
         """The caller's seat, or None for a spectator (no token)."""
         if not token:
@@ -117,10 +128,8 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         if seat is None:
             raise Unauthenticated("a player token is required")
         session = await self.engine.load(request.game_id)
-        legal = session.legal(seat)
         return engine_pb2.ListLegalActionsResponse(
-            version=session.version,
-            actions=[mapping.command_to_action(session.game, c) for c in legal],
+            version=session.version, actions=self._legal_actions(session, seat)
         )
 
     async def SubmitAction(
@@ -241,6 +250,9 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                     source = live if live and live.version == watched.version else watched
                     update.view.CopyFrom(self._view(source, seat))
                     update.to_act.extend(source.to_act())
+                    if seat is not None:
+                        # What the seat may do now: no ListLegalActions call per move.
+                        update.legal_actions.extend(self._legal_actions(source, seat))
                 yield update
                 if finished:
                     return
