@@ -228,33 +228,45 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
     ) -> AsyncIterator[engine_pb2.WatchGameResponse]:
         seat = self._seat(request.player_token, request.game_id)
         session = await self.engine.load(request.game_id)  # NOT_FOUND before streaming
+        # This stream's own copy of the game, for views when this replica does not hold the
+        # game at the stream's version. Folding it is most of what a stream costs, so events
+        # are folded only when such a view is needed (`unfolded` waits until then); when the
+        # live game stands at the same version, its state (immutable) is taken instead.
         watched = Session.new(session.game_id, session.created)
+        unfolded: list[events_pb2.EventEnvelope] = []
+        over = False
         async for batch in follow(self.store, session.game_id):
             for i, recorded in enumerate(batch):
                 envelope = events_pb2.EventEnvelope.FromString(recorded.data)
-                watched.apply_envelope(envelope)
-                if watched.version < request.from_version:
+                unfolded.append(envelope)
+                over = over or envelope.type == "GameFinished"
+                if envelope.version < request.from_version:
                     continue
-                finished = watched.finished is not None
                 # A game over when the call began shows everything, its shuffles included:
                 # that is what lets an auditor check the game used the recorded dice.
-                revealed = finished or session.finished is not None
+                revealed = over or session.finished is not None
                 update = engine_pb2.WatchGameResponse(
-                    event=redacted(watched.game, envelope, revealed)
+                    event=redacted(session.game, envelope, revealed)
                 )
                 if i == len(batch) - 1:
                     # One view per burst of events (the state after the last of them):
                     # views are what watching costs, and a client draws only the latest.
                     # The live game at the same version has them computed already.
-                    live = self.engine.cached(watched.game_id)
-                    source = live if live and live.version == watched.version else watched
+                    live = self.engine.cached(session.game_id)
+                    if live is not None and live.version == envelope.version:
+                        watched, source = live.fork(), live
+                    else:
+                        for pending in unfolded:
+                            watched.apply_envelope(pending)
+                        source = watched
+                    unfolded.clear()
                     update.view.CopyFrom(self._view(source, seat))
                     update.to_act.extend(source.to_act())
                     if seat is not None:
                         # What the seat may do now: no ListLegalActions call per move.
                         update.legal_actions.extend(self._legal_actions(source, seat))
                 yield update
-                if finished:
+                if over:
                     return
 
     async def RenewPlayerToken(

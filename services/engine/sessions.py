@@ -84,10 +84,29 @@ class Session:
         return [s.seat for s in self.created.seats if self.legal(s.seat)]
 
     def remember(self, envelope: events_pb2.EventEnvelope, keep: int = 512) -> None:
-        self.recent[int(envelope.version)] = envelope
+        version = int(envelope.version)
+        self.recent[version] = envelope
         if len(self.recent) > keep:
-            for version in sorted(self.recent)[: len(self.recent) - keep]:
-                del self.recent[version]
+            # Versions come in order: the one `keep` back is the oldest (O(1), no sort).
+            self.recent.pop(version - keep, None)
+            if len(self.recent) > keep:
+                for old in sorted(self.recent)[: len(self.recent) - keep]:
+                    del self.recent[old]
+
+    def fork(self) -> Session:
+        """A copy of the game as it stands (for a reader that goes on folding events on its
+        own): states are immutable, so the state is shared, not copied."""
+        return Session(
+            self.game_id,
+            self.game,
+            self.created,
+            self.state,
+            self.version,
+            self.finished,
+            client_seeds=dict(self.client_seeds),
+            seeds_fixed=self.seeds_fixed,
+            head_hash=self.head_hash,
+        )
 
     @property
     def codec(self) -> Codec:
