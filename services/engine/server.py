@@ -85,7 +85,17 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
     @staticmethod
     def _view(session: Session, seat: int | None) -> engine_pb2.GameView:
         def compute() -> engine_pb2.GameView:
-            return mapping.view_to_proto(session.game, session.game.view(session.state, seat))
+            view = session.game.view(session.state, seat)
+            # Seats that may see the same (in many games, everyone sees everything but the
+            # deck) share one mapped message: it is a function of the view's value alone,
+            # so an equal view gets the bytes it would have got anyway.
+            known: list[tuple[Any, engine_pb2.GameView]] = session.memo("views", None, list)
+            for other, proto in known:
+                if type(other) is type(view) and other == view:
+                    return proto
+            proto = mapping.view_to_proto(session.game, view)
+            known.append((view, proto))
+            return proto
 
         view: engine_pb2.GameView = session.memo("view", seat, compute)
         return view
