@@ -123,6 +123,8 @@ class Tally:
         self.latencies: list[float] = []
         self.aborted = 0
         self.games_finished = 0
+        self.streams_open = 0  # seats whose stream has brought its first view
+        self.go = asyncio.Event()  # set when the measured time starts
 
 
 async def play_seat(
@@ -133,33 +135,63 @@ async def play_seat(
     rng: random.Random,
     tally: Tally,
 ) -> None:
-    """One seat as a client app plays it: its own WatchGame stream; each update carries
-    its legal actions at that version; submit a random one, pinned to that version."""
-    acted_at = -1
-    request = engine_pb2.WatchGameRequest(game_id=game_id, player_token=token)
-    async for update in stub.WatchGame(request):
-        if update.event.type == "GameFinished":
-            return
-        version = update.event.version
-        if not update.legal_actions or version <= acted_at:
-            continue
-        submit = engine_pb2.SubmitActionRequest(
-            game_id=game_id,
-            player_token=token,
-            action=update.legal_actions[rng.randrange(len(update.legal_actions))],
-            expected_version=version,
-            idempotency_key=uuid.uuid4().hex,
-        )
-        sign_submit(submit, seat, KEYS[seat])
-        start = time.perf_counter()
-        try:
-            await stub.SubmitAction(submit)
-        except grpc.aio.AioRpcError as err:
-            if err.code() != grpc.StatusCode.ABORTED:
-                raise
-            tally.aborted += 1  # another seat moved first: the stream brings the new state
-        tally.latencies.append(time.perf_counter() - start)
-        acted_at = version
+    """One seat as a client app plays it: its own WatchGame stream, whose updates carry the
+    seat's legal actions at their version; it submits a random one, pinned to that version
+    (one unary call per move). It waits for the measured time to start before acting."""
+    latest: list[engine_pb2.WatchGameResponse] = []
+    changed = asyncio.Event()
+    opened = asyncio.Event()
+    finished = False
+
+    async def watch() -> None:
+        nonlocal finished
+        request = engine_pb2.WatchGameRequest(game_id=game_id, player_token=token)
+        async for update in stub.WatchGame(request):
+            if update.event.type == "GameFinished":
+                finished = True
+                return
+            if update.HasField("view"):
+                latest[:] = [update]
+                changed.set()
+                opened.set()
+
+    watcher = asyncio.create_task(watch())
+    watcher.add_done_callback(lambda _: (changed.set(), opened.set()))
+    try:
+        await opened.wait()
+        tally.streams_open += 1
+        await tally.go.wait()
+        acted_at = -1
+        while not watcher.done():
+            await changed.wait()
+            changed.clear()
+            if not latest or finished:
+                continue
+            update = latest[0]
+            version = update.event.version
+            if not update.legal_actions or version <= acted_at:
+                continue
+            submit = engine_pb2.SubmitActionRequest(
+                game_id=game_id,
+                player_token=token,
+                action=update.legal_actions[rng.randrange(len(update.legal_actions))],
+                expected_version=version,
+                idempotency_key=uuid.uuid4().hex,
+            )
+            sign_submit(submit, seat, KEYS[seat])
+            start = time.perf_counter()
+            try:
+                await stub.SubmitAction(submit)
+            except grpc.aio.AioRpcError as err:
+                if err.code() != grpc.StatusCode.ABORTED:
+                    raise
+                tally.aborted += 1  # another seat moved first: the stream brings the news
+            tally.latencies.append(time.perf_counter() - start)
+            acted_at = version
+        watcher.result()  # a stream that failed: surface it
+    finally:
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
 
 
 async def play_games(
@@ -193,7 +225,8 @@ async def _loadgen(
     go: Any,
 ) -> dict[str, Any]:
     """`count` games (kind "engine") or `count` calls in flight (kind "noop"), driven for
-    `seconds` once `go` is set; what happened, and this process's CPU over that time."""
+    `seconds` once `go` is set; what happened, and this process's CPU over that time. The
+    games' streams are open and caught up before the measured time starts."""
     tally = Tally()
     loop = asyncio.get_running_loop()
     async with grpc.aio.insecure_channel(address) as channel:
@@ -202,34 +235,40 @@ async def _loadgen(
             await health.Check(health_pb2.HealthCheckRequest(), wait_for_ready=True)
 
             async def caller() -> None:
+                await tally.go.wait()
                 check = health_pb2.HealthCheckRequest()
                 while True:
                     start = time.perf_counter()
                     await health.Check(check)
                     tally.latencies.append(time.perf_counter() - start)
 
-            work = [caller for _ in range(count)]
+            tasks = [asyncio.create_task(caller()) for _ in range(count)]
         else:
             stub = engine_pb2_grpc.EngineServiceStub(channel)
             tables = [await create_game(stub, operator) for _ in range(count)]
-            rngs = [random.Random(seed * 1000 + i) for i in range(count)]
-
-            def table(i: int) -> Any:
-                return lambda: play_games(stub, operator, tables[i], rngs[i], tally)
-
-            work = [table(i) for i in range(count)]
+            tasks = [
+                asyncio.create_task(
+                    play_games(stub, operator, t, random.Random(seed * 1000 + i), tally)
+                )
+                for i, t in enumerate(tables)
+            ]
+            for _ in range(2400):
+                if tally.streams_open >= 4 * count or any(t.done() for t in tasks):
+                    break
+                await asyncio.sleep(0.05)
         ready.put(os.getpid())
         await loop.run_in_executor(None, go.wait)
         cpu = time.process_time()
         with Timer() as t:
-            tasks = [asyncio.create_task(w()) for w in work]
-            done, _ = await asyncio.wait(tasks, timeout=seconds)
+            tally.go.set()
+            await asyncio.sleep(seconds)
         cpu = time.process_time() - cpu
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for task in done:
-            task.result()  # a driver that stopped early failed: surface it
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+                raise result  # a driver that failed: surface it
     return {
         "latencies": tally.latencies,
         "aborted": tally.aborted,
