@@ -80,11 +80,14 @@ KEYS = [SigningKey(bytes([i + 1]) * 32) for i in range(4)]  # one per seat, as c
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU a process has used so far (/proc/<pid>/stat utime + stime)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU the processes have used so far (/proc/<pid>/stat utime + stime)."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / CLOCK_TICKS
 
 
 def percentile(sorted_values: list[float], p: float) -> float:
@@ -304,7 +307,7 @@ def measure(
     count: int,
     seconds: float,
     procs: int,
-    watched: dict[str, int],
+    watched: dict[str, list[int]],
 ) -> dict[str, Any]:
     """Run `count` (games or calls in flight) split over load-generator processes; the
     servers' CPU (by pid) over the measured time."""
@@ -510,6 +513,15 @@ async def rebuild(
 # --- the report -----------------------------------------------------------------------------
 
 
+async def stream_writes(nc: Any) -> int:
+    """Messages written so far to every JetStream stream (KV buckets included: their last
+    sequence counts overwrites too): what the disk syncs."""
+    total = 0
+    for info in await nc.jetstream().streams_info():
+        total += info.state.last_seq
+    return total
+
+
 def loadavg() -> str:
     one, five, fifteen = os.getloadavg()
     text = f"{one:.2f} {five:.2f} {fifteen:.2f} (1/5/15 min) on {os.cpu_count()} cores"
@@ -542,7 +554,7 @@ async def raw_jetstream(server: Any, n: int, in_flight: int) -> float:
     return rate(sent, t.seconds)
 
 
-async def main(quick: bool, procs: int) -> None:
+async def main(quick: bool, procs: int, engines: int) -> None:
     seconds = 6.0 if quick else 20.0
     print(f"load average at start: {loadavg()}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -556,15 +568,19 @@ async def main(quick: bool, procs: int) -> None:
         )
         noop_address = f"127.0.0.1:{free_port()}"
         noop = subprocess.Popen([sys.executable, "-c", NOOP_SERVER, noop_address])
+        replicas: list[subprocess.Popen[bytes]] = []
         try:
             assert platform.nats is not None and platform.nats.process is not None
             operator = demo_operator_token(settings, Path(tmp))
             pids = {c.name: c.process.pid for c in platform.children}
+            # More engine replicas on the same port (grpc sets SO_REUSEPORT): the kernel
+            # spreads the load generators' connections over them; OCC orders each game.
+            replicas.extend(platform.spawn("engine") for _ in range(engines - 1))
             servers = {
-                "engine": pids["engine"],
-                "dice": pids["dice"],
-                "ledger": pids["ledger"],
-                "nats": platform.nats.process.pid,
+                "engine": [pids["engine"], *(r.pid for r in replicas)],
+                "dice": [pids["dice"]],
+                "ledger": [pids["ledger"]],
+                "nats": [platform.nats.process.pid],
             }
             decide_evolve, legal_one_seat, timed = rules_cost(3 if quick else 10)
             print(
@@ -573,6 +589,7 @@ async def main(quick: bool, procs: int) -> None:
                 f"{legal_one_seat * 1e6:,.0f} us per seat"
             )
             print(
+                f"{engines} engine process(es); "
                 f"load generators: {procs} process(es) of their own (multiprocessing), "
                 f"{seconds:.0f} s a run; cores = CPU seconds / wall seconds of the run"
             )
@@ -587,12 +604,15 @@ async def main(quick: bool, procs: int) -> None:
                 f"raw JetStream publish (synced to disk, as the GAMES stream): {js1:,.0f} msg/s "
                 f"one at a time, {js100:,.0f} msg/s with 100 in flight"
             )
+            admin = await platform.nats.connect()
             rows = []
             for n in (1, 10, 100):
                 noop_r = measure(
-                    "noop", noop_address, operator, n, seconds / 2, procs, {"noop": noop.pid}
+                    "noop", noop_address, operator, n, seconds / 2, procs, {"noop": [noop.pid]}
                 )
+                written = await stream_writes(admin)
                 eng = measure("engine", addresses["engine"], operator, n, seconds, procs, servers)
+                eng["writes"] = await stream_writes(admin) - written
                 rows.append((n, noop_r, eng))
             print("raw gRPC unary no-op (health Check on a bare server process):")
             print(header)
@@ -626,6 +646,18 @@ async def main(quick: bool, procs: int) -> None:
                     f"   {n:>3} games: {others}; {e['aborted']} ABORTED (lost races), "
                     f"{e['games_finished']} games finished)"
                 )
+            print(
+                "synced JetStream writes per action (all streams: GAMES, dice outcomes, "
+                "ledger, KV), and the action rate they allow at the raw publish rate above:"
+            )
+            for n, _, e in rows:
+                per_action = e["writes"] / max(1, e["calls"])
+                print(
+                    f"  {n:>3} games: {per_action:4.1f} writes/action -> at most "
+                    f"{(js1 if n == 1 else js100) / per_action:,.0f} actions/s "
+                    f"(raw publish {'one at a time' if n == 1 else 'with 100 in flight'})"
+                )
+            await admin.close()
             print("aims (issue 17):")
             n, r100, e100 = rows[2]
             print(
@@ -674,8 +706,9 @@ async def main(quick: bool, procs: int) -> None:
             )
             print(f"  from its snapshot      {snap * 1000:7.1f} ms")
         finally:
-            noop.terminate()
-            noop.wait()
+            for process in (noop, *replicas):
+                process.terminate()
+                process.wait()
             platform.stop()
     print(f"load average at end:   {loadavg()}")
 
@@ -686,5 +719,8 @@ if __name__ == "__main__":
     parser.add_argument(
         "--procs", type=int, default=2, help="load-generator processes per run (default 2)"
     )
+    parser.add_argument(
+        "--engines", type=int, default=1, help="engine processes on the one port (default 1)"
+    )
     args = parser.parse_args()
-    asyncio.run(main(args.quick, args.procs))
+    asyncio.run(main(args.quick, args.procs, args.engines))
