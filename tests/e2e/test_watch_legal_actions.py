@@ -90,6 +90,16 @@ def test_watch_game_carries_legal_actions_to_their_seat_only(platform: Platform)
                         compared += bool(actions)
                 assert compared > 0, f"seat {seat}: no update to compare with ListLegalActions"
 
+            # Every stream above has ended, so the game's shared feed was closed: a new
+            # stream reads the log afresh, every version once, in order, from the start.
+            versions: list[int] = []
+            request = engine_pb2.WatchGameRequest(game_id=game_id)
+            async for update in stub.WatchGame(request):
+                versions.append(update.event.version)
+                if update.event.version >= version:
+                    break
+            assert versions == list(range(1, version + 1))
+
             # Another game's seat token, a forged token: no stream at all.
             with pytest.raises(grpc.aio.AioRpcError) as err:
                 request = engine_pb2.WatchGameRequest(
