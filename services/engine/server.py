@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any, TypeAlias
 
@@ -36,6 +37,9 @@ def summary_json(session: Session) -> bytes:
         "status": "finished" if session.finished else "active",
         "version": session.version,
         "players": [s.player_id for s in session.created.seats],
+        # When the engine wrote this summary (the game's creation, then its end): what
+        # `boulevard audit all --since` filters on.
+        "updated_unix_ms": int(time.time() * 1000),
     }
     if not session.seeds_fixed:
         # What the reveal sweeper looks for after a restart.
@@ -390,6 +394,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                     else engine_pb2.GAME_STATUS_ACTIVE,
                     version=info["version"],
                     player_ids=info["players"] if operator else [],
+                    updated_unix_ms=int(info.get("updated_unix_ms", 0)),
                 )
             )
         return engine_pb2.ListGamesResponse(games=games, next_page_token=next_token)

@@ -78,6 +78,8 @@ log = structlog.get_logger(__name__)
 
 MSG_ID = "Nats-Msg-Id"
 MAX_PLAYER_ID = 128
+LIST_PAGE_DEFAULT = 100  # ListTickets
+LIST_PAGE_MAX = 1000
 MAX_REQUEST_ID = 128
 CAS_ATTEMPTS = 16
 STOP_GRACE_SECONDS = 5.0
@@ -436,6 +438,50 @@ class Matchmaker:
             self._watchers[ticket_id].discard(queue)
             if not self._watchers[ticket_id]:
                 del self._watchers[ticket_id]
+
+    def list_tickets(
+        self,
+        owner: str | None,
+        game: str = "",
+        status: int = pb.TICKET_STATUS_UNSPECIFIED,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> tuple[list[pb.Ticket], str]:
+        """Tickets from the view, newest first: only `owner`'s (None: an operator's call, every
+        player's), one page and the token of the next ('' at the end). The token is the last
+        ticket's `<created_unix_ms>.<ticket_id>`, so pages hold while tickets come and go."""
+        size = page_size or LIST_PAGE_DEFAULT
+        if size > LIST_PAGE_MAX:
+            raise InvalidArgument(f"page_size is at most {LIST_PAGE_MAX}")
+        if game and game not in REGISTRY:
+            raise InvalidArgument(f"unknown game {game!r}; known: {', '.join(sorted(REGISTRY))}")
+        if status and status not in pb.TicketStatus.values():
+            raise InvalidArgument(f"unknown ticket status {status}")
+        after: tuple[int, str] | None = None
+        if page_token:
+            created, _, tid = page_token.partition(".")
+            if not created.isdigit() or not tid:
+                raise InvalidArgument("malformed page_token: pass next_page_token as it came")
+            after = (-int(created), tid)
+
+        def order(t: pb.Ticket) -> tuple[int, str]:
+            return (-t.created_unix_ms, t.ticket_id)
+
+        chosen = sorted(
+            (
+                v.ticket
+                for v in self.view.values()
+                if (owner is None or v.ticket.player_id == owner)
+                and (not game or v.ticket.game == game)
+                and (not status or v.ticket.status == status)
+                and (after is None or order(v.ticket) > after)
+            ),
+            key=order,
+        )
+        page = chosen[:size]
+        more = len(chosen) > size
+        token = f"{page[-1].created_unix_ms}.{page[-1].ticket_id}" if more else ""
+        return page, token
 
     # ---- queues and ratings ----
 

@@ -4,7 +4,8 @@ raised as platform errors; the interceptor maps them to status codes.
 Every call but ListQueues and GetRating needs the caller's bearer JWT. The player id is its
 `sub`: CreateTicket's `player_id` must be empty or equal to it (PERMISSION_DENIED otherwise),
 a ticket is read, watched and cancelled by its owner (or an operator), and only the owner
-sees its player token, minted fresh on each read."""
+sees its player token, minted fresh on each read. ListTickets lists the caller's own tickets
+(operators: anyone's), never with a player token."""
 
 from __future__ import annotations
 
@@ -87,6 +88,26 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         self, request: pb.ListQueuesRequest, context: Context
     ) -> pb.ListQueuesResponse:
         return pb.ListQueuesResponse(queues=self.mm.queue_stats(request.game))
+
+    async def ListTickets(
+        self, request: pb.ListTicketsRequest, context: Context
+    ) -> pb.ListTicketsResponse:
+        caller = self._caller(context, "ListTickets")
+        owner = self._owner(caller)
+        if request.player_id:
+            if owner is not None and request.player_id != owner:
+                raise PermissionDenied("only operators may list another player's tickets")
+            owner = request.player_id
+        tickets, token = self.mm.list_tickets(
+            owner, request.game, request.status, request.page_size, request.page_token
+        )
+        shown = []
+        for ticket in tickets:
+            listed = pb.Ticket()
+            listed.CopyFrom(ticket)
+            listed.player_token = ""  # a list never carries one; GetTicket gives it its owner
+            shown.append(listed)
+        return pb.ListTicketsResponse(tickets=shown, next_page_token=token)
 
     async def GetRating(
         self, request: pb.GetRatingRequest, context: Context

@@ -9,6 +9,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -219,3 +220,45 @@ def test_a_forged_snapshot_is_reported_and_never_used(platform: Platform) -> Non
         assert "forged snapshot" in platform.services["engine"].log()
 
     asyncio.run(run())
+
+
+def test_audit_all_since_takes_the_games_that_ended_since_then(platform: Platform) -> None:
+    """`--since` filters on when the engine recorded each game's end (ListGames'
+    updated_unix_ms): a game that just ended is in a span of the last hour, and nothing has
+    ended since tomorrow; a --since that is no time is a usage error (exit 2)."""
+    before_ms = int(time.time() * 1000)
+    game_id, _ = asyncio.run(play(platform, "las_vegas", 2))
+
+    async def summary() -> engine_pb2.GameSummary:
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            page = await engine_pb2_grpc.EngineServiceStub(channel).ListGames(
+                engine_pb2.ListGamesRequest(
+                    status=engine_pb2.GAME_STATUS_FINISHED, game="las_vegas", page_size=500
+                )
+            )
+        return next(g for g in page.games if g.game_id == game_id)
+
+    assert asyncio.run(summary()).updated_unix_ms >= before_ms
+
+    def audit_all(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable, "-m", "boulevard.cli.main", "audit", "all",
+                "--game-name", "las_vegas", "--no-ledger", "--json",
+                "--engine", platform.address("engine"), "--dice", platform.address("dice"),
+                *extra,
+            ],
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+
+    recent = audit_all("--since", "1h")
+    assert recent.returncode == 0, recent.stdout + recent.stderr
+    assert game_id in [g["game_id"] for g in json.loads(recent.stdout)["games"]]
+    tomorrow = time.strftime("%Y-%m-%d", time.gmtime(time.time() + 86400))
+    none = audit_all("--since", tomorrow)
+    assert none.returncode == 0, none.stdout + none.stderr
+    assert json.loads(none.stdout)["audited"] == 0
+    wrong = audit_all("--since", "last tuesday")
+    assert wrong.returncode == 2
+    said = " ".join(wrong.stderr.replace("│", " ").split())  # rich boxes and wraps it
+    assert "expected a span like 24h" in said

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import queue
 import random
@@ -127,6 +128,14 @@ def test_up_starts_every_service_healthy_and_stops_cleanly(tmp_path: Path) -> No
         assert key.stat().st_mode & 0o777 == 0o600
         operator = login(env, "olga", "--role", "operator")
         assert asyncio.run(list_games(address(env, "engine"), operator)) == []
+        # The read commands, with no token given, call as an operator of this issuer.
+        listed = subprocess.run(
+            [sys.executable, "-m", "boulevard.cli.main", "tickets", "--json"],
+            env=env, capture_output=True, text=True, timeout=30, check=True,
+        )  # fmt: skip
+        assert [(t["ticket_id"], t["player_id"]) for t in json.loads(listed.stdout)["tickets"]] == [
+            (ticket.ticket_id, "alice")
+        ]
         # The embedded NATS of `make run` is closed: no anonymous client gets in.
         asyncio.run(refused_without_credentials(int(env["BOULEVARD_EMBEDDED_NATS_PORT"])))
         identities = tmp_path / "data" / "nats-identities"

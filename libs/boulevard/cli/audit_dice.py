@@ -28,75 +28,15 @@ from typing import Any, TextIO
 import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.cli.exits import ExitCode
 from boulevard.client.dice import DiceReader
 from boulevard.fairness import Mismatch, RecordedOutcome, VerificationReport
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 
-EXIT_PASS = 0
-EXIT_FAIL = 1
-EXIT_ERROR = 2
-
-SubParsers = argparse._SubParsersAction
-
-
-def add_parser(subparsers: SubParsers[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    """Add `audit dice` to a CLI. Give it the top-level subparsers: an `audit` command is
-    created, or reused if another module (e.g. `audit ledger`) added it first."""
-    audit = subparsers.choices.get("audit")
-    if audit is None:
-        audit = subparsers.add_parser(
-            "audit", help="verify a game's dice or money without trusting the operator"
-        )
-    audit_commands = _subparsers_of(audit)
-    if audit_commands is None:
-        audit_commands = audit.add_subparsers(dest="audit_command", required=True, metavar="WHAT")
-    parser = audit_commands.add_parser(
-        "dice",
-        help="re-derive every roll and shuffle of a game from its revealed seed",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _arguments(parser)
-    parser.set_defaults(func=run)
-    return parser
-
-
-def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("game_id", help="the game to audit")
-    parser.add_argument(
-        "--dice",
-        metavar="HOST:PORT",
-        default=None,
-        help="the dice service's gRPC address (default: BOULEVARD_GRPC_HOST and "
-        "BOULEVARD_DICE_PORT, i.e. 127.0.0.1:50053)",
-    )
-    parser.add_argument(
-        "--engine",
-        metavar="HOST:PORT",
-        default=None,
-        help="the engine's gRPC address, to check that the game used exactly the recorded "
-        "outcomes (default: BOULEVARD_GRPC_HOST and BOULEVARD_ENGINE_PORT)",
-    )
-    parser.add_argument(
-        "--no-engine", action="store_true", help="check the dice records only, not their use"
-    )
-    parser.add_argument(
-        "--dice-key",
-        metavar="HEX",
-        default=None,
-        help="the dice service's Ed25519 public key (64 hex digits) as you pinned it; "
-        "default: the key the service serves",
-    )
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument(
-        "--html",
-        metavar="FILE",
-        default=None,
-        help="also write a report a person reads: commitment, reveal, every outcome with its "
-        "nonce and use, histograms and χ² per die size (one self-contained HTML file)",
-    )
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds per call")
+EXIT_PASS = ExitCode.OK
+EXIT_FAIL = ExitCode.FAILED
+EXIT_ERROR = ExitCode.CANNOT
 
 
 class Tee(io.StringIO):
@@ -113,13 +53,6 @@ class Tee(io.StringIO):
     def last(self) -> str:
         lines = [line for line in self.getvalue().splitlines() if line.strip()]
         return lines[-1] if lines else ""
-
-
-def _subparsers_of(parser: argparse.ArgumentParser) -> SubParsers[argparse.ArgumentParser] | None:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action
-    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -227,7 +160,11 @@ async def audit(
                         ),
                     )
     except ValueError as err:
-        print(f"cannot audit dice of {game_id}: {err}", file=sys.stderr)
+        message = f"cannot audit dice of {game_id}: {err}"
+        if as_json:
+            print(json.dumps({"game_id": game_id, "ok": False, "error": message}))
+        else:
+            print(message, file=sys.stderr)
         return EXIT_ERROR
     except grpc.aio.AioRpcError as err:
         message = f"cannot audit dice of {game_id}: {err.code().name}: {err.details()}"
@@ -263,14 +200,10 @@ def _print(game_id: str, report: VerificationReport, as_json: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m boulevard.cli.audit_dice <game_id>`, the same command on its own."""
-    parser = argparse.ArgumentParser(
-        prog="boulevard audit dice",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _arguments(parser)
-    return run(parser.parse_args(argv))
+    """`python -m boulevard.cli.audit_dice <game_id> …`: `boulevard audit dice` on its own."""
+    from boulevard.cli.main import main as boulevard
+
+    return boulevard(["audit", "dice", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

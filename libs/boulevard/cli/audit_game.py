@@ -10,8 +10,9 @@ ledger's entries for the game (`LedgerService.ListEntries`); checked locally wit
 log. Prints PASS with a summary, or FAIL naming the first version that does not follow and
 what was expected. Exit codes: 0 pass, 1 a check failed, 2 could not audit.
 
-`audit all` runs the game audit and the dice audit over every finished game (or the first
---limit), printing one progress line per game, then the ledger audit once.
+`audit all` runs the game audit and the dice audit over every finished game (those that
+ended --since a time, or the first --limit), printing one progress line per game, then the
+ledger audit once.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +39,8 @@ from boulevard.audit.game_log import (
     audit_game_log,
 )
 from boulevard.audit.signing import Receipt
-from boulevard.cli import audit_ledger
-from boulevard.cli.audit_dice import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, SubParsers, _subparsers_of
+from boulevard.cli import audit_ledger, output
+from boulevard.cli.audit_dice import EXIT_ERROR, EXIT_FAIL, EXIT_PASS
 from boulevard.cli.report import GameLogAudit
 from boulevard.client.dice import DiceReader, kind_name
 from boulevard.client.ledger import LedgerClient
@@ -50,62 +52,6 @@ class Addresses:
     engine: str
     dice: str | None
     ledger: str | None
-
-
-def add_parser(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
-    """Add `audit game` and `audit all` beside the other audits (give the top-level
-    subparsers; `audit` must exist)."""
-    audit = subparsers.choices["audit"]
-    commands = _subparsers_of(audit)
-    assert commands is not None
-    game = commands.add_parser(
-        "game",
-        help="re-run a game's rules over its signed, hash-chained log",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    game.add_argument("game_id")
-    _addresses(game)
-    game.add_argument("--receipts", type=Path, default=None, help="JSON lines of receipts to check")
-    game.add_argument(
-        "--engine-key",
-        default="",
-        help="the engine's receipt key (hex) obtained out of band; default: the key "
-        "GetEngineKey publishes",
-    )
-    game.add_argument("--json", action="store_true", help="print the result as JSON")
-    game.add_argument(
-        "--html",
-        metavar="FILE",
-        default=None,
-        help="also write a report a person reads (one self-contained HTML file)",
-    )
-    game.set_defaults(func=run_game)
-    every = commands.add_parser(
-        "all",
-        help="audit every finished game (rules, dice) and the ledger, with progress",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _addresses(every)
-    every.add_argument("--limit", type=int, default=0, help="audit at most this many games")
-    every.add_argument("--game-name", default="", help="only games of this registry name")
-    every.add_argument(
-        "--html",
-        metavar="FILE",
-        default=None,
-        help="also write a report a person reads (one self-contained HTML file)",
-    )
-    every.set_defaults(func=run_all)
-
-
-def _addresses(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--engine", metavar="HOST:PORT", default=None, help="engine gRPC address")
-    p.add_argument("--dice", metavar="HOST:PORT", default=None, help="dice gRPC address")
-    p.add_argument("--ledger", metavar="HOST:PORT", default=None, help="ledger gRPC address")
-    p.add_argument("--no-dice", action="store_true", help="do not compare with dice records")
-    p.add_argument("--no-ledger", action="store_true", help="do not compare with the ledger")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds per call")
 
 
 def addresses_of(args: argparse.Namespace) -> Addresses:
@@ -267,8 +213,11 @@ def _run_game(args: argparse.Namespace) -> tuple[int, str, int | None]:
             print(f"FAIL game {args.game_id} at version {failed.version}: {failed.message}")
         return EXIT_FAIL, f"FAIL at version {failed.version}: {failed.message}", failed.version
     except grpc.aio.AioRpcError as err:
-        print(f"cannot audit game {args.game_id}: {err.code().name}: {err.details()}",
-              file=sys.stderr)  # fmt: skip
+        message = f"cannot audit game {args.game_id}: {err.code().name}: {err.details()}"
+        # Said on stderr either way; with --json also as the one document on stdout.
+        print(message, file=sys.stderr)
+        if args.json:
+            print(json.dumps({"game_id": args.game_id, "ok": False, "error": message}))
         return EXIT_ERROR, "", None
     if args.json:
         print(json.dumps({"game_id": args.game_id, "ok": True, "versions": report.versions,
@@ -280,7 +229,33 @@ def _run_game(args: argparse.Namespace) -> tuple[int, str, int | None]:
     return EXIT_PASS, f"PASS {report.summary()}", None
 
 
-async def _finished_games(address: str, game_name: str, timeout: float) -> list[str]:
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def since_unix_ms(text: str, now: float) -> int:
+    """`--since`: a span back from `now` ("90m", "24h", "7d", "2w", "30s") or an ISO 8601
+    date or time ("2026-11-30", "2026-11-30T12:00:00Z"; no zone means UTC). ValueError with
+    what was expected when it is neither."""
+    text = text.strip()
+    if text[:-1].isdigit() and text[-1:] in _UNITS:
+        return int((now - int(text[:-1]) * _UNITS[text[-1]]) * 1000)
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"--since {text[:64]!r}: expected a span like 24h, 7d, 90m or an ISO date/time "
+            "like 2026-11-30 or 2026-11-30T12:00:00Z"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1000)
+
+
+async def _finished_games(
+    address: str, game_name: str, timeout: float, since_ms: int = 0
+) -> list[str]:
+    """Finished games' ids, oldest id first; with `since_ms`, only those whose summary the
+    engine wrote (their end) at or after it."""
     ids: list[str] = []
     async with grpc.aio.insecure_channel(address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
@@ -295,41 +270,47 @@ async def _finished_games(address: str, game_name: str, timeout: float) -> list[
                 ),
                 timeout=timeout,
             )
-            ids.extend(g.game_id for g in page.games)
+            ids.extend(g.game_id for g in page.games if g.updated_unix_ms >= since_ms)
             token = page.next_page_token
             if not token:
                 return ids
 
 
 async def _audit_all(args: argparse.Namespace) -> int:
+    as_json = bool(getattr(args, "json", False))
+    say: Callable[[str], None] = (lambda _: None) if as_json else (lambda t: print(t, flush=True))
     addresses = addresses_of(args)
-    games = await _finished_games(addresses.engine, args.game_name, args.timeout)
+    since = getattr(args, "since", None)
+    since_ms = since_unix_ms(since, time.time()) if since else 0
+    games = await _finished_games(addresses.engine, args.game_name, args.timeout, since_ms)
     if args.limit:
         games = games[: args.limit]
     failures = 0
     started = time.monotonic()
-    logs: list[GameLogAudit] = []  # for --html
-    for i, game_id in enumerate(games, start=1):
-        verdict = "ok"
-        failed_at: int | None = None
-        try:
-            await audit_one(game_id, addresses, timeout=args.timeout)
-            if addresses.dice:
-                async with grpc.aio.insecure_channel(addresses.dice) as channel:
-                    dice = await DiceReader(channel, timeout=args.timeout).audit_game(game_id)
-                if not dice.ok:
-                    verdict = f"FAIL dice: {dice.describe()}"
-        except GameAuditFailed as failed:
-            verdict = f"FAIL game at version {failed.version}: {failed.message}"
-            failed_at = failed.version
-        except grpc.aio.AioRpcError as err:
-            verdict = f"ERROR {err.code().name}: {err.details()}"
-        if verdict != "ok":
-            failures += 1
-        logs.append(GameLogAudit(game_id, verdict == "ok", verdict, failed_at))
-        rate = i / max(time.monotonic() - started, 1e-9)
-        print(f"[{i}/{len(games)}] {game_id} {verdict}  ({rate:.1f} games/s, {failures} failed)",
-              flush=True)  # fmt: skip
+    logs: list[GameLogAudit] = []  # for --html and --json
+    with output.progress(f"auditing {len(games)} games", len(games), stderr=as_json) as step:
+        for i, game_id in enumerate(games, start=1):
+            verdict = "ok"
+            failed_at: int | None = None
+            try:
+                await audit_one(game_id, addresses, timeout=args.timeout)
+                if addresses.dice:
+                    async with grpc.aio.insecure_channel(addresses.dice) as channel:
+                        dice = await DiceReader(channel, timeout=args.timeout).audit_game(game_id)
+                    if not dice.ok:
+                        verdict = f"FAIL dice: {dice.describe()}"
+            except GameAuditFailed as failed:
+                verdict = f"FAIL game at version {failed.version}: {failed.message}"
+                failed_at = failed.version
+            except grpc.aio.AioRpcError as err:
+                verdict = f"ERROR {err.code().name}: {err.details()}"
+            if verdict != "ok":
+                failures += 1
+            logs.append(GameLogAudit(game_id, verdict == "ok", verdict, failed_at))
+            rate = i / max(time.monotonic() - started, 1e-9)
+            say(f"[{i}/{len(games)}] {game_id} {verdict}  ({rate:.1f} games/s, "
+                f"{failures} failed)")  # fmt: skip
+            step()
     ledger_ok = True
     ledger_said = ""
     if addresses.ledger:
@@ -338,7 +319,8 @@ async def _audit_all(args: argparse.Namespace) -> int:
         )
         ledger_ok = ledger.ok
         ledger_said = ("PASS" if ledger.ok else "FAIL") + f" ledger: {ledger.failure or 'ok'}"
-        print(ledger_said)
+        say(ledger_said)
+    written = None
     if args.html:
         from boulevard.cli.report_data import write_audit_report
 
@@ -347,15 +329,40 @@ async def _audit_all(args: argparse.Namespace) -> int:
             engine=addresses.engine, ledger=addresses.ledger, ledger_ok=ledger_ok,
             ledger_said=ledger_said, timeout=args.timeout,
         )  # fmt: skip
-        print(f"report: {written}")
-    print(f"{'PASS' if not failures and ledger_ok else 'FAIL'}: {len(games)} games audited, "
-          f"{failures} failed")  # fmt: skip
-    return EXIT_PASS if not failures and ledger_ok else EXIT_FAIL
+        say(f"report: {written}")
+    ok = not failures and ledger_ok
+    if as_json:
+        print(json.dumps(all_json(logs, ledger_said if addresses.ledger else None, ok, written)))
+    else:
+        print(f"{'PASS' if ok else 'FAIL'}: {len(games)} games audited, {failures} failed")
+    return EXIT_PASS if ok else EXIT_FAIL
+
+
+def all_json(
+    logs: Sequence[GameLogAudit], ledger_said: str | None, ok: bool, html: object = None
+) -> dict[str, Any]:
+    """`audit all --json`: the keys docs/cli.md lists."""
+    return {
+        "ok": ok,
+        "audited": len(logs),
+        "failed": sum(1 for g in logs if not g.ok),
+        "games": [
+            {"game_id": g.game_id, "ok": g.ok, "verdict": g.verdict, "failed_at": g.version}
+            for g in logs
+        ],
+        "ledger": None
+        if ledger_said is None
+        else {"ok": ledger_said.startswith("PASS"), "verdict": ledger_said},
+        "report": str(html) if html is not None else None,
+    }
 
 
 def run_all(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(_audit_all(args))
     except grpc.aio.AioRpcError as err:
-        print(f"cannot audit: {err.code().name}: {err.details()}", file=sys.stderr)
+        message = f"cannot audit: {err.code().name}: {err.details()}"
+        print(message, file=sys.stderr)
+        if getattr(args, "json", False):
+            print(json.dumps({"ok": False, "error": message}))
         return EXIT_ERROR

@@ -14,8 +14,7 @@ the pure core (`boulevard.accounting`), trusting nothing the service says about 
 
 Prints a clear pass, or the exact entry (or head, or game version and seat) that fails, and
 exits non-zero on failure. Exit codes: 0 pass, 1 verification failed, 2 could not audit
-(the ledger is unreachable, or bad arguments). Wire it with
-`audit_ledger.add_parser(<audit subparsers>)`.
+(the ledger is unreachable, or bad arguments). Its options: `boulevard.cli.app`.
 """
 
 from __future__ import annotations
@@ -23,10 +22,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 
@@ -44,13 +45,14 @@ from boulevard.accounting import (
     verify_tree_head,
 )
 from boulevard.accounting.accounts import AccountId
+from boulevard.cli.exits import ExitCode
 from boulevard.client.ledger import LedgerClient, money_trail
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 
-EXIT_PASS = 0
-EXIT_FAIL = 1
-EXIT_ERROR = 2
+EXIT_PASS = ExitCode.OK
+EXIT_FAIL = ExitCode.FAILED
+EXIT_ERROR = ExitCode.CANNOT
 # Codes that say "could not ask", not "the answer is wrong".
 UNREACHABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 HEAD_WAIT = 10.0  # seconds to wait for a head over entries just posted
@@ -71,42 +73,8 @@ class AuditReport:
     games: int = 0
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser(
-        "ledger",
-        help="verify the money ledger: balance, chain, signed heads, proofs, reconciliation",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("--game", default="", help="audit only this game's entries")
-    p.add_argument(
-        "--address",
-        metavar="HOST:PORT",
-        default=None,
-        help="the ledger's gRPC address (default: BOULEVARD_GRPC_HOST and "
-        "BOULEVARD_LEDGER_PORT, i.e. 127.0.0.1:50054)",
-    )
-    p.add_argument(
-        "--public-key",
-        default="",
-        help="the ledger's Ed25519 public key (hex) obtained out of band; default: trust "
-        "the key the service publishes, and print it for comparison",
-    )
-    p.add_argument(
-        "--no-reconcile", action="store_true", help="skip replaying games against the ledger"
-    )
-    p.add_argument("--quiet", action="store_true", help="print only the verdict")
-    p.add_argument(
-        "--html",
-        metavar="FILE",
-        default=None,
-        help="also write a report a person reads: signed heads, each entry's proof status, "
-        "balances over time (one self-contained HTML file)",
-    )
-    p.set_defaults(func=run)
-
-
 def run(args: argparse.Namespace) -> int:
+    as_json = bool(getattr(args, "json", False))
     try:
         key = bytes.fromhex(args.public_key) if args.public_key else None
     except ValueError:
@@ -114,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     settings = Settings()
     address = args.address or f"{settings.grpc_host}:{settings.ledger_port}"
-    say: Callable[[str], None] = (lambda _: None) if args.quiet else print
+    say: Callable[[str], None] = (lambda _: None) if args.quiet or as_json else print
     report = asyncio.run(
         audit_address(address, args.game, key, reconcile_games=not args.no_reconcile, say=say)
     )
@@ -123,17 +91,39 @@ def run(args: argparse.Namespace) -> int:
                    f"{report.games} games reconciled")  # fmt: skip
         code = EXIT_PASS
     elif report.unreachable:
-        print(f"ERROR cannot reach the ledger at {address}: {report.failure}")
-        return EXIT_ERROR
+        verdict, code = f"ERROR cannot reach the ledger at {address}: {report.failure}", EXIT_ERROR
     else:
         verdict, code = f"FAIL {report.failure}", EXIT_FAIL
-    print(verdict)
-    if args.html:
+    written = None
+    if args.html and code != EXIT_ERROR:
         from boulevard.cli.report_data import write_ledger_report
 
         written = write_ledger_report(args.html, address, args.game, key, report.ok, verdict)
-        print(f"report: {written}")
+    if as_json:
+        print(json.dumps(report_json(report, address, args.game, verdict, written)))
+    else:
+        print(verdict)
+        if written is not None:
+            print(f"report: {written}")
     return code
+
+
+def report_json(
+    report: AuditReport, address: str, game: str, verdict: str, html: object = None
+) -> dict[str, Any]:
+    """`audit ledger --json`: the keys docs/cli.md lists."""
+    return {
+        "ok": report.ok,
+        "reachable": not report.unreachable,
+        "address": address,
+        "game": game or None,
+        "entries": report.entries,
+        "heads": report.heads,
+        "games_reconciled": report.games,
+        "failure": report.failure or None,
+        "verdict": verdict,
+        "report": str(html) if html is not None else None,
+    }
 
 
 async def audit_address(

@@ -110,16 +110,6 @@ async def restore_stream(nc: NATS, path: Path, timeout: float = 30.0) -> dict[st
     return state
 
 
-def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("backup", help="write a JetStream stream to a file (online)")
-    p.add_argument("stream", help="GAMES, DICE, LEDGER, MATCHMAKING, or a KV's KV_<bucket>")
-    p.add_argument("file", type=Path)
-    p.set_defaults(func=_run_backup)
-    r = subparsers.add_parser("restore", help="create a stream from a `boulevard backup` file")
-    r.add_argument("file", type=Path)
-    r.set_defaults(func=_run_restore)
-
-
 async def _connect() -> NATS:
     """As the `admin` identity (its seed from BOULEVARD_NATS_NKEY_SEED or
     <data_dir>/nats-identities/admin.nk), over TLS when a CA is configured."""

@@ -10,6 +10,11 @@ Kubernetes run it as an exec probe with the interpreter the services already use
 service's full proto name (`boulevard.v1.EngineService`) also catches a port wired to the
 wrong service, which answers SERVICE_UNKNOWN (NOT_FOUND) for a name it does not serve.
 
+`--alive` is for liveness probes: exit 0 when the service answers at all, SERVING or
+NOT_SERVING. A service says NOT_SERVING while its NATS connection is lost (readiness takes it
+out of rotation), but restarting it would not bring NATS back, so liveness must not fail on
+that; it fails only on no answer, a timeout or SERVICE_UNKNOWN (a hung or miswired process).
+
 Where the services serve TLS, the probe verifies the server against the CA in
 BOULEVARD_TLS_CA_FILE (the service's own setting, so the probe needs no argument for it) or
 `--tls-ca FILE`; the certificate must name the probed host (127.0.0.1).
@@ -18,6 +23,7 @@ BOULEVARD_TLS_CA_FILE (the service's own setting, so the probe needs no argument
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -94,13 +100,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="verify the server's TLS certificate with this CA (default: BOULEVARD_TLS_CA_FILE, "
         "plaintext when neither is set)",
     )
+    parser.add_argument(
+        "--alive",
+        action="store_true",
+        help="liveness: exit 0 for NOT_SERVING too (the process answers); 1 only for no "
+        "answer, a timeout or SERVICE_UNKNOWN",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"target", "service", "healthy", "message"} as JSON on stdout',
+    )
     return parser
 
 
 def check(
-    target: Target, service: str = "", timeout: float = 3.0, ca_file: Path | None = None
+    target: Target,
+    service: str = "",
+    timeout: float = 3.0,
+    ca_file: Path | None = None,
+    *,
+    alive: bool = False,
 ) -> tuple[int, str]:
-    """(exit code, message) for one health check of `service` at `target`."""
+    """(exit code, message) for one health check of `service` at `target`; with `alive`,
+    any SERVING/NOT_SERVING answer counts as healthy (a liveness probe)."""
     what = f"{target.address} {service or '(server)'}"
     with sync_channel(target.address, ca_file) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
@@ -116,6 +139,8 @@ def check(
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     if reply.status == health_pb2.HealthCheckResponse.SERVING:
         return SERVING, f"healthy: {what}: {status}"
+    if alive and reply.status == health_pb2.HealthCheckResponse.NOT_SERVING:
+        return SERVING, f"alive: {what}: {status} (answers; not ready)"
     return NOT_SERVING, f"unhealthy: {what}: {status}"
 
 
@@ -129,9 +154,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         print("error: --timeout must be more than 0", file=sys.stderr)
         return USAGE
-    tls = {"ca_file": args.tls_ca} if args.tls_ca else {}
-    code, message = check(args.target, args.service, args.timeout, **tls)
-    print(message, file=sys.stdout if code == SERVING else sys.stderr)
+    return report(
+        args.target, args.service, args.timeout, args.tls_ca, as_json=args.json, alive=args.alive
+    )
+
+
+def report(
+    target: Target,
+    service: str,
+    timeout: float,
+    ca_file: Path | None,
+    *,
+    as_json: bool = False,
+    alive: bool = False,
+) -> int:
+    """Check, print the verdict (a line, or with `as_json` one JSON document on stdout) and
+    return the exit code: what both `python -m boulevard.cli.healthcheck` and `boulevard
+    healthcheck` do."""
+    tls = {"ca_file": ca_file} if ca_file else {}
+    code, message = check(target, service, timeout, **tls, alive=alive)
+    if as_json:
+        print(json.dumps({"target": target.address, "service": service,
+                          "healthy": code == SERVING, "message": message}))  # fmt: skip
+    else:
+        print(message, file=sys.stdout if code == SERVING else sys.stderr)
     return code
 
 

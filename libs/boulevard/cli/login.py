@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 
 from boulevard.platform.errors import Unauthenticated
-from boulevard.platform.identity import ROLES, LocalIssuer, check_subject
+from boulevard.platform.identity import LocalIssuer, check_subject
 from boulevard.platform.settings import Settings
 
 MAX_TTL_SECONDS = 7 * 86400
@@ -29,21 +29,6 @@ def local_issuer(settings: Settings, data_dir: Path) -> LocalIssuer:
     return LocalIssuer.ensure(
         issuer_folder(data_dir).resolve(), settings.auth_issuer, settings.auth_audience
     )
-
-
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("login", help="print a bearer token from the local issuer")
-    p.add_argument("name", help="the player (or operator) id: the token's subject")
-    p.add_argument("--role", choices=sorted(ROLES), default="player")
-    p.add_argument("--ttl", type=float, default=3600.0, help="seconds the token is valid")
-    p.add_argument("--data-dir", type=Path, default=None, help="the data dir of `boulevard up`")
-    p.set_defaults(func=login)
-
-    issuer = subparsers.add_parser("issuer", help="manage the local token issuer")
-    issuer_sub = issuer.add_subparsers(dest="issuer_command", required=True, metavar="WHAT")
-    rotate = issuer_sub.add_parser("rotate", help="add a new signing key (keeps the previous)")
-    rotate.add_argument("--data-dir", type=Path, default=None)
-    rotate.set_defaults(func=rotate_key)
 
 
 def _existing(settings: Settings, data_dir: Path) -> LocalIssuer | None:

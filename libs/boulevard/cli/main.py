@@ -1,64 +1,29 @@
-"""The `boulevard` command."""
+"""The `boulevard` command's entry point (the console script, `python -m
+boulevard.cli.main`, and `main([...])` in tests): the typer app of `boulevard.cli.app`,
+returning its exit code (`boulevard.cli.exits`) instead of leaving the interpreter."""
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from collections.abc import Sequence
 
-from boulevard.cli import (
-    audit_dice,
-    audit_game,
-    audit_ledger,
-    backup,
-    login,
-    nats_identities,
-    play,
-    tls_certs,
-    up,
-    watch,
-)
-from boulevard.platform import tls
+import typer
 
+from boulevard.cli.app import app
+from boulevard.cli.exits import ExitCode
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="boulevard",
-        description="Boulevard: run, play and audit Vegas board games on NATS and gRPC.",
-    )
-    parser.add_argument(
-        "--tls-ca",
-        metavar="FILE",
-        default=None,
-        help="verify the services' TLS certificates with this CA (default: "
-        "BOULEVARD_TLS_CA_FILE; plaintext gRPC when neither is set)",
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    up.add_parser(sub)
-    login.add_parser(sub)
-    nats_identities.add_parser(sub)
-    tls_certs.add_parser(sub)
-    watch.add_parser(sub)
-    backup.add_parsers(sub)
-    play.add_parser(sub)
-    audit = sub.add_parser(
-        "audit", help="verify a game's dice or the money ledger without trusting the operator"
-    )
-    audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="WHAT")
-    audit_ledger.add_parser(audit_sub)
-    audit_dice.add_parser(sub)  # finds `audit` and adds `dice` beside `ledger`
-    audit_game.add_parser(sub)  # `game` and `all`
-    return parser
+PROG = "boulevard"  # also names the completion variable, _BOULEVARD_COMPLETE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.tls_ca:
-        # Read by every gRPC channel the commands open (boulevard.platform.tls.channel).
-        os.environ[tls.CA_ENV] = str(args.tls_ca)
-    code: int = args.func(args)
-    return code
+    command = typer.main.get_command(app)
+    try:
+        command.main(args=list(argv) if argv is not None else None, prog_name=PROG)
+    except SystemExit as done:
+        if done.code is None:
+            return ExitCode.OK
+        return done.code if isinstance(done.code, int) else ExitCode.FAILED
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

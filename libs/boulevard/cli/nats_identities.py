@@ -23,14 +23,6 @@ from boulevard.messaging.identities import (
 )
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser(
-        "nats-identities", help="make the NATS identities (nkeys) of a deployment"
-    )
-    p.add_argument("dir", type=Path, help="where to keep the seeds (made, mode 0700)")
-    p.set_defaults(func=run)
-
-
 def secrets_lines(directory: Path) -> list[str]:
     keys = make_identities(directory)
     lines = [f"{key_variable(i)}={keys[i]}" for i in IDENTITIES]

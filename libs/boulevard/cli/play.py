@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import getpass
 import os
-from pathlib import Path
 
 from textual.markup import escape
 
@@ -29,7 +28,7 @@ from boulevard.cli.login import issuer_folder, local_issuer
 from boulevard.cli.screen import GameScreen
 from boulevard.client.dice import DiceReader
 from boulevard.client.matchmaking import MatchmakingClient
-from boulevard.games import REGISTRY, get_game
+from boulevard.games import get_game
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 
@@ -98,42 +97,6 @@ class PlayApp(GameScreen):
             self.show(update)
             if update.event.type == "GameFinished":
                 return
-
-
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser(
-        "play",
-        help="sit down at a table and play a game in the terminal",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("game", choices=sorted(REGISTRY), help="the game to play")
-    p.add_argument(
-        "--token",
-        default=None,
-        help="your bearer token (default: BOULEVARD_PLAYER_TOKEN; else, next to a local "
-        "`boulevard up`, one its issuer makes for --player)",
-    )
-    p.add_argument(
-        "--player", default=None, help="with a local issuer: your player id (default: your login)"
-    )
-    p.add_argument("--data-dir", type=Path, default=None, help="the data dir of `boulevard up`")
-    p.add_argument("--seats", type=int, default=0, help="table size (default: the game's usual)")
-    p.add_argument(
-        "--bot-fill",
-        type=int,
-        default=2,
-        metavar="SECONDS",
-        help="bots take the seats nobody took after this long (0: wait for people)",
-    )
-    for service in ("matchmaking", "engine", "dice"):
-        p.add_argument(
-            f"--{service}",
-            metavar="HOST:PORT",
-            default=None,
-            help=f"the {service} service's gRPC address (default: from BOULEVARD_… settings)",
-        )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

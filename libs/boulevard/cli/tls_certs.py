@@ -11,24 +11,10 @@ only a certificate, its key and the CA (docs/security.md).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from boulevard.platform.tls import LOCAL_HOSTS, make_pki
 
 COMPOSE_HOSTS = ("nats", "matchmaking", "engine", "dice", "ledger")
-
-
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("tls-certs", help="make a CA and server certificate for TLS")
-    p.add_argument("dir", type=Path, help="where to write the PEM files")
-    p.add_argument(
-        "--host",
-        action="append",
-        default=[],
-        help=f"a name the certificate is for (repeat; default: {', '.join(COMPOSE_HOSTS)})",
-    )
-    p.add_argument("--days", type=int, default=365, help="validity of the server certificate")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -36,6 +36,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from boulevard.cli import output
 from boulevard.cli.healthcheck import SERVING, check, parse_target
 from boulevard.cli.login import local_issuer
 from boulevard.games import REGISTRY
@@ -48,48 +49,6 @@ from boulevard.platform.settings import Settings
 from boulevard.platform.tls import Pki, make_pki
 
 SERVICES = ("matchmaking", "engine", "dice", "ledger")
-
-
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("up", help="start NATS and the services, play a demo game")
-    p.add_argument("--data-dir", type=Path, default=None, help="where NATS keeps its store")
-    p.add_argument(
-        "--services", default=",".join(SERVICES), help="comma-separated services to start"
-    )
-    p.add_argument("--no-demo", action="store_true", help="do not play the demo game")
-    p.add_argument(
-        "--demo",
-        default="lords_of_vegas",
-        metavar="GAME",
-        help="the game the demo plays (default: lords_of_vegas)",
-    )
-    p.add_argument(
-        "--speed",
-        type=float,
-        default=2.0,
-        help="demo turns shown per second on a terminal (0: as fast as it plays; default 2)",
-    )
-    p.add_argument(
-        "--verbose", action="store_true", help="stream the services' logs here, not to files"
-    )
-    p.add_argument(
-        "--exit-after-demo", action="store_true", help="stop everything once the demo ends"
-    )
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for SERVING")
-    p.add_argument(
-        "--tls",
-        action="store_true",
-        help="serve gRPC and NATS over TLS, with a local CA and certificates made in "
-        "<data-dir>/tls (clients: --tls-ca <data-dir>/tls/ca.pem)",
-    )
-    p.add_argument(
-        "--cluster",
-        type=int,
-        default=1,
-        metavar="N",
-        help="run N nats-servers as one JetStream cluster (streams at min(N, 3) replicas)",
-    )
-    p.set_defaults(func=run)
 
 
 def say(text: str) -> None:
@@ -363,10 +322,15 @@ async def start_platform(
             # A young cluster can be slow to create replicated streams: a service that
             # times out doing so exits, and the supervisor starts it again.
             platform.supervise()
-        for child in platform.children:
-            watched = None if platform.cluster is not None else child.process
-            await wait_serving(child.address, timeout, watched, ca_file)
-            say(f"  {child.name:<12} {child.address} (gRPC, SERVING{', TLS' if pki else ''})")
+        # A bar while the services start (seconds), on a terminal only; with --verbose
+        # their own logs share this terminal, so no bar then.
+        waiting = len(platform.children) if platform.logs is not None else 0
+        with output.progress("waiting for the services to say SERVING", waiting) as step:
+            for child in platform.children:
+                watched = None if platform.cluster is not None else child.process
+                await wait_serving(child.address, timeout, watched, ca_file)
+                say(f"  {child.name:<12} {child.address} (gRPC, SERVING{', TLS' if pki else ''})")
+                step()
         if pki is not None:
             say(f"  TLS on gRPC and NATS; clients verify with the CA {pki.ca_cert}")
         return platform, addresses

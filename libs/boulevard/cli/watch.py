@@ -24,39 +24,6 @@ from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser(
-        "watch",
-        help="follow a game as a spectator",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("game_id", help="the game to watch")
-    p.add_argument(
-        "--engine",
-        metavar="HOST:PORT",
-        default=None,
-        help="the engine's gRPC address (default: BOULEVARD_GRPC_HOST and BOULEVARD_ENGINE_PORT)",
-    )
-    p.add_argument(
-        "--speed",
-        type=float,
-        default=2.0,
-        help="turns shown per second on a terminal (0: no pause)",
-    )
-    p.add_argument(
-        "--tui", action="store_true", help="the full-screen view `boulevard play` shows (Textual)"
-    )
-    p.add_argument(
-        "--dice",
-        metavar="HOST:PORT",
-        default=None,
-        help="with --tui: the dice service, to verify the dice at the end "
-        "(default: BOULEVARD_GRPC_HOST and BOULEVARD_DICE_PORT)",
-    )
-    p.set_defaults(func=run)
-
-
 class WatchApp(GameScreen):
     """The play screen as a spectator: public reads only, no menu."""
 

@@ -114,6 +114,9 @@ LIMITS: Mapping[str, Limit] = {
         "ListQueuesRequest.game": Limit(ID),
         "GetRatingRequest.player_id": Limit(PLAYER_ID),
         "GetRatingRequest.game": Limit(ID),
+        "ListTicketsRequest.player_id": Limit(PLAYER_ID),
+        "ListTicketsRequest.game": Limit(ID),
+        "ListTicketsRequest.page_token": Limit(PAGE_TOKEN),
         # dice.proto
         "GetCommitmentRequest.game_id": Limit(ID),
         "ListOutcomesRequest.game_id": Limit(ID),

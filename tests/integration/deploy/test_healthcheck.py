@@ -62,6 +62,24 @@ def test_not_serving_exits_1(health_server: tuple[str, health.HealthServicer]) -
     assert f"unhealthy: {address} {SERVICE}: NOT_SERVING" in result.stderr
 
 
+def test_alive_passes_not_serving_but_not_silence_or_a_miswired_port(
+    health_server: tuple[str, health.HealthServicer],
+) -> None:
+    """Liveness (`--alive`): a service that says NOT_SERVING (its NATS is gone) is alive and
+    must not be restarted; one that does not answer, or a port serving something else, is not."""
+    address, servicer = health_server
+    servicer.set(SERVICE, health_pb2.HealthCheckResponse.NOT_SERVING)
+    result = probe(address, SERVICE, "--alive")
+    assert result.returncode == 0, result.stderr
+    assert f"alive: {address} {SERVICE}: NOT_SERVING" in result.stdout
+    servicer.set(SERVICE, health_pb2.HealthCheckResponse.SERVING)
+    assert probe(address, SERVICE, "--alive").returncode == 0
+    unknown = probe(address, "boulevard.v1.DiceService", "--alive")
+    assert unknown.returncode == 1 and "SERVICE_UNKNOWN" in unknown.stderr
+    silent = probe(f"127.0.0.1:{free_port()}", SERVICE, "--alive")
+    assert silent.returncode == 1 and "no answer" in silent.stderr
+
+
 def test_a_service_the_server_does_not_know_exits_1(
     health_server: tuple[str, health.HealthServicer],
 ) -> None:

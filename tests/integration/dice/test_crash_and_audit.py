@@ -223,28 +223,23 @@ async def test_audit_cli_fails_on_a_removed_edited_or_injected_record(
     assert code == 2 and "NOT_FOUND" in out
 
 
-@pytest.mark.parametrize("ledger_first", [False, True])
-def test_add_parser_shares_the_audit_command(ledger_first: bool) -> None:
-    parser = argparse.ArgumentParser(prog="boulevard")
-    sub = parser.add_subparsers(dest="command", required=True)
+def test_audit_dice_and_ledger_are_sub_commands_of_one_audit_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`boulevard audit dice` hands its options to `audit_dice.run`, beside `audit ledger`
+    (the typer app in boulevard.cli.app wires both under `audit`)."""
+    from boulevard.cli import audit_ledger
+    from boulevard.cli.main import main
 
-    def add_ledger() -> None:  # what another `audit` module may do
-        audit = sub.choices.get("audit") or sub.add_parser("audit")
-        inner = next(
-            (a for a in audit._actions if isinstance(a, argparse._SubParsersAction)), None
-        ) or audit.add_subparsers(dest="audit_command", required=True)
-        inner.add_parser("ledger").set_defaults(func=lambda args: 0)
-
-    if ledger_first:
-        add_ledger()
-    audit_dice.add_parser(sub)
-    if not ledger_first:
-        add_ledger()
-    args = parser.parse_args(["audit", "dice", "g-1", "--dice", "127.0.0.1:1", "--json"])
-    assert (args.game_id, args.dice, args.json, args.func) == (
+    seen: dict[str, argparse.Namespace] = {}
+    monkeypatch.setattr(audit_dice, "run", lambda args: seen.setdefault("dice", args) and 0)
+    monkeypatch.setattr(audit_ledger, "run", lambda args: seen.setdefault("ledger", args) and 0)
+    assert main(["audit", "dice", "g-1", "--dice", "127.0.0.1:1", "--json"]) == 0
+    args = seen["dice"]
+    assert (args.game_id, args.dice, args.json, args.no_engine) == (
         "g-1",
         "127.0.0.1:1",
         True,
-        audit_dice.run,
+        False,
     )
-    assert parser.parse_args(["audit", "ledger"]).func(None) == 0
+    assert main(["audit", "ledger"]) == 0 and seen["ledger"].game == ""

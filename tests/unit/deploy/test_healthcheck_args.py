@@ -61,16 +61,20 @@ def test_bad_arguments_exit_2_with_a_message(
 def test_the_service_defaults_to_the_whole_server(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[Target, str, float]] = []
 
-    def fake_check(target: Target, service: str = "", timeout: float = 3.0) -> tuple[int, str]:
-        calls.append((target, service, timeout))
+    def fake_check(
+        target: Target, service: str = "", timeout: float = 3.0, *, alive: bool = False
+    ) -> tuple[int, str]:
+        calls.append((target, service, timeout, alive))
         return healthcheck.SERVING, "healthy"
 
     monkeypatch.setattr(healthcheck, "check", fake_check)
     assert healthcheck.main(["127.0.0.1:50052"]) == 0
     assert healthcheck.main(["e:1", "boulevard.v1.EngineService", "--timeout", "0.5"]) == 0
+    assert healthcheck.main(["e:1", "--alive"]) == 0
     assert calls == [
-        (Target("127.0.0.1", 50052), "", 3.0),
-        (Target("e", 1), "boulevard.v1.EngineService", 0.5),
+        (Target("127.0.0.1", 50052), "", 3.0, False),
+        (Target("e", 1), "boulevard.v1.EngineService", 0.5, False),
+        (Target("e", 1), "", 3.0, True),
     ]
 
 

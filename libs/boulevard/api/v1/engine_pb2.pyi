@@ -344,10 +344,15 @@ class GameSummary(_message.Message):
     STATUS_FIELD_NUMBER: _builtins.int
     VERSION_FIELD_NUMBER: _builtins.int
     PLAYER_IDS_FIELD_NUMBER: _builtins.int
+    UPDATED_UNIX_MS_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     game: _builtins.str
     status: Global___GameStatus.ValueType
     version: _builtins.int
+    updated_unix_ms: _builtins.int
+    """When the engine last wrote this summary: the game's creation, then its end (0 for
+    games summarised before this field existed).
+    """
     @_builtins.property
     def player_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """operators only; empty for everyone else"""
@@ -360,10 +365,11 @@ class GameSummary(_message.Message):
         status: Global___GameStatus.ValueType = ...,
         version: _builtins.int = ...,
         player_ids: _abc.Iterable[_builtins.str] | None = ...,
+        updated_unix_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "game_id", b"game_id", "player_ids", b"player_ids", "status", b"status", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "game_id", b"game_id", "player_ids", b"player_ids", "status", b"status", "updated_unix_ms", b"updated_unix_ms", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

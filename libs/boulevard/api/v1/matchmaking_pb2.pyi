@@ -605,3 +605,68 @@ class RatingResult(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RatingResult: _TypeAlias = RatingResult  # noqa: Y015
+
+@_typing.final
+class ListTicketsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    GAME_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    player_id: _builtins.str
+    """Players: empty or their own id (PERMISSION_DENIED otherwise); operators: one player's
+    tickets, empty for everyone's.
+    max 128 chars
+    """
+    game: _builtins.str
+    """empty: every game; max 64 chars"""
+    status: Global___TicketStatus.ValueType
+    """UNSPECIFIED: any status"""
+    page_size: _builtins.int
+    """0 = 100, at most 1000"""
+    page_token: _builtins.str
+    """from a previous response; max 128 chars"""
+    def __init__(
+        self,
+        *,
+        player_id: _builtins.str = ...,
+        game: _builtins.str = ...,
+        status: Global___TicketStatus.ValueType = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "page_size", b"page_size", "page_token", b"page_token", "player_id", b"player_id", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListTicketsRequest: _TypeAlias = ListTicketsRequest  # noqa: Y015
+
+@_typing.final
+class ListTicketsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TICKETS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """empty when this page reached the end"""
+    @_builtins.property
+    def tickets(self) -> _containers.RepeatedCompositeFieldContainer[Global___Ticket]:
+        """newest first (created_unix_ms, then ticket_id)"""
+
+    def __init__(
+        self,
+        *,
+        tickets: _abc.Iterable[Global___Ticket] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_page_token", b"next_page_token", "tickets", b"tickets"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListTicketsResponse: _TypeAlias = ListTicketsResponse  # noqa: Y015

@@ -73,6 +73,11 @@ class MatchmakingServiceStub:
                 request_serializer=boulevard_dot_v1_dot_matchmaking__pb2.GetRatingRequest.SerializeToString,
                 response_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.GetRatingResponse.FromString,
                 _registered_method=True)
+        self.ListTickets = channel.unary_unary(
+                '/boulevard.v1.MatchmakingService/ListTickets',
+                request_serializer=boulevard_dot_v1_dot_matchmaking__pb2.ListTicketsRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.ListTicketsResponse.FromString,
+                _registered_method=True)
 
 
 class MatchmakingServiceServicer:
@@ -134,6 +139,15 @@ class MatchmakingServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListTickets(self, request, context):
+        """The caller's tickets (operators: everyone's, or one player's), newest first, paged, as
+        this replica's view holds them (it follows the tickets bucket within a moment). Never a
+        player token: GetTicket gives a ticket's owner that. Needs a bearer token.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MatchmakingServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -166,6 +180,11 @@ def add_MatchmakingServiceServicer_to_server(servicer, server):
                     servicer.GetRating,
                     request_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.GetRatingRequest.FromString,
                     response_serializer=boulevard_dot_v1_dot_matchmaking__pb2.GetRatingResponse.SerializeToString,
+            ),
+            'ListTickets': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTickets,
+                    request_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.ListTicketsRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_matchmaking__pb2.ListTicketsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -339,6 +358,33 @@ class MatchmakingService:
             '/boulevard.v1.MatchmakingService/GetRating',
             boulevard_dot_v1_dot_matchmaking__pb2.GetRatingRequest.SerializeToString,
             boulevard_dot_v1_dot_matchmaking__pb2.GetRatingResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTickets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/boulevard.v1.MatchmakingService/ListTickets',
+            boulevard_dot_v1_dot_matchmaking__pb2.ListTicketsRequest.SerializeToString,
+            boulevard_dot_v1_dot_matchmaking__pb2.ListTicketsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -61,6 +61,11 @@ class MatchmakingServiceStub:
     """Per game: tickets waiting, the oldest wait, matches formed in the last minute."""
     GetRating: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.GetRatingRequest, _matchmaking_pb2.GetRatingResponse]
     """A player's rating in one game (the default rating when they have not played it)."""
+    ListTickets: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.ListTicketsRequest, _matchmaking_pb2.ListTicketsResponse]
+    """The caller's tickets (operators: everyone's, or one player's), newest first, paged, as
+    this replica's view holds them (it follows the tickets bucket within a moment). Never a
+    player token: GetTicket gives a ticket's owner that. Needs a bearer token.
+    """
 
 @_typing.type_check_only
 class MatchmakingServiceAsyncStub(MatchmakingServiceStub):
@@ -95,6 +100,11 @@ class MatchmakingServiceAsyncStub(MatchmakingServiceStub):
     """Per game: tickets waiting, the oldest wait, matches formed in the last minute."""
     GetRating: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.GetRatingRequest, _matchmaking_pb2.GetRatingResponse]  # type: ignore[assignment]
     """A player's rating in one game (the default rating when they have not played it)."""
+    ListTickets: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.ListTicketsRequest, _matchmaking_pb2.ListTicketsResponse]  # type: ignore[assignment]
+    """The caller's tickets (operators: everyone's, or one player's), newest first, paged, as
+    this replica's view holds them (it follows the tickets bucket within a moment). Never a
+    player token: GetTicket gives a ticket's owner that. Needs a bearer token.
+    """
 
 class MatchmakingServiceServicer(metaclass=_abc_1.ABCMeta):
     """Players find games here: a ticket waits in a queue per game until the matcher puts it in
@@ -162,5 +172,16 @@ class MatchmakingServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_matchmaking_pb2.GetRatingResponse, _abc.Awaitable[_matchmaking_pb2.GetRatingResponse]]:
         """A player's rating in one game (the default rating when they have not played it)."""
+
+    @_abc_1.abstractmethod
+    def ListTickets(
+        self,
+        request: _matchmaking_pb2.ListTicketsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_matchmaking_pb2.ListTicketsResponse, _abc.Awaitable[_matchmaking_pb2.ListTicketsResponse]]:
+        """The caller's tickets (operators: everyone's, or one player's), newest first, paged, as
+        this replica's view holds them (it follows the tickets bucket within a moment). Never a
+        player token: GetTicket gives a ticket's owner that. Needs a bearer token.
+        """
 
 def add_MatchmakingServiceServicer_to_server(servicer: MatchmakingServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

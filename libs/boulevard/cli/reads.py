@@ -1,0 +1,350 @@
+"""The read commands: `boulevard games`, `game show`, `tickets` and `ledger balances`.
+
+Each fetches through the public gRPC API (the services found as every command finds them:
+Settings, i.e. BOULEVARD_GRPC_HOST and BOULEVARD_*_PORT, and TLS through
+BOULEVARD_TLS_CA_FILE or `--tls-ca`), builds one JSON document whose keys docs/cli.md lists
+(`--json` prints it as is), and shows people the same document as a table. The identity a
+call carries is whatever the caller chose (`Caller`): the services decide what it may see
+(ListGames shows player ids to operators only; ListTickets shows a player their own).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from boulevard.api.v1 import (
+    engine_pb2,
+    engine_pb2_grpc,
+    ledger_pb2,
+    ledger_pb2_grpc,
+    matchmaking_pb2_grpc,
+)
+from boulevard.api.v1 import matchmaking_pb2 as mm_pb2
+from boulevard.cli import output
+from boulevard.client.table import Table
+from boulevard.platform import tls
+from boulevard.platform.identity import OPERATOR, bearer
+from boulevard.platform.settings import Settings
+
+CLI_OPERATOR = "cli-operator"  # the subject of the operator token the local issuer makes
+CLI_TOKEN_TTL = 300.0
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The bearer token a read sends ('' for none) and where it came from, for messages."""
+
+    token: str = ""
+    source: str = "no token"
+
+    @property
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        return bearer(self.token) if self.token else ()
+
+
+def resolve_caller(
+    token: str | None, anonymous: bool, data_dir: Path | None, settings: Settings
+) -> Caller:
+    """`--token` (or BOULEVARD_TOKEN) as given; `--anonymous`: none; else, next to a local
+    `boulevard up`, an operator token its issuer makes (as `up`'s demo and `play` use it),
+    and none where there is no local issuer."""
+    from boulevard.cli.login import issuer_folder, local_issuer
+
+    if anonymous:
+        return Caller()
+    if token:
+        return Caller(token, "--token")
+    folder = data_dir or settings.data_dir
+    if not (issuer_folder(folder) / "jwks.json").exists():
+        return Caller()
+    minted = local_issuer(settings, folder).mint(CLI_OPERATOR, (OPERATOR,), CLI_TOKEN_TTL)
+    return Caller(minted, f"operator token of the local issuer in {folder}")
+
+
+# -- names on the wire -> names in JSON -------------------------------------------------------
+
+
+def _enum_name(value_name: str, prefix: str) -> str:
+    return value_name.removeprefix(prefix).lower()
+
+
+def game_status(status: int) -> str:
+    """'active', 'finished' or 'unspecified'."""
+    return _enum_name(
+        engine_pb2.GameStatus.Name(engine_pb2.GameStatus.ValueType(status)), "GAME_STATUS_"
+    )
+
+
+def ticket_status(status: int) -> str:
+    return _enum_name(
+        mm_pb2.TicketStatus.Name(mm_pb2.TicketStatus.ValueType(status)), "TICKET_STATUS_"
+    )
+
+
+def account_kind(kind: int) -> str:
+    return _enum_name(
+        ledger_pb2.AccountKind.Name(ledger_pb2.AccountKind.ValueType(kind)), "ACCOUNT_KIND_"
+    )
+
+
+# -- the JSON documents (their keys are documented in docs/cli.md) ----------------------------
+
+
+def game_summary_json(g: engine_pb2.GameSummary) -> dict[str, Any]:
+    return {
+        "game_id": g.game_id,
+        "game": g.game,
+        "status": game_status(g.status),
+        "version": g.version,
+        "player_ids": list(g.player_ids),  # [] unless the caller is an operator
+    }
+
+
+def games_json(games: Sequence[engine_pb2.GameSummary], truncated: bool) -> dict[str, Any]:
+    return {
+        "games": [game_summary_json(g) for g in games],
+        "count": len(games),
+        "truncated": truncated,
+    }
+
+
+def ticket_json(t: mm_pb2.Ticket) -> dict[str, Any]:
+    return {
+        "ticket_id": t.ticket_id,
+        "player_id": t.player_id,
+        "game": t.game,
+        "status": ticket_status(t.status),
+        "min_seats": t.min_seats,
+        "max_seats": t.max_seats,
+        "game_id": t.game_id,
+        "seat": t.seat if t.status == mm_pb2.TICKET_STATUS_ASSIGNED else None,
+        "created_unix_ms": t.created_unix_ms,
+        "updated_unix_ms": t.updated_unix_ms,
+        "expires_unix_ms": t.expires_unix_ms,
+        "status_reason": t.status_reason,
+    }
+
+
+def tickets_json(tickets: Sequence[mm_pb2.Ticket], truncated: bool) -> dict[str, Any]:
+    return {
+        "tickets": [ticket_json(t) for t in tickets],
+        "count": len(tickets),
+        "truncated": truncated,
+    }
+
+
+def balances_json(book: str, reply: ledger_pb2.GetBalancesResponse) -> dict[str, Any]:
+    balances = [
+        {"account": b.account, "kind": account_kind(b.kind), "amount": b.amount}
+        for b in reply.balances
+    ]
+    return {
+        "book": book,
+        "tree_size": reply.tree_size,
+        "balances": balances,
+        "total": sum(b.amount for b in reply.balances),
+    }
+
+
+@dataclass
+class GameShown:
+    """What `game show` learned: the engine's answer and the names and result in its log."""
+
+    game: engine_pb2.GetGameResponse
+    player_ids: list[str]
+    finished: dict[str, Any] | None
+
+
+def game_json(shown: GameShown) -> dict[str, Any]:
+    g = shown.game
+    finished = shown.finished or {}
+    return {
+        "game_id": g.game_id,
+        "game": g.game,
+        "status": game_status(g.status),
+        "version": g.version,
+        "to_act": list(g.to_act),
+        "player_ids": shown.player_ids,
+        "board": g.view.rendered,
+        "ranking": [list(group) for group in finished.get("ranking", [])] or None,
+        "scores": list(finished.get("scores", [])) or None,
+    }
+
+
+# -- fetching ---------------------------------------------------------------------------------
+
+
+async def fetch_games(
+    address: str,
+    caller: Caller,
+    *,
+    status: int = engine_pb2.GAME_STATUS_UNSPECIFIED,
+    game: str = "",
+    player_id: str = "",
+    limit: int = 0,
+    timeout: float = 10.0,
+) -> tuple[list[engine_pb2.GameSummary], bool]:
+    """Every game ListGames shows this caller (at most `limit`, 0: all); and whether more
+    were left out."""
+    out: list[engine_pb2.GameSummary] = []
+    async with tls.channel(address) as channel:
+        stub = engine_pb2_grpc.EngineServiceStub(channel)
+        token = ""
+        while True:
+            page = await stub.ListGames(
+                engine_pb2.ListGamesRequest(
+                    status=engine_pb2.GameStatus.ValueType(status),
+                    game=game,
+                    player_id=player_id,
+                    page_size=500,
+                    page_token=token,
+                ),
+                metadata=caller.metadata,
+                timeout=timeout,
+            )
+            out.extend(page.games)
+            token = page.next_page_token
+            if limit and len(out) >= limit:
+                return out[:limit], len(out) > limit or bool(token)
+            if not token:
+                return out, False
+
+
+async def fetch_tickets(
+    address: str,
+    caller: Caller,
+    *,
+    player_id: str = "",
+    game: str = "",
+    status: int = mm_pb2.TICKET_STATUS_UNSPECIFIED,
+    limit: int = 0,
+    timeout: float = 10.0,
+) -> tuple[list[mm_pb2.Ticket], bool]:
+    out: list[mm_pb2.Ticket] = []
+    async with tls.channel(address) as channel:
+        stub = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
+        token = ""
+        while True:
+            page = await stub.ListTickets(
+                mm_pb2.ListTicketsRequest(
+                    player_id=player_id,
+                    game=game,
+                    status=mm_pb2.TicketStatus.ValueType(status),
+                    page_size=1000,
+                    page_token=token,
+                ),
+                metadata=caller.metadata,
+                timeout=timeout,
+            )
+            out.extend(page.tickets)
+            token = page.next_page_token
+            if limit and len(out) >= limit:
+                return out[:limit], len(out) > limit or bool(token)
+            if not token:
+                return out, False
+
+
+async def fetch_balances(
+    address: str, book: str, account: str = "", timeout: float = 10.0
+) -> ledger_pb2.GetBalancesResponse:
+    async with tls.channel(address) as channel:
+        stub = ledger_pb2_grpc.LedgerServiceStub(channel)
+        reply: ledger_pb2.GetBalancesResponse = await stub.GetBalances(
+            ledger_pb2.GetBalancesRequest(book=book, account=account), timeout=timeout
+        )
+        return reply
+
+
+async def fetch_game(address: str, game_id: str, timeout: float = 10.0) -> GameShown:
+    """The spectator's view (GetGame) and, from the public log, the seats' player ids
+    (GameCreated) and, once over, the result (GameFinished)."""
+    async with tls.channel(address) as channel:
+        stub = engine_pb2_grpc.EngineServiceStub(channel)
+        got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id), timeout=timeout)
+        player_ids: list[str] = []
+        finished: dict[str, Any] | None = None
+        first = stub.WatchGame(engine_pb2.WatchGameRequest(game_id=game_id), timeout=timeout)
+        async for update in first:
+            if update.event.type == "GameCreated":
+                seats = json.loads(update.event.payload).get("seats", [])
+                player_ids = [str(s.get("player_id", "")) for s in seats]
+            break
+        first.cancel()
+        if got.status == engine_pb2.GAME_STATUS_FINISHED and got.version:
+            last = stub.WatchGame(
+                engine_pb2.WatchGameRequest(game_id=game_id, from_version=got.version),
+                timeout=timeout,
+            )
+            async for update in last:
+                if update.event.type == "GameFinished":
+                    finished = json.loads(update.event.payload)
+                break
+            last.cancel()
+        return GameShown(got, player_ids, finished)
+
+
+# -- for people -------------------------------------------------------------------------------
+
+
+def show_games(document: dict[str, Any], caller: Caller) -> None:
+    out = output.console()
+    rows = [
+        (g["game_id"], g["game"], g["status"], g["version"], ", ".join(g["player_ids"]) or "—")
+        for g in document["games"]
+    ]
+    output.table(
+        "", ("game id", "game", "status", "version", "players"), rows, out=out, right=("version",)
+    )
+    more = " (more left out: raise --limit)" if document["truncated"] else ""
+    out.print(f"{document['count']} games{more}; as: {caller.source}")
+    if document["games"] and not any(g["player_ids"] for g in document["games"]):
+        out.print("player ids are shown to operators only")
+
+
+def show_tickets(document: dict[str, Any], caller: Caller) -> None:
+    out = output.console()
+    rows = [
+        (
+            t["ticket_id"],
+            t["player_id"],
+            t["game"],
+            t["status"],
+            f"{t['min_seats']}-{t['max_seats']}",
+            t["game_id"] or "—",
+            "—" if t["seat"] is None else t["seat"],
+        )
+        for t in document["tickets"]
+    ]
+    columns = ("ticket id", "player", "game", "status", "seats", "game id", "seat")
+    output.table("", columns, rows, out=out)
+    more = " (more left out: raise --limit)" if document["truncated"] else ""
+    out.print(f"{document['count']} tickets{more}; as: {caller.source}")
+
+
+def show_balances(document: dict[str, Any]) -> None:
+    out = output.console()
+    rows = [(b["account"], b["kind"], f"{b['amount']:,}") for b in document["balances"]]
+    title = f"book {document['book']} (the first {document['tree_size']} ledger entries)"
+    output.table(title, ("account", "kind", "amount"), rows, out=out, right=("amount",))
+    out.print(f"total {document['total']:,} over {len(rows)} accounts")
+
+
+def show_game(shown: GameShown) -> None:
+    """The board as `boulevard watch` draws it (`boulevard.client.table.Table`), then the
+    facts below it."""
+    g = shown.game
+    frames: list[str] = []
+    table = Table(g.game, out=frames.append, terminal=False)
+    table.names = [f"{pid} (seat {i})" for i, pid in enumerate(shown.player_ids)]
+    table.finished = shown.finished
+    table.frame(engine_pb2.WatchGameResponse(view=g.view, to_act=g.to_act))
+    out = output.console()
+    out.print(f"game {g.game_id} — {g.game}, {game_status(g.status)}, version {g.version}")
+    for frame in frames:
+        out.print(frame, markup=False)
+    if shown.finished is not None:
+        out.print(f"game over — {table.ranking()}", markup=False)
