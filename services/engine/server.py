@@ -3,6 +3,7 @@ mapped to status codes by the platform's interceptor, not here."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -46,6 +47,41 @@ def summary_json(session: Session) -> bytes:
     return json.dumps(summary, sort_keys=True).encode()
 
 
+class Feed:
+    """One game's log as this replica reads it, shared by all of the game's WatchGame streams
+    here: one NATS consumer and one decode per event, however many watch (issue 17: each
+    stream had its own consumer, so every event crossed the NATS socket once per watcher).
+    It holds the events read so far; each stream walks them at its own pace."""
+
+    def __init__(self, store: JetStreamEventStore, game_id: str) -> None:
+        self.events: list[events_pb2.EventEnvelope] = []
+        self.watchers = 0
+        self._error: BaseException | None = None
+        self._wake = asyncio.Event()
+        self.task = asyncio.create_task(self._read(store, game_id), name=f"feed-{game_id}")
+        # Its streams get any failure (`after`); retrieved here so asyncio does not report it.
+        self.task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    async def _read(self, store: JetStreamEventStore, game_id: str) -> None:
+        try:
+            async for batch in follow(store, game_id):
+                self.events.extend(events_pb2.EventEnvelope.FromString(r.data) for r in batch)
+                self._wake.set()  # wakes every stream waiting now; later ones wait anew
+                self._wake = asyncio.Event()
+        except BaseException as exc:
+            self._error = exc
+            self._wake.set()
+            raise
+
+    async def after(self, seen: int) -> list[events_pb2.EventEnvelope]:
+        """The events past the first `seen`, once there are any (what arrived together)."""
+        while len(self.events) <= seen:
+            if self._error is not None:
+                raise self._error
+            await self._wake.wait()
+        return self.events[seen:]
+
+
 class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
     def __init__(
         self,
@@ -58,6 +94,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         self.store = store
         self.index = games_index
         self.verifier = verifier
+        self._feeds: dict[str, Feed] = {}  # game id -> its log, while anyone watches it
 
     async def CreateGame(
         self, request: engine_pb2.CreateGameRequest, context: Context
@@ -89,10 +126,31 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
     @staticmethod
     def _view(session: Session, seat: int | None) -> engine_pb2.GameView:
         def compute() -> engine_pb2.GameView:
-            return mapping.view_to_proto(session.game, session.game.view(session.state, seat))
+            view = session.game.view(session.state, seat)
+            # Seats that may see the same (in many games, everyone sees everything but the
+            # deck) share one mapped message: it is a function of the view's value alone,
+            # so an equal view gets the bytes it would have got anyway.
+            known: list[tuple[Any, engine_pb2.GameView]] = session.memo("views", None, list)
+            for other, proto in known:
+                if type(other) is type(view) and other == view:
+                    return proto
+            proto = mapping.view_to_proto(session.game, view)
+            known.append((view, proto))
+            return proto
 
         view: engine_pb2.GameView = session.memo("view", seat, compute)
         return view
+
+    @staticmethod
+    def _legal_actions(session: Session, seat: int) -> list[engine_pb2.Action]:
+        """A seat's legal actions as protos: mapped once per version and shared by every
+        reader (ListLegalActions and each WatchGame stream of that seat)."""
+
+        def compute() -> list[engine_pb2.Action]:
+            return [mapping.command_to_action(session.game, c) for c in session.legal(seat)]
+
+        actions: list[engine_pb2.Action] = session.memo("legal_actions", seat, compute)
+        return actions
 
     def _seat(self, token: str, game_id: str) -> int | None:
         """The caller's seat, or None for a spectator (no token)."""
@@ -121,10 +179,8 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         if seat is None:
             raise Unauthenticated("a player token is required")
         session = await self.engine.load(request.game_id)
-        legal = session.legal(seat)
         return engine_pb2.ListLegalActionsResponse(
-            version=session.version,
-            actions=[mapping.command_to_action(session.game, c) for c in legal],
+            version=session.version, actions=self._legal_actions(session, seat)
         )
 
     async def SubmitAction(
@@ -223,31 +279,67 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
     ) -> AsyncIterator[engine_pb2.WatchGameResponse]:
         seat = self._seat(request.player_token, request.game_id)
         session = await self.engine.load(request.game_id)  # NOT_FOUND before streaming
+        # This stream's own copy of the game, for views when this replica does not hold the
+        # game at the stream's version. Folding it is most of what a stream costs, so events
+        # are folded only when such a view is needed (`unfolded` waits until then); when the
+        # live game stands at the same version, its state (immutable) is taken instead.
         watched = Session.new(session.game_id, session.created)
-        async for batch in follow(self.store, session.game_id):
-            for i, recorded in enumerate(batch):
-                envelope = events_pb2.EventEnvelope.FromString(recorded.data)
-                watched.apply_envelope(envelope)
-                if watched.version < request.from_version:
-                    continue
-                finished = watched.finished is not None
-                # A game over when the call began shows everything, its shuffles included:
-                # that is what lets an auditor check the game used the recorded dice.
-                revealed = finished or session.finished is not None
-                update = engine_pb2.WatchGameResponse(
-                    event=redacted(watched.game, envelope, revealed)
-                )
-                if i == len(batch) - 1:
-                    # One view per burst of events (the state after the last of them):
-                    # views are what watching costs, and a client draws only the latest.
-                    # The live game at the same version has them computed already.
-                    live = self.engine.cached(watched.game_id)
-                    source = live if live and live.version == watched.version else watched
-                    update.view.CopyFrom(self._view(source, seat))
-                    update.to_act.extend(source.to_act())
-                yield update
-                if finished:
-                    return
+        unfolded: list[events_pb2.EventEnvelope] = []
+        over = False
+        seen = 0
+        feed = self._watch(session.game_id)
+        try:
+            while True:
+                batch = await feed.after(seen)  # what arrived together: one burst
+                seen += len(batch)
+                for i, envelope in enumerate(batch):
+                    unfolded.append(envelope)
+                    over = over or envelope.type == "GameFinished"
+                    if envelope.version < request.from_version:
+                        continue
+                    # A game over when the call began shows everything, its shuffles
+                    # included: that is what lets an auditor check the game used the
+                    # recorded dice.
+                    revealed = over or session.finished is not None
+                    update = engine_pb2.WatchGameResponse(
+                        event=redacted(session.game, envelope, revealed)
+                    )
+                    if i == len(batch) - 1:
+                        # One view per burst of events (the state after the last of them):
+                        # views are what watching costs, and a client draws only the latest.
+                        # The live game at the same version has them computed already.
+                        live = self.engine.cached(session.game_id)
+                        if live is not None and live.version == envelope.version:
+                            watched, source = live.fork(), live
+                        else:
+                            for pending in unfolded:
+                                watched.apply_envelope(pending)
+                            source = watched
+                        unfolded.clear()
+                        update.view.CopyFrom(self._view(source, seat))
+                        update.to_act.extend(source.to_act())
+                        if seat is not None:
+                            # What the seat may do now: no ListLegalActions call per move.
+                            update.legal_actions.extend(self._legal_actions(source, seat))
+                    yield update
+                    if over:
+                        return
+        finally:
+            self._unwatch(session.game_id, feed)
+
+    def _watch(self, game_id: str) -> Feed:
+        feed = self._feeds.get(game_id)
+        if feed is None or feed.task.done():
+            feed = self._feeds[game_id] = Feed(self.store, game_id)
+        feed.watchers += 1
+        return feed
+
+    def _unwatch(self, game_id: str, feed: Feed) -> None:
+        feed.watchers -= 1
+        if feed.watchers == 0:
+            feed.task.cancel()
+            if self._feeds.get(game_id) is feed:
+                del self._feeds[game_id]
 
     async def RenewPlayerToken(
         self, request: engine_pb2.RenewPlayerTokenRequest, context: Context

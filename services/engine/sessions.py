@@ -102,6 +102,21 @@ class Session:
         while len(self.recent) > keep:  # versions arrive in order: the first is the oldest
             del self.recent[next(iter(self.recent))]
 
+    def fork(self) -> Session:
+        """A copy of the game as it stands (for a reader that goes on folding events on its
+        own): states are immutable, so the state is shared, not copied."""
+        return Session(
+            self.game_id,
+            self.game,
+            self.created,
+            self.state,
+            self.version,
+            self.finished,
+            client_seeds=dict(self.client_seeds),
+            seeds_fixed=self.seeds_fixed,
+            head_hash=self.head_hash,
+        )
+
     @property
     def codec(self) -> Codec:
         return codec_of(self.game)

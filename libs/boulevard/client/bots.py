@@ -1,8 +1,9 @@
 """Bots that play through the engine's public gRPC API, like any client app.
 
-A bot seat waits for something to happen in its game (WatchGame), asks for its legal
-actions, lets the game's bot choose from what its seat may see, and submits the choice with
-the version it decided on. A lost race (ABORTED) just means: look again.
+A bot seat waits for something to happen in its game (WatchGame); each update carries the
+seat's view and legal actions at that version, so the game's bot chooses from what its seat
+may see and the seat submits the choice with the version it decided on — one call per move.
+A lost race (ABORTED) just means: look again.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class SeatPlayer:
     rng: random.Random
     key: SigningKey  # the seat's key, bound to it when the game was created
     moves: int = 0
+    acted_at: int = -1  # the version of this seat's last move: older updates are stale
     client_seed: str | None = None  # revealed before playing, when given
     # The engine's signed receipt for each accepted move: proof, later, that the log held it.
     receipts: list[engine_pb2.Receipt] = field(default_factory=list)
@@ -95,6 +97,7 @@ class SeatPlayer:
         changed = asyncio.Event()
         changed.set()
         finished = asyncio.Event()
+        latest: list[engine_pb2.WatchGameResponse] = []  # the newest update with a view
 
         start = await self.stub.GetGame(
             engine_pb2.GetGameRequest(game_id=self.game_id, player_token=self.token)
@@ -108,6 +111,8 @@ class SeatPlayer:
                 game_id=self.game_id, player_token=self.token, from_version=start.version
             )
             async for update in self.stub.WatchGame(request):
+                if update.HasField("view"):
+                    latest[:] = [update]
                 changed.set()
                 if update.event.type == "GameFinished":
                     finished.set()
@@ -120,9 +125,11 @@ class SeatPlayer:
                 if watcher.done() and watcher.exception() is not None:
                     raise watcher.exception()  # type: ignore[misc]
                 changed.clear()
+                update = latest.pop() if latest else None
                 try:
-                    while await self._act(game):
-                        pass
+                    again = await self._act(game, update)
+                    while again:
+                        again = await self._act(game)
                 except grpc.aio.AioRpcError as err:
                     if err.code() != grpc.StatusCode.UNAUTHENTICATED or self.renew is None:
                         raise
@@ -132,23 +139,31 @@ class SeatPlayer:
             watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)
 
-    async def _act(self, game: Any) -> bool:
-        """Make one move if this seat has one; True if it moved."""
-        legal = await self.stub.ListLegalActions(
-            engine_pb2.ListLegalActionsRequest(game_id=self.game_id, player_token=self.token)
-        )
-        if not legal.actions:
-            return False
-        got = await self.stub.GetGame(
-            engine_pb2.GetGameRequest(game_id=self.game_id, player_token=self.token)
-        )
-        if got.version != legal.version:
-            return True  # the game moved between the two calls: look again
-        view = proto_to_view(game, got.view)
-        commands = [action_to_command(game, a) for a in legal.actions]
+    async def _act(self, game: Any, update: engine_pb2.WatchGameResponse | None = None) -> bool:
+        """Make one move if this seat has one, from a WatchGame update (its view and legal
+        actions) or, without one, from ListLegalActions + GetGame. True: look again now with
+        fresh calls; False: wait for the next update."""
+        if update is not None and (update.legal_actions or self.seat not in update.to_act):
+            if not update.legal_actions or update.event.version <= self.acted_at:
+                return False  # not this seat's turn, or a version from before our last move
+            version, actions, view_pb = update.event.version, update.legal_actions, update.view
+        else:  # the first look, or an engine whose updates carry no legal actions
+            legal = await self.stub.ListLegalActions(
+                engine_pb2.ListLegalActionsRequest(game_id=self.game_id, player_token=self.token)
+            )
+            if not legal.actions:
+                return False
+            got = await self.stub.GetGame(
+                engine_pb2.GetGameRequest(game_id=self.game_id, player_token=self.token)
+            )
+            if got.version != legal.version:
+                return True  # the game moved between the two calls: look again
+            version, actions, view_pb = legal.version, legal.actions, got.view
+        view = proto_to_view(game, view_pb)
+        commands = [action_to_command(game, a) for a in actions]
         if self.choose is None:
             choice = self.bot(view, commands, self.seat, self.rng)
-        elif (choice := await self.choose(view, commands, legal.version)) is None:
+        elif (choice := await self.choose(view, commands, version)) is None:
             return True  # the game moved on while the person was choosing: look again
         request = signed_submit(
             self.game_id,
@@ -156,7 +171,7 @@ class SeatPlayer:
             self.seat,
             self.key,
             command_to_action(game, choice),
-            legal.version,
+            version,
             uuid.uuid4().hex,
         )
         for attempt in range(SUBMIT_ATTEMPTS):
@@ -164,8 +179,12 @@ class SeatPlayer:
                 reply = await self.stub.SubmitAction(request)
                 break
             except grpc.aio.AioRpcError as err:
-                if err.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION):
-                    return True  # someone else moved first; decide again on the new state
+                if err.code() == grpc.StatusCode.ABORTED:
+                    # Someone else moved first: the stream brings the new state (without
+                    # one, look again now).
+                    return update is None
+                if err.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                    return True  # e.g. a move that changes nothing: look again with fresh calls
                 if err.code() != grpc.StatusCode.UNAVAILABLE or attempt == SUBMIT_ATTEMPTS - 1:
                     raise
                 # The outcome may be unknown: the same request (same idempotency key) is
@@ -173,7 +192,9 @@ class SeatPlayer:
                 await asyncio.sleep(0.5 * 2**attempt)
         self.moves += 1
         self.receipts.append(reply.receipt)
-        return True
+        self.acted_at = version
+        # Moved: the stream brings what follows (without one, look again now).
+        return update is None
 
 
 SUBMIT_ATTEMPTS = 6  # UNAVAILABLE is retried with backoff for about 15 s

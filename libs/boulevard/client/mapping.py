@@ -1,4 +1,5 @@
-"""Game commands and views to the engine's typed protobuf messages and back, by reflection.
+"""Game commands and views to the engine's typed protobuf messages and back, by reflection
+(compiled once per type on the way out: see `_writer`).
 
 Protobuf stops here: the games keep their frozen dataclasses, and this one generic mapper
 walks a dataclass's fields (`typing.get_type_hints`) beside the message's descriptor. Nothing
@@ -31,7 +32,7 @@ import dataclasses
 import re
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from functools import cache
@@ -336,71 +337,136 @@ def _enum_members(enum_desc: EnumDescriptor, enum: type[Enum]) -> dict[int, Enum
 # --- dataclass → message --------------------------------------------------------------------
 
 
+# Each (message type, Python type) pair is compiled once into a writer: a closure that
+# knows its fields, their proto names, their enum numbers and which sub-writers to call, so
+# the per-call work is getattr/setattr and nothing reflective (no type hints, descriptors or
+# `typing` inspection per value). Issue 17: views are mapped for every reader of a version.
+
+Writer = Callable[[Message, Any], None]
+_WRITERS: dict[tuple[Descriptor, Any], Writer] = {}
+
+
 def _write_dataclass(message: Message, obj: Any) -> None:
-    cls: type = type(obj)
-    hints = _hints(cls)
-    fields = _descriptor(message).fields_by_name
-    for f in _dataclass_fields(cls):
-        if f.name not in fields:
-            raise ProtoMappingError(
-                f"{message.DESCRIPTOR.name} has no field for {cls.__name__}.{f.name}"
-            )
-        _write_field(message, fields[f.name], hints[f.name], getattr(obj, f.name))
+    _writer(_descriptor(message), type(obj))(message, obj)
 
 
-def _write_field(message: Message, field: FieldDescriptor, tp: Any, value: Any) -> None:
+def _writer(desc: Descriptor, tp: Any) -> Writer:
+    """The compiled writer that fills a message of type `desc` from a value of type `tp`."""
+    key = (desc, tp)
+    found = _WRITERS.get(key)
+    if found is None:
+        # A placeholder first, so a type that contains itself compiles (it calls the real
+        # writer through the cache once that exists).
+        _WRITERS[key] = lambda message, value: _WRITERS[key](message, value)
+        try:
+            found = _WRITERS[key] = _compile_value(desc, tp)
+        except BaseException:
+            del _WRITERS[key]
+            raise
+    return found
+
+
+def _compile_value(desc: Descriptor, tp: Any) -> Writer:
+    """A message that stands for one value: a dataclass, a fixed tuple (positional fields)
+    or a collection (its single repeated field)."""
+    if _is_dataclass_type(tp):
+        hints = _hints(tp)
+        by_name = desc.fields_by_name
+        plan: list[tuple[str, Writer]] = []
+        for f in _dataclass_fields(tp):
+            if f.name not in by_name:
+                raise ProtoMappingError(f"{desc.name} has no field for {tp.__name__}.{f.name}")
+            plan.append((f.name, _compile_field(by_name[f.name], hints[f.name])))
+
+        def write_dataclass(message: Message, obj: Any) -> None:
+            for name, write in plan:
+                write(message, getattr(obj, name))
+
+        return write_dataclass
+    fields = _fields_in_order(desc)
+    members = _fixed_tuple(tp)
+    if members is not None:
+        if len(members) != len(fields):
+            raise ProtoMappingError(f"{desc.name} needs {len(members)} fields")
+        writers = [_compile_field(f, m) for f, m in zip(fields, members, strict=True)]
+
+        def write_tuple(message: Message, value: Any) -> None:
+            for write, item in zip(writers, value, strict=True):
+                write(message, item)
+
+        return write_tuple
+    if _element_of(tp) is not None and len(fields) == 1:
+        return _compile_field(fields[0], tp)
+    raise ProtoMappingError(f"no mapping from {tp} to message {desc.name}")
+
+
+def _compile_field(field: FieldDescriptor, tp: Any) -> Writer:
+    name = field.name
     inner = _optional_of(tp)
-    if inner is not None:
-        if value is None:
-            return  # unset: absent
+    optional = inner is not None
+    if optional:
         tp = inner
     if field.is_repeated:
         element = _element_of(tp)
         if element is None:
             raise ProtoMappingError(f"repeated field {field.full_name} needs a collection type")
-        items = value.items() if isinstance(value, Mapping) else value
-        if isinstance(value, frozenset | set | Mapping):
-            items = _sorted(items)
-        container = getattr(message, field.name)
         if field.message_type is not None:
-            for item in items:
-                _write_value(container.add(), element, item)
-        else:
-            container.extend(_scalar_out(field, element, item) for item in items)
-    elif field.message_type is not None:
-        sub = getattr(message, field.name)
-        sub.SetInParent()
-        _write_value(sub, tp, value)
-    else:
-        setattr(message, field.name, _scalar_out(field, tp, value))
+            item_writer = _writer(field.message_type, element)
+
+            def write_messages(message: Message, value: Any) -> None:
+                if value is None and optional:
+                    return  # unset: absent
+                items = value.items() if isinstance(value, Mapping) else value
+                if isinstance(value, frozenset | set | Mapping):
+                    items = _sorted(items)
+                add = getattr(message, name).add
+                for item in items:
+                    item_writer(add(), item)
+
+            return write_messages
+        numbers = _scalar_numbers(field, element)
+
+        def write_scalars(message: Message, value: Any) -> None:
+            if value is None and optional:
+                return
+            items: Iterable[Any] = value.items() if isinstance(value, Mapping) else value
+            if isinstance(value, frozenset | set | Mapping):
+                items = _sorted(items)
+            container = getattr(message, name)
+            if numbers is None:
+                container.extend(items)
+            else:
+                container.extend([numbers[item] for item in items])
+
+        return write_scalars
+    if field.message_type is not None:
+        sub_writer = _writer(field.message_type, tp)
+
+        def write_message(message: Message, value: Any) -> None:
+            if value is None and optional:
+                return
+            sub = getattr(message, name)
+            sub.SetInParent()
+            sub_writer(sub, value)
+
+        return write_message
+    numbers = _scalar_numbers(field, tp)
+
+    def write_scalar(message: Message, value: Any) -> None:
+        if value is None and optional:
+            return
+        setattr(message, name, value if numbers is None else numbers[value])
+
+    return write_scalar
 
 
-def _write_value(message: Message, tp: Any, value: Any) -> None:
-    """Fill a message that stands for one value: a dataclass, a fixed tuple (positional
-    fields) or a collection (its single repeated field)."""
-    if _is_dataclass_type(tp):
-        _write_dataclass(message, value)
-        return
-    fields = _fields_in_order(_descriptor(message))
-    members = _fixed_tuple(tp)
-    if members is not None:
-        if len(members) != len(fields):
-            raise ProtoMappingError(f"{message.DESCRIPTOR.name} needs {len(members)} fields")
-        for field, member_tp, item in zip(fields, members, value, strict=True):
-            _write_field(message, field, member_tp, item)
-        return
-    if _element_of(tp) is not None and len(fields) == 1:
-        _write_field(message, fields[0], tp, value)
-        return
-    raise ProtoMappingError(f"no mapping from {tp} to message {message.DESCRIPTOR.name}")
-
-
-def _scalar_out(field: FieldDescriptor, tp: Any, value: Any) -> Any:
+def _scalar_numbers(field: FieldDescriptor, tp: Any) -> dict[Enum, int] | None:
+    """For an enum field, its members' proto numbers; None for any other scalar."""
     if _is_enum(tp):
         if field.enum_type is None:
             raise ProtoMappingError(f"{field.full_name} must be the enum for {tp.__name__}")
-        return _enum_numbers(field.enum_type, tp)[value]
-    return value
+        return _enum_numbers(field.enum_type, tp)
+    return None
 
 
 # --- message → dataclass --------------------------------------------------------------------

@@ -48,8 +48,34 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+@cache
+def _fields_of(cls: type) -> tuple[tuple[str, Any], ...]:
+    """A dataclass's (field name, type) pairs, worked out once per class: decoding folds
+    every event of a game's log through here (a rebuild reads them all)."""
+    hints = _hints(cls)
+    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
+
+
+@cache
+def _is_dataclass_type(tp: Any) -> bool:
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+
+
 def from_plain(tp: Any, data: JSON) -> Any:
     """Rebuild a value of type `tp` from what `to_plain` made."""
+    # The commonest types first (each check below is independent of the others' order).
+    if tp is int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise TypeError(f"expected an integer, got {data!r}")
+        return data
+    if tp is str:
+        if not isinstance(data, str):
+            raise TypeError(f"expected a string, got {data!r}")
+        return data
+    if _is_dataclass_type(tp):
+        return tp(
+            **{name: from_plain(hint, data[name]) for name, hint in _fields_of(tp) if name in data}
+        )
     origin = typing.get_origin(tp)
     if tp is Any:
         return data
@@ -82,22 +108,6 @@ def from_plain(tp: Any, data: JSON) -> Any:
         return {from_plain(kt, k): from_plain(vt, v) for k, v in data}
     if isinstance(tp, type) and issubclass(tp, Enum):
         return tp(data)
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        hints = _hints(tp)
-        kwargs = {
-            f.name: from_plain(hints[f.name], data[f.name])
-            for f in dataclasses.fields(tp)
-            if f.name in data
-        }
-        return tp(**kwargs)
-    if tp is int:
-        if isinstance(data, bool) or not isinstance(data, int):
-            raise TypeError(f"expected an integer, got {data!r}")
-        return data
-    if tp is str:
-        if not isinstance(data, str):
-            raise TypeError(f"expected a string, got {data!r}")
-        return data
     if tp is bool:
         if not isinstance(data, bool):
             raise TypeError(f"expected true/false, got {data!r}")

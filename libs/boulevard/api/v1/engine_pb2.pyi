@@ -771,6 +771,7 @@ class WatchGameResponse(_message.Message):
     EVENT_FIELD_NUMBER: _builtins.int
     VIEW_FIELD_NUMBER: _builtins.int
     TO_ACT_FIELD_NUMBER: _builtins.int
+    LEGAL_ACTIONS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def event(self) -> _events_pb2.EventEnvelope:
         """a shuffle's values stay empty until the game is over"""
@@ -785,16 +786,24 @@ class WatchGameResponse(_message.Message):
         with `view`: the seats that have legal actions now
         """
 
+    @_builtins.property
+    def legal_actions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Action]:
+        """With `view`, on a stream opened with a player token: that seat's legal actions at
+        event.version (what ListLegalActions answers then), so a client acts on the update
+        without a second call per move. Empty for spectators and for seats not to act.
+        """
+
     def __init__(
         self,
         *,
         event: _events_pb2.EventEnvelope | None = ...,
         view: Global___GameView | None = ...,
         to_act: _abc.Iterable[_builtins.int] | None = ...,
+        legal_actions: _abc.Iterable[Global___Action] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "to_act", b"to_act", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "legal_actions", b"legal_actions", "to_act", b"to_act", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -6,7 +6,7 @@ Cells: `g5R` = gold tile, die 5, Red's die (`g-` a tile with no die); `[R]` = Re
 
 from __future__ import annotations
 
-from boulevard.games.lords_of_vegas.board import LOTS, PLAYER_COLOURS, TILES_PER_COLOUR
+from boulevard.games.lords_of_vegas.board import LOTS, PLAYER_COLOURS, TILES_PER_COLOUR, Lot
 from boulevard.games.lords_of_vegas.rules import (
     STRIP,
     free_dice,
@@ -40,12 +40,23 @@ def _cell(lot_id: str, space: Space) -> str:
     return f"{lot_id:>3} {body:<3}"[:_WIDTH].ljust(_WIDTH)
 
 
-def _block_rows(state: State, block: str) -> list[str]:
-    rows: dict[int, list[str]] = {}
+def _layout() -> dict[str, list[list[Lot]]]:
+    """Each block's lots, row by row (in board order within a row): fixed, so worked out
+    once rather than for every view rendered."""
+    blocks: dict[str, dict[int, list[Lot]]] = {}
     for lot in LOTS:
-        if lot.block == block:
-            rows.setdefault(lot.row, []).append(_cell(lot.id, state.spaces[lot.index]))
-    return [" ".join(cells) for _, cells in sorted(rows.items())]
+        blocks.setdefault(lot.block, {}).setdefault(lot.row, []).append(lot)
+    return {block: [lots for _, lots in sorted(rows.items())] for block, rows in blocks.items()}
+
+
+_LAYOUT = _layout()
+
+
+def _block_rows(state: State, block: str) -> list[str]:
+    return [
+        " ".join(_cell(lot.id, state.spaces[lot.index]) for lot in row)
+        for row in _LAYOUT.get(block, [])
+    ]
 
 
 def _items(money: int, lots: tuple[str, ...], dice: tuple[str, ...]) -> str:
