@@ -278,6 +278,14 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         self, request: engine_pb2.WatchGameRequest, context: Context
     ) -> AsyncIterator[engine_pb2.WatchGameResponse]:
         seat = self._seat(request.player_token, request.game_id)
+        # A seat's stream lasts as long as its token: a leaked token must not be a window
+        # onto the seat's hand forever. At expiry the stream ends UNAUTHENTICATED; the owner
+        # renews (RenewPlayerToken) and watches again from the next version.
+        expires = (
+            verify_token(self.engine.token_key, request.player_token).expires_unix
+            if seat is not None
+            else None
+        )
         session = await self.engine.load(request.game_id)  # NOT_FOUND before streaming
         # This stream's own copy of the game, for views when this replica does not hold the
         # game at the stream's version. Folding it is most of what a stream costs, so events
@@ -287,10 +295,23 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         unfolded: list[events_pb2.EventEnvelope] = []
         over = False
         seen = 0
+        sent = 0  # the last version this stream sent
         feed = self._watch(session.game_id)
         try:
             while True:
-                batch = await feed.after(seen)  # what arrived together: one burst
+                if expires is None:
+                    batch = await feed.after(seen)  # what arrived together: one burst
+                else:
+                    try:
+                        left = expires - time.time()
+                        if left <= 0:
+                            raise TimeoutError
+                        batch = await asyncio.wait_for(feed.after(seen), left)
+                    except TimeoutError:
+                        raise Unauthenticated(
+                            "player token expired; renew it (RenewPlayerToken) and watch "
+                            f"again from version {max(sent + 1, request.from_version)}"
+                        ) from None
                 seen += len(batch)
                 for i, envelope in enumerate(batch):
                     unfolded.append(envelope)
@@ -322,6 +343,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                             # What the seat may do now: no ListLegalActions call per move.
                             update.legal_actions.extend(self._legal_actions(source, seat))
                     yield update
+                    sent = envelope.version
                     if over:
                         return
         finally:

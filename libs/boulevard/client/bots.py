@@ -88,6 +88,7 @@ class SeatPlayer:
     # the engine's RenewPlayerToken, or the bot runner's own key); None: an expired token
     # ends the game for this seat with the engine's UNAUTHENTICATED.
     renew: Callable[[], Awaitable[str]] | None = None
+    renewals: int = 0  # how many times this seat's token was renewed
 
     async def play(self) -> None:
         """Play until the game ends (revealing this seat's client seed first)."""
@@ -106,17 +107,27 @@ class SeatPlayer:
             return  # resumed after the end (a bot seat taken over late): nothing to do
 
         async def watch() -> None:
-            # From the current version on: views of the past are of no use to a bot.
-            request = engine_pb2.WatchGameRequest(
-                game_id=self.game_id, player_token=self.token, from_version=start.version
-            )
-            async for update in self.stub.WatchGame(request):
-                if update.HasField("view"):
-                    latest[:] = [update]
-                changed.set()
-                if update.event.type == "GameFinished":
-                    finished.set()
-                    return
+            # From the current version on: views of the past are of no use to a bot. A
+            # seat's stream ends when its token expires: renew, and watch on from the next.
+            next_version = start.version
+            while True:
+                request = engine_pb2.WatchGameRequest(
+                    game_id=self.game_id, player_token=self.token, from_version=next_version
+                )
+                try:
+                    async for update in self.stub.WatchGame(request):
+                        next_version = update.event.version + 1
+                        if update.HasField("view"):
+                            latest[:] = [update]
+                        changed.set()
+                        if update.event.type == "GameFinished":
+                            finished.set()
+                            return
+                except grpc.aio.AioRpcError as err:
+                    if err.code() != grpc.StatusCode.UNAUTHENTICATED or self.renew is None:
+                        raise
+                    self.token = await self.renew()
+                    self.renewals += 1
 
         watcher = asyncio.create_task(watch())
         try:
@@ -134,6 +145,7 @@ class SeatPlayer:
                     if err.code() != grpc.StatusCode.UNAUTHENTICATED or self.renew is None:
                         raise
                     self.token = await self.renew()  # expired: get a fresh one, go on
+                    self.renewals += 1
                     changed.set()
         finally:
             watcher.cancel()
