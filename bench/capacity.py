@@ -54,7 +54,8 @@ import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from engine import KEYS, NOOP_SERVER, create_game, raw_grpc  # bench/engine.py
+from engine import KEYS, NOOP_SERVER, create_game  # bench/engine.py
+from engine import measure as measure_calls
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.client.signing import sign_submit
@@ -556,8 +557,9 @@ async def measure(plan: Plan) -> None:
         generator: LoadGenerator | None = None
         try:
             operator = demo_operator_token(settings, Path(tmp))
-            raw1 = await raw_grpc(noop_address, 2.0, 1)
-            raw64 = await raw_grpc(noop_address, 2.0, 64)
+            # Raw no-op rates from a load-generator process, as bench/engine.py measures them.
+            raw1 = measure_calls("noop", noop_address, operator, 1, 2.0, 1, {})["rate"]
+            raw64 = measure_calls("noop", noop_address, operator, 64, 2.0, 1, {})["rate"]
             noop.terminate()
             noop.wait()
             noop_s = 1 / raw1
