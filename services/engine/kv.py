@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from nats.aio.client import Client as NATS
 from nats.js.api import KeyValueConfig, StorageType
 from nats.js.errors import BucketNotFoundError, KeyNotFoundError
@@ -9,8 +11,10 @@ from nats.js.kv import KeyValue as NatsKeyValue
 
 
 class JetStreamKeyValue:
-    def __init__(self, kv: NatsKeyValue) -> None:
+    def __init__(self, kv: NatsKeyValue, nc: NATS | None = None, bucket: str = "") -> None:
         self.kv = kv
+        self.nc = nc
+        self.bucket = bucket
 
     @classmethod
     async def open(cls, nc: NATS, bucket: str, replicas: int = 1) -> JetStreamKeyValue:
@@ -23,7 +27,7 @@ class JetStreamKeyValue:
                     bucket=bucket, history=1, storage=StorageType.FILE, replicas=replicas
                 )
             )
-        return cls(kv)
+        return cls(kv, nc, bucket)
 
     async def get(self, key: str) -> bytes | None:
         try:
@@ -36,8 +40,31 @@ class JetStreamKeyValue:
         await self.kv.put(key, value)
 
     async def keys(self) -> list[str]:
+        """Every key in the bucket, sorted. Read from the bucket's stream state (STREAM.INFO
+        with a subjects filter, paged), not with nats-py's `kv.keys()`: its watcher can
+        signal the end of the initial replay early while other keys are being written
+        (nats.py #842, #995) and return a partial list — a game missing from ListGames."""
+        if self.nc is None:
+            return sorted(await self._watched_keys())
+        prefix = f"$KV.{self.bucket}."
+        keys: list[str] = []
+        while True:
+            reply = await self.nc.request(
+                f"$JS.API.STREAM.INFO.KV_{self.bucket}",
+                json.dumps({"subjects_filter": f"{prefix}>", "offset": len(keys)}).encode(),
+                timeout=10,
+            )
+            info = json.loads(reply.data)
+            if "error" in info:
+                raise RuntimeError(f"listing {self.bucket}: {info['error']}")
+            subjects = (info.get("state") or {}).get("subjects") or {}
+            keys.extend(subject[len(prefix) :] for subject in subjects)
+            if not subjects or len(keys) >= int(info.get("total", 0)):
+                return sorted(keys)
+
+    async def _watched_keys(self) -> list[str]:
         try:
-            return sorted(await self.kv.keys())
+            return list(await self.kv.keys())
         except Exception as exc:  # nats-py raises NoKeysError on an empty bucket
             if type(exc).__name__ == "NoKeysError":
                 return []
