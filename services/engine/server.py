@@ -47,6 +47,9 @@ def summary_json(session: Session) -> bytes:
     return json.dumps(summary, sort_keys=True).encode()
 
 
+LIST_CHUNK = 64  # ListGames: games index entries read concurrently at a time
+
+
 class Feed:
     """One game's log as this replica reads it, shared by all of the game's WatchGame streams
     here: one NATS consumer and one decode per event, however many watch (issue 17: each
@@ -391,32 +394,35 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         }.get(request.status)
         games: list[engine_pb2.GameSummary] = []
         next_token = ""
-        for key in await self.index.keys():
-            if request.page_token and key <= request.page_token:
-                continue
-            raw = await self.index.get(key)
-            if raw is None:
-                continue
-            info = json.loads(raw)
-            if wanted_status and info["status"] != wanted_status:
-                continue
-            if request.game and info["game"] != request.game:
-                continue
-            if request.player_id and request.player_id not in info["players"]:
-                continue
-            if len(games) == size:
-                next_token = games[-1].game_id
-                break
-            games.append(
-                engine_pb2.GameSummary(
-                    game_id=key,
-                    game=info["game"],
-                    status=engine_pb2.GAME_STATUS_FINISHED
-                    if info["status"] == "finished"
-                    else engine_pb2.GAME_STATUS_ACTIVE,
-                    version=info["version"],
-                    player_ids=info["players"] if operator else [],
-                    updated_unix_ms=int(info.get("updated_unix_ms", 0)),
+        keys = [k for k in await self.index.keys() if k > request.page_token]
+        # Summaries are read a chunk at a time, concurrently: one round trip per chunk rather
+        # than per game (a filtered listing may read many to fill a page).
+        for start in range(0, len(keys), LIST_CHUNK):
+            chunk = keys[start : start + LIST_CHUNK]
+            values = await asyncio.gather(*(self.index.get(k) for k in chunk))
+            for key, raw in zip(chunk, values, strict=True):
+                if raw is None:
+                    continue
+                info = json.loads(raw)
+                if wanted_status and info["status"] != wanted_status:
+                    continue
+                if request.game and info["game"] != request.game:
+                    continue
+                if request.player_id and request.player_id not in info["players"]:
+                    continue
+                if len(games) == size:  # one more matches: there is a next page
+                    next_token = games[-1].game_id
+                    return engine_pb2.ListGamesResponse(games=games, next_page_token=next_token)
+                games.append(
+                    engine_pb2.GameSummary(
+                        game_id=key,
+                        game=info["game"],
+                        status=engine_pb2.GAME_STATUS_FINISHED
+                        if info["status"] == "finished"
+                        else engine_pb2.GAME_STATUS_ACTIVE,
+                        version=info["version"],
+                        player_ids=info["players"] if operator else [],
+                        updated_unix_ms=int(info.get("updated_unix_ms", 0)),
+                    )
                 )
-            )
         return engine_pb2.ListGamesResponse(games=games, next_page_token=next_token)

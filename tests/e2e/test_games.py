@@ -176,18 +176,28 @@ def test_list_games_filters_by_status_game_and_player(platform: Platform) -> Non
                 channel, vegas.game_id, "las_vegas", list(vegas.player_tokens), seat_keys(2)
             )
 
-            async def ids(**kw: object) -> set[str]:
-                found: set[str] = set()
+            async def listed(size: int, **kw: object) -> list[str]:
+                found: list[str] = []
                 token = ""
                 while True:
                     reply = await stub.ListGames(
-                        engine_pb2.ListGamesRequest(page_size=2, page_token=token, **kw),  # type: ignore[arg-type]
+                        engine_pb2.ListGamesRequest(page_size=size, page_token=token, **kw),  # type: ignore[arg-type]
                         metadata=OPERATOR_MD,  # filtering by player is the operator's
                     )
-                    found |= {g.game_id for g in reply.games}
+                    assert len(reply.games) <= size
+                    found += [g.game_id for g in reply.games]
                     if not reply.next_page_token:
                         return found
+                    assert reply.next_page_token == reply.games[-1].game_id
                     token = reply.next_page_token
+
+            async def ids(**kw: object) -> set[str]:
+                return set(await listed(2, **kw))
+
+            # Small pages add up to the same ordered listing as large ones: none twice,
+            # none skipped, in game id order.
+            small, large = await listed(2), await listed(500)
+            assert small == large == sorted(set(large))
 
             finished = await ids(status=engine_pb2.GAME_STATUS_FINISHED)
             active = await ids(status=engine_pb2.GAME_STATUS_ACTIVE)
