@@ -9,7 +9,6 @@ reflection requests only get the decoding guard.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -17,6 +16,7 @@ import grpc
 from google.protobuf.message import DecodeError, Message
 
 from boulevard.platform.errors import InvalidArgument
+from boulevard.platform.handlers import is_generator, rewrapped
 from boulevard.platform.limits import check_message
 
 
@@ -58,9 +58,7 @@ def _unary(behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[A
 
 
 def _stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
-    if not inspect.isasyncgenfunction(behavior):
-        # A streaming handler may also be a coroutine that writes with `context.write`
-        # (the health service's Watch): keep that shape, grpc refuses mixing the two.
+    if not is_generator(behavior):  # a coroutine writing with context.write: keep its shape
         return _unary(behavior)
 
     async def wrapped(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
@@ -81,17 +79,6 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc
         handler = await continuation(handler_call_details)
         if handler is None:
             return handler
-        deserialize = guarded_deserializer(handler.request_deserializer)
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                _unary(handler.unary_unary),
-                request_deserializer=deserialize,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                _stream(handler.unary_stream),
-                request_deserializer=deserialize,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+        return rewrapped(
+            handler, _unary, _stream, guarded_deserializer(handler.request_deserializer)
+        )

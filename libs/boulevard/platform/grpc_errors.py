@@ -6,7 +6,6 @@ client ever sees UNKNOWN: unexpected exceptions are logged and become INTERNAL.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -14,6 +13,7 @@ import grpc
 import structlog
 
 from boulevard.platform.errors import status_of
+from boulevard.platform.handlers import is_generator, rewrapped
 
 log = structlog.get_logger(__name__)
 
@@ -40,8 +40,7 @@ def _wrap_unary(behavior: Callable[..., Awaitable[Any]], method: str) -> Callabl
 
 
 def _wrap_stream(behavior: Callable[..., Any], method: str) -> Callable[..., Any]:
-    if not inspect.isasyncgenfunction(behavior):
-        # A coroutine that writes with `context.write` (the health service's Watch).
+    if not is_generator(behavior):  # a coroutine writing with context.write: keep its shape
         return _wrap_unary(behavior, method)
 
     async def wrapped(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
@@ -66,16 +65,8 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grp
         if handler is None:
             return handler
         method = handler_call_details.method
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                _wrap_unary(handler.unary_unary, method),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                _wrap_stream(handler.unary_stream, method),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+        return rewrapped(
+            handler,
+            lambda behavior: _wrap_unary(behavior, method),
+            lambda behavior: _wrap_stream(behavior, method),
+        )

@@ -20,6 +20,8 @@ import grpc
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.registry import CollectorRegistry
 
+from boulevard.platform.handlers import Behavior, is_generator, rewrapped
+
 # Latency buckets for calls that hit JetStream (fsync on every write: `sync_interval: always`)
 _LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _WAIT = (0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
@@ -207,10 +209,8 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # g
             seconds.observe(time.perf_counter() - start)
             requests.labels(service, method, _code_of(context, exc)).inc()
 
-        if handler.unary_unary is not None:
-            inner = handler.unary_unary
-
-            async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        def unary(inner: Behavior) -> Behavior:
+            async def timed(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
                 start, failed = time.perf_counter(), None
                 try:
                     return await inner(request, context)
@@ -220,20 +220,18 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # g
                 finally:
                     record(context, start, failed)
 
-            return grpc.unary_unary_rpc_method_handler(
-                unary,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            inner_stream = handler.unary_stream
+            return timed
 
-            async def stream(
+        def stream(inner: Behavior) -> Behavior:
+            if not is_generator(inner):  # a coroutine writing with context.write: its shape
+                return unary(inner)
+
+            async def timed(
                 request: Any, context: grpc.aio.ServicerContext[Any, Any]
             ) -> AsyncIterator[Any]:
                 start, failed = time.perf_counter(), None
                 try:
-                    async for item in inner_stream(request, context):
+                    async for item in inner(request, context):
                         yield item
                 except BaseException as exc:
                     failed = exc
@@ -241,9 +239,7 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # g
                 finally:
                     record(context, start, failed)
 
-            return grpc.unary_stream_rpc_method_handler(
-                stream,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler  # stream-unary / stream-stream (reflection): not counted
+            return timed
+
+        # Client-streaming methods (reflection) are not counted.
+        return rewrapped(handler, unary, stream)
