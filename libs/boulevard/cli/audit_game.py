@@ -41,6 +41,7 @@ from boulevard.audit.game_log import (
 from boulevard.audit.signing import Receipt
 from boulevard.cli import audit_ledger, output
 from boulevard.cli.audit_dice import EXIT_ERROR, EXIT_FAIL, EXIT_PASS
+from boulevard.cli.reads import paged
 from boulevard.cli.report import GameLogAudit
 from boulevard.client.dice import DiceReader, kind_name
 from boulevard.client.ledger import LedgerClient
@@ -256,12 +257,10 @@ async def _finished_games(
 ) -> list[str]:
     """Finished games' ids, oldest id first; with `since_ms`, only those whose summary the
     engine wrote (their end) at or after it."""
-    ids: list[str] = []
     async with grpc.aio.insecure_channel(address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
-        token = ""
-        while True:
-            page = await stub.ListGames(
+        games, _ = await paged(
+            lambda token: stub.ListGames(
                 engine_pb2.ListGamesRequest(
                     status=engine_pb2.GAME_STATUS_FINISHED,
                     game=game_name,
@@ -269,11 +268,10 @@ async def _finished_games(
                     page_token=token,
                 ),
                 timeout=timeout,
-            )
-            ids.extend(g.game_id for g in page.games if g.updated_unix_ms >= since_ms)
-            token = page.next_page_token
-            if not token:
-                return ids
+            ),
+            "games",
+        )
+    return [g.game_id for g in games if g.updated_unix_ms >= since_ms]
 
 
 async def _audit_all(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ call carries is whatever the caller chose (`Caller`): the services decide what i
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -178,6 +178,23 @@ def game_json(shown: GameShown) -> dict[str, Any]:
 # -- fetching ---------------------------------------------------------------------------------
 
 
+async def paged(
+    fetch: Callable[[str], Awaitable[Any]], items: str, limit: int = 0
+) -> tuple[list[Any], bool]:
+    """Everything a paged List RPC returns (`fetch(page_token)` gives one page, `items` names
+    its repeated field), at most `limit` (0: all); and whether more were left out."""
+    out: list[Any] = []
+    token = ""
+    while True:
+        page = await fetch(token)
+        out.extend(getattr(page, items))
+        token = page.next_page_token
+        if limit and len(out) >= limit:
+            return out[:limit], len(out) > limit or bool(token)
+        if not token:
+            return out, False
+
+
 async def fetch_games(
     address: str,
     caller: Caller,
@@ -190,12 +207,10 @@ async def fetch_games(
 ) -> tuple[list[engine_pb2.GameSummary], bool]:
     """Every game ListGames shows this caller (at most `limit`, 0: all); and whether more
     were left out."""
-    out: list[engine_pb2.GameSummary] = []
     async with tls.channel(address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
-        token = ""
-        while True:
-            page = await stub.ListGames(
+        return await paged(
+            lambda token: stub.ListGames(
                 engine_pb2.ListGamesRequest(
                     status=engine_pb2.GameStatus.ValueType(status),
                     game=game,
@@ -205,13 +220,10 @@ async def fetch_games(
                 ),
                 metadata=caller.metadata,
                 timeout=timeout,
-            )
-            out.extend(page.games)
-            token = page.next_page_token
-            if limit and len(out) >= limit:
-                return out[:limit], len(out) > limit or bool(token)
-            if not token:
-                return out, False
+            ),
+            "games",
+            limit,
+        )
 
 
 async def fetch_tickets(
@@ -224,12 +236,10 @@ async def fetch_tickets(
     limit: int = 0,
     timeout: float = 10.0,
 ) -> tuple[list[mm_pb2.Ticket], bool]:
-    out: list[mm_pb2.Ticket] = []
     async with tls.channel(address) as channel:
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
-        token = ""
-        while True:
-            page = await stub.ListTickets(
+        return await paged(
+            lambda token: stub.ListTickets(
                 mm_pb2.ListTicketsRequest(
                     player_id=player_id,
                     game=game,
@@ -239,13 +249,10 @@ async def fetch_tickets(
                 ),
                 metadata=caller.metadata,
                 timeout=timeout,
-            )
-            out.extend(page.tickets)
-            token = page.next_page_token
-            if limit and len(out) >= limit:
-                return out[:limit], len(out) > limit or bool(token)
-            if not token:
-                return out, False
+            ),
+            "tickets",
+            limit,
+        )
 
 
 async def fetch_balances(
