@@ -39,7 +39,7 @@ from boulevard.games.playout import playout
 from boulevard.messaging.server import free_port
 from boulevard.platform.identity import bearer
 from tests.support.keys import seat_key
-from tests.support.processes import address, service_env
+from tests.support.processes import address, lines_until, service_env
 from tests.unit.docs.test_clients_doc import vectors as DOC_VECTORS
 
 pytestmark = pytest.mark.e2e
@@ -82,16 +82,7 @@ def running_up(data_dir: Path, *flags: str) -> Iterator[Up]:
         env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     try:
-        assert proc.stdout is not None
-        lines: list[str] = []
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "platform up" in line:
-                break
+        lines = lines_until(proc, "platform up", 60)
         assert any("platform up" in line for line in lines), "".join(lines)
         yield Up(env)
     finally:

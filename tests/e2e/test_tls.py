@@ -12,7 +12,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import grpc
@@ -24,7 +23,7 @@ from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.messaging.identities import inbox_prefix
 from boulevard.messaging.server import free_port
 from boulevard.platform import tls
-from tests.support.processes import SERVICES, address, service_env
+from tests.support.processes import SERVICES, address, lines_until, service_env
 
 pytestmark = pytest.mark.e2e
 
@@ -106,17 +105,8 @@ def test_up_with_tls_plays_and_audits_the_demo_and_refuses_plaintext(tmp_path: P
         stderr=subprocess.STDOUT,
         text=True,
     )
-    lines: list[str] = []
     try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 280
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "platform up" in line:
-                break
+        lines = lines_until(proc, "platform up", 280)
         out = "".join(lines)
         assert "platform up" in out, out[-4000:]
         assert "tls://127.0.0.1:" in out  # NATS

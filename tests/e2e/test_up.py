@@ -31,7 +31,7 @@ from boulevard.games import get_game
 from boulevard.messaging.server import free_port
 from boulevard.platform.identity import bearer
 from tests.support.keys import TEST_KEY, TEST_PUBLIC_KEY, seat_key, seat_keys
-from tests.support.processes import SERVICES, address, metrics_url, service_env
+from tests.support.processes import SERVICES, address, lines_until, metrics_url, service_env
 
 pytestmark = pytest.mark.e2e
 
@@ -103,17 +103,8 @@ def test_up_starts_every_service_healthy_and_stops_cleanly(tmp_path: Path) -> No
         stderr=subprocess.DEVNULL,
         text=True,
     )
-    lines: list[str] = []
     try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "platform up" in line:
-                break
+        lines = lines_until(proc, "platform up", 60)
         assert any("platform up" in line for line in lines), "".join(lines)
         for name in SERVICES:
             assert any(name in line and "SERVING" in line for line in lines)

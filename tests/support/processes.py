@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -32,6 +33,22 @@ def service_env(
         env[f"BOULEVARD_{name.upper()}_METRICS_PORT"] = str(free_port())
     env.update(extra)
     return env
+
+
+def lines_until(proc: subprocess.Popen[str], marker: str, seconds: float) -> list[str]:
+    """What a process printed up to and including the first line with `marker` (or until it
+    closed its output, or `seconds` passed): for waiting on `boulevard up`'s "platform up"."""
+    assert proc.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if marker in line:
+            break
+    return lines
 
 
 def address(env: Mapping[str, str], service: str) -> str:
