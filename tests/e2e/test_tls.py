@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
 import socket
 import ssl
@@ -112,11 +113,21 @@ def test_up_with_tls_plays_and_audits_the_demo_and_refuses_plaintext(tmp_path: P
         assert "tls://127.0.0.1:" in out  # NATS
         for name in SERVICES:
             assert any(name in line and "SERVING, TLS" in line for line in lines), name
-        assert out.count("    PASS  ") == 2, out[-3000:]  # the demo, audited through TLS
+        assert out.count("    PASS  ") == 3, out[-3000:]  # the demo: dice, ledger, game over TLS
         ca = data / "tls" / "ca.pem"
         assert (data / "tls" / "server-key.pem").stat().st_mode & 0o777 == 0o600
         asyncio.run(calls_over_tls(env, ca))
         asyncio.run(plaintext_grpc_is_refused(env))
+        # The auditor's commands find the services as every command does: over TLS with
+        # the CA in BOULEVARD_TLS_CA_FILE.
+        audited = subprocess.run(
+            [sys.executable, "-m", "boulevard.cli.main", "audit", "all", "--json"],
+            env={**env, "BOULEVARD_TLS_CA_FILE": str(ca)},
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert audited.returncode == 0, audited.stdout + audited.stderr
+        report = json.loads(audited.stdout)
+        assert report["ok"] and report["audited"] >= 1 and report["ledger"]["ok"], report
         other = tls.make_pki(tmp_path / "other-ca")
         asyncio.run(another_ca_is_refused(env, other.ca_cert))
         asyncio.run(nats_only_over_tls(int(env["BOULEVARD_EMBEDDED_NATS_PORT"]), data, ca))

@@ -45,6 +45,7 @@ from boulevard.cli.reads import paged
 from boulevard.cli.report import GameLogAudit
 from boulevard.client.dice import DiceReader, kind_name
 from boulevard.client.ledger import LedgerClient
+from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 
 
@@ -99,7 +100,7 @@ async def fetch_log(
 
 
 async def fetch_dice(address: str, game_id: str, timeout: float) -> tuple[dict[int, Any], str]:
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with tls.channel(address) as channel:
         reader = DiceReader(channel, timeout=timeout)
         commitment = (await reader.get_commitment(game_id)).commitment.commitment
         records = {
@@ -116,7 +117,7 @@ async def fetch_ledger(
     and the chain heads the ledger anchored for it."""
     postings: dict[int, list[tuple[str, int]]] = {}
     anchors: list[tuple[int, bytes]] = []
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with tls.channel(address) as channel:
         async for e in LedgerClient(channel, timeout=timeout).entries(game_id=game_id):
             entry = decode_entry(bytes(e.canonical))
             if entry.source.game_id != game_id:
@@ -139,7 +140,7 @@ async def audit_one(
     timeout: float = 30.0,
 ) -> GameAuditReport:
     """Fetch everything public about one game and audit it; raises GameAuditFailed."""
-    async with grpc.aio.insecure_channel(addresses.engine) as channel:
+    async with tls.channel(addresses.engine) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         log, redacted, finished = await fetch_log(stub, game_id, timeout)
         if engine_key_hex:
@@ -257,7 +258,7 @@ async def _finished_games(
 ) -> list[str]:
     """Finished games' ids, oldest id first; with `since_ms`, only those whose summary the
     engine wrote (their end) at or after it."""
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with tls.channel(address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         games, _ = await paged(
             lambda token: stub.ListGames(
@@ -293,7 +294,7 @@ async def _audit_all(args: argparse.Namespace) -> int:
             try:
                 await audit_one(game_id, addresses, timeout=args.timeout)
                 if addresses.dice:
-                    async with grpc.aio.insecure_channel(addresses.dice) as channel:
+                    async with tls.channel(addresses.dice) as channel:
                         dice = await DiceReader(channel, timeout=args.timeout).audit_game(game_id)
                     if not dice.ok:
                         verdict = f"FAIL dice: {dice.describe()}"
