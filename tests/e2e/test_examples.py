@@ -10,7 +10,6 @@ import hashlib
 import json
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -39,7 +38,7 @@ from boulevard.games.playout import playout
 from boulevard.messaging.server import free_port
 from boulevard.platform.identity import bearer
 from tests.support.keys import seat_key
-from tests.support.processes import address, lines_until, service_env
+from tests.support.processes import address, lines_until, service_env, stop_up
 from tests.unit.docs.test_clients_doc import vectors as DOC_VECTORS
 
 pytestmark = pytest.mark.e2e
@@ -86,13 +85,7 @@ def running_up(data_dir: Path, *flags: str) -> Iterator[Up]:
         assert any("platform up" in line for line in lines), "".join(lines)
         yield Up(env)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.communicate(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_up(proc)
 
 
 @pytest.fixture(scope="module")

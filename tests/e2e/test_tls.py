@@ -24,7 +24,7 @@ from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.messaging.identities import inbox_prefix
 from boulevard.messaging.server import free_port
 from boulevard.platform import tls
-from tests.support.processes import SERVICES, address, lines_until, service_env
+from tests.support.processes import SERVICES, address, lines_until, service_env, stop_up
 
 pytestmark = pytest.mark.e2e
 
@@ -147,6 +147,4 @@ def test_up_with_tls_plays_and_audits_the_demo_and_refuses_plaintext(tmp_path: P
         proc.communicate(timeout=30)
         assert proc.returncode == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop_up(proc)

@@ -31,7 +31,14 @@ from boulevard.games import get_game
 from boulevard.messaging.server import free_port
 from boulevard.platform.identity import bearer
 from tests.support.keys import TEST_KEY, TEST_PUBLIC_KEY, seat_key, seat_keys
-from tests.support.processes import SERVICES, address, lines_until, metrics_url, service_env
+from tests.support.processes import (
+    SERVICES,
+    address,
+    lines_until,
+    metrics_url,
+    service_env,
+    stop_up,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -138,9 +145,7 @@ def test_up_starts_every_service_healthy_and_stops_cleanly(tmp_path: Path) -> No
         assert "stopped" in rest
         assert (tmp_path / "data" / "nats").is_dir()  # the embedded store lives there
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop_up(proc)
 
 
 def test_up_plays_the_demo_game_to_the_end(tmp_path: Path) -> None:

@@ -51,6 +51,19 @@ def lines_until(proc: subprocess.Popen[str], marker: str, seconds: float) -> lis
     return lines
 
 
+def stop_up(proc: subprocess.Popen[str]) -> None:
+    """Stop a `boulevard up` a test started, whatever state the test left it in: Ctrl-C
+    (SIGINT) lets it stop its services and its NATS; SIGKILL only if that hangs. Killing it
+    outright would orphan them (its NATS runs in a session of its own)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def address(env: Mapping[str, str], service: str) -> str:
     return f"127.0.0.1:{env[f'BOULEVARD_{service.upper()}_PORT']}"
 
