@@ -142,7 +142,9 @@ def test_a_forged_or_missing_signature_fails_at_its_command(lv_game: Any) -> Non
     envs = envelopes(log)
     v = first_version(log, lambda e: e.type == "CommandAccepted" and e.version > 10)
     accepted = CODEC.loads(envs[v - 1].payload)
-    for signature in ("", "00" * 64, accepted.signature[:-2] + "00"):
+    last = int(accepted.signature[-2:], 16)
+    flipped = accepted.signature[:-2] + f"{last ^ 1:02x}"  # always differs from the original
+    for signature in ("", "00" * 64, flipped):
         envs[v - 1].payload = CODEC.dumps(dataclasses.replace(accepted, signature=signature))
         fails_at(rechain(envs), v, "signature does not verify")
     # A different move under the same signature.
