@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help setup proto proto-check nats-config run test test-unit test-integration lint format bench clean
+.PHONY: help setup proto proto-check nats-config run test test-unit test-integration explore lint format bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -35,6 +35,9 @@ test: $(STAMP) ## the whole suite: unit, integration (real nats-server) and e2e
 
 test-unit: $(STAMP) ## pure tests only, no I/O
 	$(BIN)/pytest tests/unit
+
+explore: $(STAMP) ## the property tests with fresh random examples (make test draws the same ones each run)
+	HYPOTHESIS_PROFILE=explore $(BIN)/pytest tests/unit
 
 lint: $(STAMP) ## ruff (lint + format check) and mypy --strict
 	$(BIN)/ruff check .
