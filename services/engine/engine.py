@@ -13,6 +13,7 @@ import hashlib
 import re
 import time
 import uuid
+import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -178,7 +179,11 @@ class Engine:
         self.clock = clock
         self.on_finished = on_finished
         self._sessions: OrderedDict[str, Session] = OrderedDict()
-        self._locks: dict[str, asyncio.Lock] = {}
+        # One lock per game while anyone holds or awaits it, then gone: a lookup of a game
+        # that does not exist (GetGame, WatchGame, with no token) must leave nothing behind,
+        # or made-up ids grow this forever. Whoever waits holds a reference, so two callers
+        # always share the one lock.
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._cache_size = cache_size
         # Cached games by when they were last used (oldest first): `trim_idle` drops the
         # caches inside the sessions nobody used for `idle_trim_seconds` (docs/performance.md,
@@ -306,7 +311,8 @@ class Engine:
     def _lock(self, game_id: str) -> asyncio.Lock:
         lock = self._locks.get(game_id)
         if lock is None:
-            lock = self._locks[game_id] = asyncio.Lock()
+            lock = asyncio.Lock()
+            self._locks[game_id] = lock
         return lock
 
     def _cache(self, session: Session) -> None:
@@ -315,7 +321,6 @@ class Engine:
         self._used(session.game_id)
         while len(self._sessions) > self._cache_size:
             evicted, _ = self._sessions.popitem(last=False)
-            self._locks.pop(evicted, None)
             self._warm.pop(evicted, None)
 
     def _used(self, game_id: str) -> None:
