@@ -32,6 +32,7 @@ from boulevard.games.base import (
     ChanceResolved,
     ClientSeedRevealed,
     ClientSeedsFixed,
+    CommandAccepted,
     GameConfig,
     GameCreated,
     GameFinished,
@@ -44,6 +45,7 @@ from boulevard.platform import metrics, tracing
 from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
 from boulevard.platform.errors import (
     Aborted,
+    AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
@@ -557,7 +559,9 @@ class Engine:
                 )
                 done = session.commands.get(key)
                 if done is not None:
-                    return await self._result(session, done.first, done.last)
+                    return self._retried(
+                        session, accepted, await self._result(session, done.first, done.last)
+                    )
                 if session.finished is not None:
                     raise FailedPrecondition("the game is over")
                 if expected_version and expected_version != session.version:
@@ -581,7 +585,9 @@ class Engine:
                         self._sessions.pop(game_id, None)
                         done = fresh.commands.get(key)
                         if done is not None:
-                            return await self._result(fresh, done.first, done.last)
+                            return self._retried(
+                                fresh, accepted, await self._result(fresh, done.first, done.last)
+                            )
                         raise  # the client pinned the version it decided on: ABORTED
                     continue  # decide again on the fresh log (or find the key there)
                 except Exception as exc:
@@ -600,6 +606,24 @@ class Engine:
                 session = await self._settle_after(session, key)
                 return await self._result(session, first, session.version)
         raise Aborted("too many concurrent writers on this game; try again")
+
+    @staticmethod
+    def _retried(session: Session, accepted: CommandAccepted, result: Submitted) -> Submitted:
+        """The recorded result of a command whose key was used before, if this is that
+        command again (the same seat, the same action); ALREADY_EXISTS otherwise: a key
+        names one seat's one command, so another seat (or another action) reusing it must
+        not be told that its move was applied."""
+        recorded = session.codec.loads(result.envelopes[0].payload) if result.envelopes else None
+        if (
+            not isinstance(recorded, CommandAccepted)
+            or recorded.seat != accepted.seat
+            or recorded.action != accepted.action
+        ):
+            raise AlreadyExists(
+                f"idempotency_key {accepted.idempotency_key!r} was used for another command in "
+                "this game; send each new command with a fresh key"
+            )
+        return result
 
     async def _settle_after(self, session: Session, key: str) -> Session:
         """Settle what a stored command led to. Another replica that reloaded the game may

@@ -1,0 +1,38 @@
+"""An idempotency key names one command of one seat, not a slot anyone may fill.
+
+The engine answers a command whose key it has seen with the recorded result (a retry must
+not run twice). It used to do so whoever sent it and whatever they sent: another seat
+reusing a key got the first seat's result as if its own move had been applied (an opponent
+who can predict a seat's keys silently drops its moves: the seat's client believes they
+landed), and a seat reusing a key for another action was told it had been done. Both are
+now ALREADY_EXISTS; a genuine retry (same seat, same action) still gets the first result."""
+
+from __future__ import annotations
+
+import pytest
+
+from boulevard.games.las_vegas.types import PlaceDice
+from boulevard.platform.auth import verify_token
+from boulevard.platform.errors import AlreadyExists
+from tests.unit.engine.test_engine_core import KEY, first_legal, make_engine, seats, submit
+
+
+async def test_another_seat_cannot_reuse_a_seats_idempotency_key() -> None:
+    engine = make_engine()
+    created = await engine.create_game("m", "las_vegas", seats(2), match_id="m")
+    session = await engine.load("m")
+    seat, command = first_legal(session)
+    mover = verify_token(KEY, created.tokens[seat])
+    other = verify_token(KEY, created.tokens[1 - seat])
+    first = await submit(engine, "m", mover, command, session.version, "turn-1")
+    # The other seat signs its own command with the same key: not the first seat's result.
+    own = PlaceDice(seat=1 - seat, number=command.number)
+    with pytest.raises(AlreadyExists, match="another command"):
+        await submit(engine, "m", other, own, 0, "turn-1")
+    # The same seat with another action under a used key: refused too.
+    other_number = next(n for n in range(1, 7) if n != command.number)
+    with pytest.raises(AlreadyExists, match="another command"):
+        await submit(engine, "m", mover, PlaceDice(seat, other_number), 0, "turn-1")
+    # A genuine retry still gets the recorded result, and nothing was appended meanwhile.
+    assert await submit(engine, "m", mover, command, 0, "turn-1") == first
+    assert (await engine.load("m")).version == first.version
