@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,7 @@ from boulevard.audit.signing import ZERO_HASH, chain_hash
 from boulevard.games import get_game
 from boulevard.games.base import (
     ChanceKind,
+    ChanceResolved,
     ClientSeedRevealed,
     ClientSeedsFixed,
     CommandAccepted,
@@ -39,6 +41,8 @@ class CommandResult:
 # reading the log: enough for any one command's events. Each costs about 1.3 KiB in memory,
 # so keeping a whole game's (it was 512) made an 89-event game weigh ~140 KiB.
 RECENT_ENVELOPES = 64
+# A hidden shuffle's blinding (EventEnvelope.blinding): 128 bits, beyond any guessing.
+BLINDING_BYTES = 16
 
 
 @dataclass
@@ -214,6 +218,9 @@ def envelope_of(
 ) -> events_pb2.EventEnvelope:
     codec = codec_of(session_game)
     return events_pb2.EventEnvelope(
+        # Hidden with the shuffle's values (`redacted`), so the public chain hash cannot be
+        # matched against every order of a small shuffle.
+        blinding=secrets.token_bytes(BLINDING_BYTES) if hidden_until_end(event) else b"",
         event_id=event_id,
         type=codec.type_name(event),
         game_id=game_id,
@@ -238,10 +245,17 @@ def redacted(
     if finished or envelope.type != "ChanceResolved":
         return envelope
     event = codec_of(game).loads(envelope.payload)
-    if event.kind is not ChanceKind.SHUFFLE:
+    if not hidden_until_end(event):
         return envelope
     hidden = dataclasses.replace(event, values=())
     out = events_pb2.EventEnvelope()
     out.CopyFrom(envelope)
     out.payload = codec_of(game).dumps(hidden)
+    out.ClearField("blinding")  # with the values: else every order could be tried
     return out
+
+
+def hidden_until_end(event: Any) -> bool:
+    """Whether an event's values stay hidden until the game ends: a shuffle's (the deck's
+    future order)."""
+    return isinstance(event, ChanceResolved) and event.kind is ChanceKind.SHUFFLE

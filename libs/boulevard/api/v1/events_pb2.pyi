@@ -122,6 +122,7 @@ class EventEnvelope(_message.Message):
     PAYLOAD_FIELD_NUMBER: _builtins.int
     TRANSFERS_FIELD_NUMBER: _builtins.int
     PREV_HASH_FIELD_NUMBER: _builtins.int
+    BLINDING_FIELD_NUMBER: _builtins.int
     event_id: _builtins.str
     """unique; also the Nats-Msg-Id of the message"""
     type: _builtins.str
@@ -145,6 +146,12 @@ class EventEnvelope(_message.Message):
     version - 1 (32 zero bytes for version 1). An envelope's own chain hash is
     SHA-256("boulevard.game.chain.v1" || 0x00 || its stored bytes).
     """
+    blinding: _builtins.bytes
+    """A shuffle's (ChanceResolved, kind "shuffle") 16 random bytes, hidden with its values
+    until the game ends: the chain hash covers them, so it tells nobody the hidden order
+    (a shuffle of a few items could otherwise be found by hashing every order). Empty,
+    and so absent from the stored bytes, on every other envelope.
+    """
     @_builtins.property
     def transfers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Transfer]:
         """the money it moves, lifted from the payload"""
@@ -163,10 +170,11 @@ class EventEnvelope(_message.Message):
         payload: _builtins.bytes = ...,
         transfers: _abc.Iterable[Global___Transfer] | None = ...,
         prev_hash: _builtins.bytes = ...,
+        blinding: _builtins.bytes = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["causation_id", b"causation_id", "correlation_id", b"correlation_id", "event_id", b"event_id", "game", b"game", "game_id", b"game_id", "payload", b"payload", "prev_hash", b"prev_hash", "time_unix_ms", b"time_unix_ms", "transfers", b"transfers", "type", b"type", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["blinding", b"blinding", "causation_id", b"causation_id", "correlation_id", b"correlation_id", "event_id", b"event_id", "game", b"game", "game_id", b"game_id", "payload", b"payload", "prev_hash", b"prev_hash", "time_unix_ms", b"time_unix_ms", "transfers", b"transfers", "type", b"type", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
