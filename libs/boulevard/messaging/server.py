@@ -124,7 +124,12 @@ class NatsServer:
     def start(self, timeout: float = 15.0) -> NatsServer:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         conf = self.store_dir / "nats-server.conf"
-        conf.write_text(self.config_text())
+        # The user's alone: a cluster node's config names the route password, which lets
+        # whoever reads it join as a server, past every identity and permission.
+        fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)  # a file from before keeps its mode through O_CREAT
+        with os.fdopen(fd, "w") as f:
+            f.write(self.config_text())
         out = open(self.log_file, "ab") if self.log_file else subprocess.DEVNULL  # noqa: SIM115
         self.process = subprocess.Popen(
             [nats_server_binary(), "-c", str(conf)],
