@@ -66,7 +66,7 @@ class EngineApp:
         streams = platform_streams(s)
         js = nc.jetstream()
         await ensure_stream(js, streams["games"])
-        await ensure_stream(js, streams["matchmaking"], owner=False)
+        await ensure_stream(js, streams["matchmaking"])
         store = JetStreamEventStore(nc, s.games_stream, s.games_subject_prefix)
         snapshots = await JetStreamKeyValue.open(nc, s.engine_snapshots_bucket, s.stream_replicas)
         self.index = await JetStreamKeyValue.open(nc, s.engine_games_bucket, s.stream_replicas)

@@ -38,7 +38,7 @@ class LedgerApp:
         s = self.settings
         js = nc.jetstream()
         streams = platform_streams(s)
-        await ensure_stream(js, streams["games"], owner=False)
+        await ensure_stream(js, streams["games"])
         await ensure_stream(js, streams["ledger"])
         journal = LedgerLog(
             nc, s.ledger_stream, s.ledger_subject_prefix, s.ledger_publish_timeout_seconds

@@ -66,7 +66,7 @@ class MatchmakingApp:
         js = nc.jetstream()
         streams = platform_streams(s)
         await ensure_stream(js, streams["matchmaking"])
-        await ensure_stream(js, streams["games"], owner=False)
+        await ensure_stream(js, streams["games"])
         tickets = await open_bucket(
             js, s.matchmaking_tickets_bucket, s.stream_replicas,
             ttl=s.matchmaking_ticket_retention_seconds,

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
+import nats
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from boulevard.cli import output
@@ -43,6 +44,7 @@ from boulevard.games import REGISTRY
 from boulevard.messaging.cluster import ClusterNode, NatsCluster
 from boulevard.messaging.identities import NatsNames
 from boulevard.messaging.server import NatsServer
+from boulevard.messaging.streams import ensure_stream, platform_streams
 from boulevard.platform import tls
 from boulevard.platform.identity import OPERATOR
 from boulevard.platform.settings import Settings
@@ -249,6 +251,25 @@ def _serving(address: str, ca_file: Path | None = None) -> bool:
         return False
 
 
+async def update_streams(platform: Platform, settings: Settings) -> None:
+    """As admin, bring the platform's streams to this version's configuration (making
+    any that are missing)."""
+    server = platform.nats or (platform.cluster.nodes[0] if platform.cluster else None)
+    if server is None:
+        return
+    nc = await server.connect()
+    try:
+        for spec in platform_streams(settings).values():
+            try:
+                await ensure_stream(nc.jetstream(), spec, update=True)
+            except (TimeoutError, nats.errors.Error) as exc:
+                # A young cluster may be slow: the services make a missing stream anyway,
+                # and use an older one as it is.
+                say(f"  could not bring stream {spec.name} up to date now ({exc!r})")
+    finally:
+        await nc.close()
+
+
 async def start_platform(
     settings: Settings,
     names: list[str],
@@ -309,6 +330,14 @@ async def start_platform(
             env["NATS_URL"] = platform.nats.url
             say(
                 f"  {'nats-server':<12} {platform.nats.url} (JetStream, every write synced to disk)"
+            )
+        if "NATS_URL" not in os.environ:
+            # The services may create streams but never update them (docs/security.md):
+            # the operator's admin identity brings the streams of an older data dir to this
+            # version's configuration.
+            replicas = int(env.get("BOULEVARD_STREAM_REPLICAS", settings.stream_replicas))
+            await update_streams(
+                platform, settings.model_copy(update={"stream_replicas": replicas})
             )
         addresses = {}
         platform.env = env

@@ -13,7 +13,7 @@ The permissions are allow-lists: an identity may publish only its own evidence s
 the JetStream API calls its own streams and consumers need, and its own replies; it may
 subscribe only to its own inbox (`_INBOX.<identity>.>`, see `inbox_prefix`), so no identity
 reads another's replies (the dice answers to the engine among them). Nobody deletes or
-purges a stream or a message; only a stream's owner updates its configuration.
+purges a stream or a message, and no service updates a stream's configuration (only admin).
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ class StreamUse:
     """What one identity does with one stream."""
 
     stream: str
-    owner: bool = False  # creates and updates it
+    owner: bool = False  # its evidence; it makes it (as a reader may), no service updates it
     writes: tuple[str, ...] = ()  # subjects it publishes into it
     durables: tuple[str, ...] = ()  # its own durable consumers on it
     # Makes unnamed consumers (nats-py's ordered push subscriptions: KV watchers, replays).
@@ -256,12 +256,14 @@ def permissions(identity: str, names: NatsNames | None = None) -> Permissions:
                 f"$JS.API.CONSUMER.DELETE.{s}.>",
                 f"$JS.ACK.{s}.>",
                 f"$JS.FC.{s}.>",
-                # Whoever starts first makes the stream; only its owner changes it later.
+                # Whoever starts first makes the stream (ensure_stream checks it is made as
+                # Boulevard makes it). Nobody but admin updates a stream: its subjects,
+                # republish and sources reach past these permissions (capture another's
+                # inbox, write into game.>, read another's bucket), so owning one must not
+                # mean configuring it.
                 f"$JS.API.STREAM.CREATE.{s}",
             ]
         )
-        if use.owner:
-            perms.add([f"$JS.API.STREAM.UPDATE.{s}"])
         if use.ephemeral:
             perms.add([f"$JS.API.CONSUMER.CREATE.{s}"])
         perms.add(use.writes)
@@ -348,7 +350,7 @@ DEPLOY_HEADER = """\
 # allow-lists: only the engine writes game.> and its buckets and asks dice.rpc.>; only dice
 # answers dice.rpc.> and writes dice.<game> and its bucket; only the ledger writes ledger.>
 # and its checkpoint bucket; only matchmaking writes mm.> and its buckets; nobody deletes
-# or purges a stream or a message, and only a stream's owner updates it. The subjects and
+# or purges a stream or a message, and only admin updates one. The subjects and
 # bucket names are the defaults of the BOULEVARD_* settings.
 
 """

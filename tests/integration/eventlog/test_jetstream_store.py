@@ -27,7 +27,12 @@ async def test_stream_setup_is_idempotent_and_updates(nc: NATS) -> None:
     js = nc.jetstream()
     await ensure_stream(js, SPEC)
     await ensure_stream(js, SPEC)
-    await ensure_stream(js, StreamSpec("GAMES", ("game.>",), duplicate_window_seconds=30))
+    # A service finding another duplicate window uses the stream as it is (it may not
+    # update streams); admin, updating, brings it to the new configuration.
+    newer = StreamSpec("GAMES", ("game.>",), duplicate_window_seconds=30)
+    await ensure_stream(js, newer)
+    assert (await js.stream_info("GAMES")).config.duplicate_window == 120
+    await ensure_stream(js, newer, update=True)
     info = await js.stream_info("GAMES")
     assert info.config.duplicate_window == 30
     assert info.config.allow_atomic
