@@ -6,8 +6,9 @@ gRPC no-op server process, then:
 1. SubmitAction with 1, 10 and 100 Lords of Vegas games at once, and the raw gRPC unary
    no-op (a health Check) with the SAME number of calls in flight: rate, ratio, p50/p99.
    The load is generated in other processes (multiprocessing), never in the servers'; each
-   seat of each game watches its game with its own token (WatchGame) and submits a random
-   legal action from the update's legal_actions: one unary call per move.
+   seat of each game watches its game with its own token (WatchGame, one message per burst
+   as the bots do; `--watch events` for one per event) and submits a random legal action
+   from the update's legal_actions: one unary call per move.
 2. The CPU each side used over each run, from /proc/<pid>/stat (engine, dice, nats-server,
    the no-op server) and the load generators' own counters: cores used, engine CPU per
    action, the no-op server's CPU per call, and the game's own decide + evolve time per
@@ -19,7 +20,7 @@ gRPC no-op server process, then:
    its snapshot.
 The machine's load average is printed at the start and at the end: the figures are only as
 good as the machine was quiet.
-Usage: python bench/engine.py [--quick] [--procs N]
+Usage: python bench/engine.py [--quick] [--procs N] [--engines N] [--watch bursts|events]
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from common import Timer, rate
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash, command_signing_bytes, verify
 from boulevard.cli.up import demo_operator_token, start_platform
-from boulevard.client.bots import reveal_seed
+from boulevard.client.bots import last_event, reveal_seed
 from boulevard.client.mapping import command_to_action
 from boulevard.client.signing import sign_submit
 from boulevard.eventlog.jetstream import JetStreamEventStore
@@ -76,6 +77,7 @@ async def main():
 asyncio.run(main())
 """
 
+WATCH_ENV = "BOULEVARD_BENCH_WATCH"  # "events": one event per stream message (--watch)
 KEYS = [SigningKey(bytes([i + 1]) * 32) for i in range(4)]  # one per seat, as clients hold
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -148,9 +150,11 @@ async def play_seat(
 
     async def watch() -> None:
         nonlocal finished
-        request = engine_pb2.WatchGameRequest(game_id=game_id, player_token=token)
+        request = engine_pb2.WatchGameRequest(
+            game_id=game_id, player_token=token, bursts=os.environ.get(WATCH_ENV) != "events"
+        )
         async for update in stub.WatchGame(request):
-            if update.event.type == "GameFinished":
+            if last_event(update).type == "GameFinished":
                 finished = True
                 return
             if update.HasField("view"):
@@ -171,7 +175,7 @@ async def play_seat(
             if not latest or finished:
                 continue
             update = latest[0]
-            version = update.event.version
+            version = last_event(update).version
             if not update.legal_actions or version <= acted_at:
                 continue
             submit = engine_pb2.SubmitActionRequest(
@@ -625,7 +629,8 @@ async def main(quick: bool, procs: int, engines: int) -> None:
                 )
             print(
                 "SubmitAction (Lords of Vegas, 4 seats a game, each seat its own WatchGame "
-                "stream; games in flight = calls in flight):"
+                f"stream in {os.environ.get(WATCH_ENV, 'bursts')} mode; games in flight = "
+                "calls in flight):"
             )
             print(header.replace("in flight", "    games"))
             for n, r, e in rows:
@@ -722,5 +727,12 @@ if __name__ == "__main__":
     parser.add_argument(
         "--engines", type=int, default=1, help="engine processes on the one port (default 1)"
     )
+    parser.add_argument(
+        "--watch",
+        choices=("bursts", "events"),
+        default="bursts",
+        help="how seats watch: one message per burst, as the bots do (default), or one per event",
+    )
     args = parser.parse_args()
+    os.environ[WATCH_ENV] = args.watch  # the spawned load generators read it
     asyncio.run(main(args.quick, args.procs, args.engines))
