@@ -291,6 +291,8 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             else None
         )
         session = await self.engine.load(request.game_id)  # NOT_FOUND before streaming
+        if session.finished is not None and request.from_version > session.version:
+            return  # past the end of a finished game: nothing will ever follow
         # This stream's own copy of the game, for views when this replica does not hold the
         # game at the stream's version. Folding it is most of what a stream costs, so events
         # are folded only when such a view is needed (`unfolded` waits until then); when the
@@ -322,6 +324,10 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                     unfolded.append(envelope)
                     over = over or envelope.type == "GameFinished"
                     if envelope.version < request.from_version:
+                        if over:
+                            # The game ended before the version asked for: nothing follows,
+                            # so the stream ends (it must not hold the game's feed forever).
+                            return
                         continue
                     # A game over when the call began shows everything, its shuffles
                     # included: that is what lets an auditor check the game used the
