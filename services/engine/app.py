@@ -89,7 +89,14 @@ class EngineApp:
         )
         metrics.GAMES_LIVE.set_function(self.engine.live_games)
         metrics.GAMES_CACHED.set_function(self.engine.cached_games)
-        self.servicer = EngineServicer(self.engine, store, self.index, self.verifier)
+        self.servicer = EngineServicer(
+            self.engine,
+            store,
+            self.index,
+            self.verifier,
+            max_spectator_streams=s.engine_max_spectator_streams,
+            max_streams_per_seat=s.engine_max_streams_per_seat,
+        )
         self._match_sub = await js.subscribe(
             f"{s.matchmaking_subject_prefix}.match_formed",
             stream=s.matchmaking_stream,

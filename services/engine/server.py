@@ -16,7 +16,12 @@ from boulevard.audit.signing import chain_hash
 from boulevard.client import mapping
 from boulevard.eventlog.jetstream import JetStreamEventStore, follow
 from boulevard.platform.auth import authorize, verify_token
-from boulevard.platform.errors import InvalidArgument, PermissionDenied, Unauthenticated
+from boulevard.platform.errors import (
+    InvalidArgument,
+    PermissionDenied,
+    ResourceExhausted,
+    Unauthenticated,
+)
 from boulevard.platform.identity import OPERATOR, PLAYER, TokenVerifier
 from boulevard.platform.wire import sent_unknown_field
 from services.engine.chain import receipt_pb
@@ -93,12 +98,19 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         store: JetStreamEventStore,
         games_index: JetStreamKeyValue,
         verifier: TokenVerifier,
+        max_spectator_streams: int = 2000,
+        max_streams_per_seat: int = 4,
     ) -> None:
         self.engine = engine
         self.store = store
         self.index = games_index
         self.verifier = verifier
         self._feeds: dict[str, Feed] = {}  # game id -> its log, while anyone watches it
+        # Open WatchGame streams: spectators' (one budget for all), and each seat's own.
+        self.max_spectator_streams = max_spectator_streams
+        self.max_streams_per_seat = max_streams_per_seat
+        self._spectators = 0
+        self._seat_streams: dict[tuple[str, int], int] = {}
 
     async def CreateGame(
         self, request: engine_pb2.CreateGameRequest, context: Context
@@ -282,6 +294,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         self, request: engine_pb2.WatchGameRequest, context: Context
     ) -> AsyncIterator[engine_pb2.WatchGameResponse]:
         seat = self._seat(request.player_token, request.game_id)
+        self._admit(request.game_id, seat, context)
         # A seat's stream lasts as long as its token: a leaked token must not be a window
         # onto the seat's hand forever. At expiry the stream ends UNAUTHENTICATED; the owner
         # renews (RenewPlayerToken) and watches again from the next version.
@@ -366,6 +379,39 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                         return
         finally:
             self._unwatch(session.game_id, feed)
+
+    def _admit(self, game_id: str, seat: int | None, context: Context) -> None:
+        """Count a WatchGame stream in, until the call ends (however it ends); refuse it
+        with RESOURCE_EXHAUSTED over the bounds. Every stream holds memory for as long as
+        its caller likes and a spectator needs no token, so spectators share one budget;
+        a seat's own streams are counted apart, so strangers cannot crowd a player out."""
+        key = None if seat is None else (game_id, seat)
+        if key is None:
+            if self._spectators >= self.max_spectator_streams:
+                raise ResourceExhausted(
+                    f"{self._spectators} spectators are watching games here, the most this "
+                    "engine serves at once; try again later"
+                )
+            self._spectators += 1
+        else:
+            held = self._seat_streams.get(key, 0)
+            if held >= self.max_streams_per_seat:
+                raise ResourceExhausted(
+                    f"seat {seat} already has {held} WatchGame streams open on this game; "
+                    "close one first"
+                )
+            self._seat_streams[key] = held + 1
+        context.add_done_callback(lambda _call: self._release(key))
+
+    def _release(self, key: tuple[str, int] | None) -> None:
+        if key is None:
+            self._spectators -= 1
+            return
+        left = self._seat_streams[key] - 1
+        if left:
+            self._seat_streams[key] = left
+        else:
+            del self._seat_streams[key]
 
     def _watch(self, game_id: str) -> Feed:
         feed = self._feeds.get(game_id)

@@ -16,6 +16,12 @@ class EngineSettings(Settings):
     # A cached game unused this long keeps only its fold: its views, legal commands and
     # recent envelopes are dropped (recomputed when next asked for; docs/performance.md).
     engine_idle_trim_seconds: float = Field(default=30.0, gt=0)
+    # Concurrent WatchGame streams this replica serves (each holds ~30 KiB, more on a long
+    # game): spectators (no token needed) share one budget, so strangers cannot exhaust the
+    # engine's memory, and each seat of a game has a few streams of its own that spectators
+    # cannot take (docs/security.md, "Limits").
+    engine_max_spectator_streams: int = Field(default=2000, ge=1)
+    engine_max_streams_per_seat: int = Field(default=4, ge=1)
     engine_snapshots_bucket: str = "engine_snapshots"
     engine_games_bucket: str = "engine_games"
     engine_match_consumer: str = "engine-match-formed"

@@ -54,6 +54,12 @@ class Unavailable(BoulevardError):
     status = grpc.StatusCode.UNAVAILABLE
 
 
+class ResourceExhausted(BoulevardError):
+    """A bounded resource (e.g. concurrent streams) is full: retry later."""
+
+    status = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
 MAX_QUOTE = 64
 """The most characters of any one quoted input an error message repeats."""
 MAX_MESSAGE = 512
