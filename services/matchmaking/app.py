@@ -120,7 +120,12 @@ class MatchmakingApp:
     def register(self, server: grpc.aio.Server) -> None:
         assert self.matchmaker is not None, "start() first"
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(
-            MatchmakingServicer(self.matchmaker, self.verifier), server
+            MatchmakingServicer(
+                self.matchmaker,
+                self.verifier,
+                max_watches_per_caller=self.settings.matchmaking_max_watches_per_caller,
+            ),
+            server,
         )
 
     async def stop(self) -> None:

@@ -16,7 +16,7 @@ import grpc
 
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.api.v1 import matchmaking_pb2_grpc
-from boulevard.platform.errors import PermissionDenied, Unauthenticated
+from boulevard.platform.errors import PermissionDenied, ResourceExhausted, Unauthenticated
 from boulevard.platform.identity import PLAYER, Principal, TokenVerifier
 from services.matchmaking.matchmaker import Matchmaker
 
@@ -24,9 +24,13 @@ Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 
 
 class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
-    def __init__(self, matchmaker: Matchmaker, verifier: TokenVerifier) -> None:
+    def __init__(
+        self, matchmaker: Matchmaker, verifier: TokenVerifier, max_watches_per_caller: int = 16
+    ) -> None:
         self.mm = matchmaker
         self.verifier = verifier
+        self.max_watches_per_caller = max_watches_per_caller
+        self._watching: dict[str, int] = {}  # caller (token subject) -> open WatchTicket streams
 
     def _caller(self, context: Context, what: str) -> Principal:
         caller = self.verifier.principal(context.invocation_metadata())
@@ -74,8 +78,29 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         self, request: pb.WatchTicketRequest, context: Context
     ) -> AsyncIterator[pb.WatchTicketResponse]:
         caller = self._caller(context, "WatchTicket")
+        self._admit(caller, context)
         async for ticket in self.mm.watch_ticket(request.ticket_id, self._owner(caller)):
             yield pb.WatchTicketResponse(ticket=self._shown(ticket, caller))
+
+    def _admit(self, caller: Principal, context: Context) -> None:
+        """Count a WatchTicket stream of this caller in until the call ends (however it
+        ends), or refuse it (RESOURCE_EXHAUSTED) over the bound: each stream holds memory
+        and reads the ticket every second for as long as its caller keeps it open."""
+        held = self._watching.get(caller.subject, 0)
+        if held >= self.max_watches_per_caller:
+            raise ResourceExhausted(
+                f"you already have {held} WatchTicket streams open, the most one caller may; "
+                "close one first"
+            )
+        self._watching[caller.subject] = held + 1
+        context.add_done_callback(lambda _call: self._release(caller.subject))
+
+    def _release(self, subject: str) -> None:
+        left = self._watching[subject] - 1
+        if left:
+            self._watching[subject] = left
+        else:
+            del self._watching[subject]
 
     async def CancelTicket(
         self, request: pb.CancelTicketRequest, context: Context

@@ -34,6 +34,9 @@ class MatchmakingSettings(Settings):
     # long at most per try (then recovery tries again). 0: assign without waiting (for
     # tests of matchmaking alone, with no engine).
     matchmaking_game_wait_seconds: float = Field(default=10.0, ge=0)
+    # WatchTicket streams one caller (a token's subject) may hold open at once: each holds a
+    # queue and reads the ticket every second while it waits (docs/security.md, "Limits").
+    matchmaking_max_watches_per_caller: int = Field(default=16, ge=1)
     # Matches being formed at once.
     matchmaking_form_concurrency: int = Field(default=64, ge=1)
     # The durable consumer on GAMES that feeds ratings.
