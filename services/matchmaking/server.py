@@ -48,7 +48,13 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         shown = pb.Ticket()
         shown.CopyFrom(ticket)
         shown.player_token = ""
-        if ticket.status == pb.TICKET_STATUS_ASSIGNED and ticket.player_id == caller.subject:
+        # The seat's token is for its owner *as a player*: a token of the same subject with
+        # only other roles (an auditor's, an operator's) reads the ticket, not the seat.
+        if (
+            ticket.status == pb.TICKET_STATUS_ASSIGNED
+            and ticket.player_id == caller.subject
+            and caller.has(PLAYER)
+        ):
             shown.player_token = self.mm.seat_token(ticket)
         return shown
 
