@@ -609,19 +609,15 @@ class Engine:
 
     @staticmethod
     def _retried(session: Session, accepted: CommandAccepted, result: Submitted) -> Submitted:
-        """The recorded result of a command whose key was used before, if this is that
-        command again (the same seat, the same action); ALREADY_EXISTS otherwise: a key
-        names one seat's one command, so another seat (or another action) reusing it must
-        not be told that its move was applied."""
+        """The recorded result of a command whose key was used before, for the seat that
+        used it (docs/clients.md: a retry, or a second action under a used key, gets the
+        first result); ALREADY_EXISTS for any other seat: a key names one seat's command,
+        and another seat must not be told that its move was applied."""
         recorded = session.codec.loads(result.envelopes[0].payload) if result.envelopes else None
-        if (
-            not isinstance(recorded, CommandAccepted)
-            or recorded.seat != accepted.seat
-            or recorded.action != accepted.action
-        ):
+        if not isinstance(recorded, CommandAccepted) or recorded.seat != accepted.seat:
             raise AlreadyExists(
-                f"idempotency_key {accepted.idempotency_key!r} was used for another command in "
-                "this game; send each new command with a fresh key"
+                f"idempotency_key {accepted.idempotency_key!r} was used by another seat's "
+                "command in this game; send each new command with a fresh key"
             )
         return result
 
