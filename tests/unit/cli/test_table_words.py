@@ -25,6 +25,19 @@ def test_an_event_without_a_describer_is_named_in_words_with_seats_by_name() -> 
     assert said == "horse moved: seat bob (seat 1), horse 5, spaces 3"
 
 
+def test_unset_fields_are_left_out_and_the_next_seat_is_named() -> None:
+    """Long Shot has no describer: its CardPlayed read "card 103, horse None, seat …, target
+    None" and TurnEnded "next 0" in `boulevard play`'s moves."""
+    table = Table("a_game_nobody_registered")
+    table.names = ["alice (seat 0)", "bob (seat 1)"]
+    played = table.words(
+        update({"type": "CardPlayed", "card": 103, "horse": None, "seat": 1, "target": None})
+    )
+    assert played == "card played: card 103, seat bob (seat 1)"
+    ended = table.words(update({"type": "TurnEnded", "next": 0, "seat": 1}))
+    assert ended == "turn ended: next alice (seat 0), seat bob (seat 1)"
+
+
 def test_a_described_game_speaks_its_own_words() -> None:
     table = Table("las_vegas")
     table.names = ["alice (seat 0)", "bob (seat 1)"]
