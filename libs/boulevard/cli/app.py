@@ -82,6 +82,17 @@ def _known_game(name: str) -> str:
     return name
 
 
+def _known_game_or_any(name: str) -> str:
+    """A `--game` filter: empty (any game) or a registry name. A game id or a typo would
+    otherwise list nothing and exit 0, as if there were no such games."""
+    if name and name not in REGISTRY:
+        raise typer.BadParameter(
+            f"unknown game {name!r}; choose from {', '.join(sorted(REGISTRY))} "
+            "(one game by its id: boulevard game show <game_id>)"
+        )
+    return name
+
+
 @app.callback()
 def _root(
     tls_ca: Annotated[
@@ -462,7 +473,13 @@ def _status_value(name: str, enum: Any, prefix: str) -> int:
 def games(
     status: Annotated[str, typer.Option("--status", help="active or finished (default: any)")] = "",
     game: Annotated[
-        str, typer.Option("--game", help="only this game", autocompletion=_game_names)
+        str,
+        typer.Option(
+            "--game",
+            help="only games of this kind: " + ", ".join(sorted(REGISTRY)),
+            autocompletion=_game_names,
+            callback=_known_game_or_any,
+        ),
     ] = "",
     player: Annotated[
         str,
@@ -548,7 +565,13 @@ def tickets(
         typer.Option("--status", help="waiting, matched, assigned, cancelled or expired"),
     ] = "",
     game: Annotated[
-        str, typer.Option("--game", help="only this game", autocompletion=_game_names)
+        str,
+        typer.Option(
+            "--game",
+            help="only games of this kind: " + ", ".join(sorted(REGISTRY)),
+            autocompletion=_game_names,
+            callback=_known_game_or_any,
+        ),
     ] = "",
     player: Annotated[
         str, typer.Option("--player", help="operators: only this player's tickets")

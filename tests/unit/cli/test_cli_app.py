@@ -90,6 +90,12 @@ def test_a_usage_error_is_exit_2_naming_the_problem(capsys: pytest.CaptureFixtur
     assert main(["games", "--status", "sleeping"]) == 2
     assert "active, finished" in capsys.readouterr().err
     assert main(["nope"]) == 2
+    # --game filters by kind; a game id (or a typo) listed nothing and exited 0
+    for command in ("games", "tickets"):
+        assert main([command, "--game", "g12ecfe4ee9c4c4baad5c792f5bc22cb"]) == 2
+        said = capsys.readouterr().err
+        assert "unknown game 'g12ecfe4ee9c4c4baad5c792f5bc22cb'" in said, said
+        assert "las_vegas" in said and "boulevard game show" in said
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
