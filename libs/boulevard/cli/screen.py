@@ -259,7 +259,8 @@ class GameScreen(App[int]):
         menu.add_options(Option(action_label(c), id=str(i)) for i, c in enumerate(commands))
         menu.highlighted = 0
         menu.display = True
-        menu.border_title = f"your move — {len(commands)} choices (enter: play, s: suggest)"
+        choices = "1 choice" if len(commands) == 1 else f"{len(commands)} choices"
+        menu.border_title = f"your move — {choices} (enter: play, s: suggest)"
         menu.focus()
         self.say("your move")
         try:
@@ -294,6 +295,10 @@ class GameScreen(App[int]):
         _, commands, future = self._menu
         if not future.done():
             future.set_result(commands[int(message.option.id)])
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A spectator has no moves: `s` is not offered in the footer (it did nothing)."""
+        return not (action == "suggest" and self.seat is None)
 
     def action_suggest(self) -> None:
         """Highlight the move the game's heuristic bot would make from this seat's view."""
