@@ -342,3 +342,19 @@ def test_colour_on_a_terminal_and_none_with_no_color(monkeypatch: pytest.MonkeyP
     assert "\x1b[1;36m" in shown()  # a coloured header
     monkeypatch.setenv("NO_COLOR", "1")
     assert not re.search(r"\x1b\[[0-9;]*3[0-9]m", shown())  # no colour at all
+
+
+def test_an_empty_book_says_how_books_are_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """`ledger balances --game <typo>` printed an empty table and "over 0 accounts": a book
+    nobody wrote to. It now says a game's book is its game id, and counts in the singular."""
+    reads.show_balances(reads.balances_json("gnope", ledger_pb2.GetBalancesResponse(tree_size=9)))
+    said = capsys.readouterr().out
+    assert "total 0 over 0 accounts" in said
+    assert "no ledger entry names book 'gnope': a game's book is its game id" in said
+    one = ledger_pb2.Balance(book="g1", account="bank", kind=ledger_pb2.ACCOUNT_KIND_BANK)
+    reads.show_balances(reads.balances_json("g1", ledger_pb2.GetBalancesResponse(balances=[one])))
+    said = capsys.readouterr().out
+    assert "over 1 account\n" in said and "no ledger entry" not in said
+    caller = reads.Caller()
+    reads.show_games({"games": [], "count": 1, "truncated": False}, caller)
+    assert "1 game; as: no token" in capsys.readouterr().out
