@@ -343,7 +343,12 @@ def play(
         Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`")
     ] = None,
     seats: Annotated[
-        int, typer.Option("--seats", help="table size (default: the game's usual)")
+        int,
+        typer.Option(
+            "--seats",
+            help="table size (default: 3, or the nearest the game allows)",
+            show_default=False,
+        ),
     ] = 0,
     bot_fill: Annotated[
         int,

@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import getpass
 import os
+import sys
 
 from textual.markup import escape
 
@@ -104,7 +105,11 @@ def run(args: argparse.Namespace) -> int:
     definition = get_game(args.game)
     seats = args.seats or min(max(3, definition.min_players), definition.max_players)
     if not definition.min_players <= seats <= definition.max_players:
-        print(f"{definition.title} seats {definition.min_players}-{definition.max_players}")
+        low, high = definition.min_players, definition.max_players
+        print(
+            f"{definition.title} seats {low}-{high} players: --seats {low} to {high}",
+            file=sys.stderr,
+        )
         return 2
     token = args.token or os.environ.get("BOULEVARD_PLAYER_TOKEN", "")
     player = args.player or getpass.getuser()

@@ -90,6 +90,8 @@ def test_a_usage_error_is_exit_2_naming_the_problem(capsys: pytest.CaptureFixtur
     assert main(["games", "--status", "sleeping"]) == 2
     assert "active, finished" in capsys.readouterr().err
     assert main(["nope"]) == 2
+    assert main(["play", "long_shot", "--seats", "2"]) == 2  # before any network call
+    assert "Long Shot seats 3-8 players: --seats 3 to 8" in capsys.readouterr().err
     # --game filters by kind; a game id (or a typo) listed nothing and exited 0
     for command in ("games", "tickets"):
         assert main([command, "--game", "g12ecfe4ee9c4c4baad5c792f5bc22cb"]) == 2
