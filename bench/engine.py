@@ -17,7 +17,8 @@ gRPC no-op server process, then:
 3. What signing costs per action (docs/auditing.md) beside one action's time.
 4. Cold rebuild of a game of over 1,000 events (a trade-heavy Lords of Vegas game played
    in-process on the platform's real JetStream GAMES stream), measured, with and without
-   its snapshot.
+   its snapshot; and the same game read through WatchGame, one event per message and in
+   bursts (what `boulevard audit` reads).
 The machine's load average is printed at the start and at the end: the figures are only as
 good as the machine was quiet.
 Usage: python bench/engine.py [--quick] [--procs N] [--engines N] [--watch bursts|events]
@@ -49,9 +50,10 @@ from common import Timer, rate
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash, command_signing_bytes, verify
 from boulevard.cli.up import demo_operator_token, start_platform
-from boulevard.client.bots import last_event, reveal_seed
+from boulevard.client.bots import reveal_seed
 from boulevard.client.mapping import command_to_action
 from boulevard.client.signing import sign_submit
+from boulevard.client.watching import last_event
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.fairness import client_seed_commitment
 from boulevard.games import get_game
@@ -514,6 +516,25 @@ async def rebuild(
     return version, times["cold"], times["snapshot"]
 
 
+async def read_through_watch(address: str, game_id: str) -> tuple[float, float]:
+    """Median of 3 spectator reads of a finished game, every event from version 0: one
+    event per message, then in bursts."""
+    times = []
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = engine_pb2_grpc.EngineServiceStub(channel)
+        for bursts in (False, True):
+            runs = []
+            for _ in range(3):
+                request = engine_pb2.WatchGameRequest(game_id=game_id, bursts=bursts)
+                with Timer() as t:
+                    async for update in stub.WatchGame(request):
+                        if last_event(update).type == "GameFinished":
+                            break
+                runs.append(t.seconds)
+            times.append(statistics.median(runs))
+    return times[0], times[1]
+
+
 # --- the report -----------------------------------------------------------------------------
 
 
@@ -710,6 +731,15 @@ async def main(quick: bool, procs: int, engines: int) -> None:
                 f"({rate(events, cold):,.0f} events/s; aim < 100 ms)"
             )
             print(f"  from its snapshot      {snap * 1000:7.1f} ms")
+            single, bursts = await read_through_watch(addresses["engine"], game_id)
+            print(
+                "the same finished game read through the engine's public WatchGame from version "
+                "0, as the audits read it (median of 3):"
+            )
+            print(f"  one event per message  {single * 1000:7.1f} ms")
+            print(
+                f"  bursts (<= 128 events) {bursts * 1000:7.1f} ms  ({single / bursts:.1f}x faster)"
+            )
         finally:
             for process in (noop, *replicas):
                 process.terminate()
