@@ -360,3 +360,22 @@ def test_an_empty_book_says_how_books_are_named(capsys: pytest.CaptureFixture[st
     caller = reads.Caller()
     reads.show_games({"games": [], "count": 1, "truncated": False}, caller)
     assert "1 game; as: no token" in capsys.readouterr().out
+
+
+def test_login_without_an_issuer_says_where_it_looked_on_stderr(tmp_path: Path) -> None:
+    """Run from another folder, `boulevard login` said "start the platform with `boulevard
+    up` first" on stdout, exit 1, though the platform was up: `$(boulevard login alice)` then
+    sent that sentence as a token. It names the folder and the way out, on stderr, exit 2."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "BOULEVARD_DATA_DIR"}
+    done = subprocess.run(
+        [sys.executable, "-m", "boulevard.cli.main", "login", "alice"],
+        capture_output=True, text=True, timeout=60, check=False, env=env, cwd=elsewhere,
+    )  # fmt: skip
+    assert done.returncode == ExitCode.CANNOT, done.stderr
+    assert done.stdout == ""
+    assert f"no local issuer in {elsewhere / '.data'}" in done.stderr
+    assert "--data-dir" in done.stderr
+    bad_ttl = _cli("login", "alice", "--ttl", "0")
+    assert bad_ttl.returncode == 2 and bad_ttl.stdout == "" and "--ttl" in bad_ttl.stderr
