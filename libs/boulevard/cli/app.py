@@ -449,8 +449,15 @@ def _read(what: str, address: str, call: Callable[[], Any]) -> Any:
     try:
         return asyncio.run(call())
     except grpc.aio.AioRpcError as err:
+        hint = ""
+        if err.code() == grpc.StatusCode.UNAUTHENTICATED:  # no token found, or a bad one
+            hint = (
+                "; pass --token (e.g. $(boulevard login NAME)), or run in the folder where "
+                "`boulevard up` runs (or give --data-dir) to call as its operator"
+            )
         output.console(stderr=True).print(
-            f"cannot read {what} at {address}: {err.code().name}: {err.details()}", markup=False
+            f"cannot read {what} at {address}: {err.code().name}: {err.details()}{hint}",
+            markup=False,
         )
         raise typer.Exit(ExitCode.CANNOT) from None
 
