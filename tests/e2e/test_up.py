@@ -291,6 +291,45 @@ def test_up_on_a_terminal_draws_the_game_and_stops_cleanly_on_ctrl_c(tmp_path: P
             pass
 
 
+def test_up_stops_its_nats_when_its_output_reader_is_gone(tmp_path: Path) -> None:
+    """`boulevard up | tee up.log`, then Ctrl-C: the terminal's SIGINT ends tee first, so
+    "stopping…" met a closed pipe; the BrokenPipeError skipped the stop and left NATS (in a
+    session of its own) running. It must stop everything all the same."""
+    env = service_env(None, tmp_path / "data")
+    nats_port = free_port()
+    env["BOULEVARD_EMBEDDED_NATS_PORT"] = str(nats_port)
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "boulevard.cli.main", "up", "--no-demo"],
+            env=env, stdout=subprocess.PIPE, stderr=stderr, text=True,
+        )  # fmt: skip
+    try:
+        seen = lines_until(proc, "platform up", 120)
+        assert seen and "platform up" in seen[-1], "".join(seen)
+        assert proc.stdout is not None
+        proc.stdout.close()  # tee is gone
+        proc.send_signal(signal.SIGINT)
+        proc.wait(60)
+        left = subprocess.run(
+            ["pgrep", "-f", str(tmp_path)], capture_output=True, text=True, check=False
+        ).stdout.split()
+        assert not left, f"processes left behind: {left}"
+        with pytest.raises(OSError), socket.create_connection(("127.0.0.1", nats_port), 1):
+            pass
+        assert proc.returncode == 0, errors.read_text()[-3000:]
+        assert "Traceback" not in errors.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in subprocess.run(
+            ["pgrep", "-f", str(tmp_path)], capture_output=True, text=True, check=False
+        ).stdout.split():  # what this test started, should the stop have failed
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+
+
 class UpProcess:
     """`boulevard up --no-demo` with its output read line by line in the background."""
 

@@ -52,7 +52,17 @@ SERVICES = ("matchmaking", "engine", "dice", "ledger")
 
 
 def say(text: str) -> None:
-    print(text, flush=True)
+    """Print a line now. Once nobody reads our output (Ctrl-C also ends the `| tee` that
+    read `boulevard up | tee up.log`), carry on without it: a BrokenPipeError here left
+    `stop()` unrun and the NATS server, in a session of its own, running."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Python's own recipe: point stdout at /dev/null, so no later write or the flush at
+        # exit raises again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 async def wait_serving(
