@@ -291,10 +291,26 @@ def test_up_on_a_terminal_draws_the_game_and_stops_cleanly_on_ctrl_c(tmp_path: P
             pass
 
 
-def test_up_stops_its_nats_when_its_output_reader_is_gone(tmp_path: Path) -> None:
+def processes_under(folder: Path) -> list[int]:
+    """The processes started for `folder`: NATS names its config there, the services their
+    data dir (in their environment, not their command line)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            seen = (proc / "cmdline").read_bytes() + (proc / "environ").read_bytes()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if str(folder).encode() in seen:
+            found.append(int(proc.name))
+    return found
+
+
+def test_up_stops_everything_when_its_output_reader_is_gone(tmp_path: Path) -> None:
     """`boulevard up | tee up.log`, then Ctrl-C: the terminal's SIGINT ends tee first, so
     "stopping…" met a closed pipe; the BrokenPipeError skipped the stop and left NATS (in a
-    session of its own) running. It must stop everything all the same."""
+    session of its own) and the services running. It must stop everything all the same."""
     env = service_env(None, tmp_path / "data")
     nats_port = free_port()
     env["BOULEVARD_EMBEDDED_NATS_PORT"] = str(nats_port)
@@ -311,10 +327,7 @@ def test_up_stops_its_nats_when_its_output_reader_is_gone(tmp_path: Path) -> Non
         proc.stdout.close()  # tee is gone
         proc.send_signal(signal.SIGINT)
         proc.wait(60)
-        left = subprocess.run(
-            ["pgrep", "-f", str(tmp_path)], capture_output=True, text=True, check=False
-        ).stdout.split()
-        assert not left, f"processes left behind: {left}"
+        assert not processes_under(tmp_path), "processes left behind"
         with pytest.raises(OSError), socket.create_connection(("127.0.0.1", nats_port), 1):
             pass
         assert proc.returncode == 0, errors.read_text()[-3000:]
@@ -323,11 +336,9 @@ def test_up_stops_its_nats_when_its_output_reader_is_gone(tmp_path: Path) -> Non
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        for pid in subprocess.run(
-            ["pgrep", "-f", str(tmp_path)], capture_output=True, text=True, check=False
-        ).stdout.split():  # what this test started, should the stop have failed
+        for pid in processes_under(tmp_path):  # what this test started, had the stop failed
             with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
 
 
 class UpProcess:
