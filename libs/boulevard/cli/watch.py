@@ -65,8 +65,10 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings()
     address = args.engine or f"{settings.grpc_host}:{settings.engine_port}"
     if args.tui:
-        from boulevard.cli.play import exit_code
+        from boulevard.cli.play import exit_code, needs_a_terminal
 
+        if not needs_a_terminal("boulevard watch --tui"):
+            return 2
         app = WatchApp(
             args.game_id,
             engine=address,

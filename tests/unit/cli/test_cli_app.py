@@ -379,3 +379,19 @@ def test_login_without_an_issuer_says_where_it_looked_on_stderr(tmp_path: Path) 
     assert "--data-dir" in done.stderr
     bad_ttl = _cli("login", "alice", "--ttl", "0")
     assert bad_ttl.returncode == 2 and bad_ttl.stdout == "" and "--ttl" in bad_ttl.stderr
+
+
+def test_the_full_screen_apps_refuse_a_pipe(tmp_path: Path) -> None:
+    """`boulevard play` and `watch --tui` with their output piped wrote the screen's escape
+    codes into the pipe; they now say they need a terminal (exit 2) and start nothing."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BOULEVARD_")}
+    env["BOULEVARD_ENGINE_PORT"] = env["BOULEVARD_MATCHMAKING_PORT"] = "1"  # nothing there
+    for args in (["play", "las_vegas", "--token", "t"], ["watch", "g1", "--tui"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "boulevard.cli.main", *args],
+            capture_output=True, text=True, timeout=60, check=False, env=env,
+            stdin=subprocess.DEVNULL, cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert "\x1b" not in done.stdout + done.stderr
+        assert "is a full-screen app: run it in a terminal" in done.stderr
