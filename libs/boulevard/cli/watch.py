@@ -81,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     except grpc.aio.AioRpcError as exc:
-        print(f"cannot watch {args.game_id} at {address}: {exc.code().name}: {exc.details()}")
+        why = f"{exc.code().name}: {exc.details()}"
+        print(f"cannot watch {args.game_id} at {address}: {why}", file=sys.stderr)
         return 2
     print(f"game over — {table.ranking()}" if table.finished else "the stream ended")
     return 0

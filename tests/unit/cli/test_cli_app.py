@@ -395,3 +395,11 @@ def test_the_full_screen_apps_refuse_a_pipe(tmp_path: Path) -> None:
         assert done.returncode == 2, done.stderr
         assert "\x1b" not in done.stdout + done.stderr
         assert "is a full-screen app: run it in a terminal" in done.stderr
+
+
+def test_watch_says_why_it_cannot_on_stderr() -> None:
+    """`boulevard watch <id> > game.txt` put "cannot watch …" into the file, as if a move."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BOULEVARD_")}
+    done = _cli("watch", "g1", "--engine", "127.0.0.1:1", env=env)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("cannot watch g1 at 127.0.0.1:1: UNAVAILABLE")
