@@ -341,6 +341,27 @@ def test_up_stops_everything_when_its_output_reader_is_gone(tmp_path: Path) -> N
                 os.kill(pid, signal.SIGKILL)
 
 
+def test_up_refuses_ports_something_else_listens_on(tmp_path: Path) -> None:
+    """A second `boulevard up` on the default ports found the first one's services there,
+    said "platform up" and restarted its own (which could not bind) forever. Now it names
+    the busy port and starts nothing."""
+    env = service_env(None, tmp_path / "data")
+    env["BOULEVARD_EMBEDDED_NATS_PORT"] = str(free_port())
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", int(env["BOULEVARD_ENGINE_PORT"])))
+        taken.listen()
+        done = subprocess.run(
+            [sys.executable, "-m", "boulevard.cli.main", "up", "--no-demo"],
+            env=env, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    engine = f"127.0.0.1:{env['BOULEVARD_ENGINE_PORT']} (engine)"
+    assert f"cannot start: something already listens on {engine}" in done.stdout
+    assert "another `boulevard up`" in done.stdout and "platform up" not in done.stdout
+    assert not (tmp_path / "data" / "nats").exists()  # nothing was started
+    assert not processes_under(tmp_path)
+
+
 class UpProcess:
     """`boulevard up --no-demo` with its output read line by line in the background."""
 
