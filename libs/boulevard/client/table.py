@@ -154,7 +154,9 @@ class Table:
         for name, value in data.items():
             if name in ("type", "transfers") or value is None or isinstance(value, dict | list):
                 continue
-            is_seat = name in ("seat", "next")  # `next`: the seat whose turn follows
+            # Fields that hold a seat: whose turn follows (Long Shot), who was outbid and who
+            # holds the first-player button (Vegas Showdown).
+            is_seat = name in ("seat", "next", "outbid", "button")
             if is_seat and isinstance(value, int) and 0 <= value < len(self.names):
                 value = self.names[value]
             fields.append(f"{name.replace('_', ' ')} {value}")

@@ -43,3 +43,14 @@ def test_a_described_game_speaks_its_own_words() -> None:
     table.names = ["alice (seat 0)", "bob (seat 1)"]
     said = table.words(update({"type": "DicePlaced", "seat": 0, "casino": 4, "own": 2, "white": 0}))
     assert said == "alice (seat 0) places 2 dice on casino 4"
+
+
+def test_vegas_showdown_s_seat_fields_are_named() -> None:
+    table = Table("a_game_nobody_registered")
+    table.names = ["alice (seat 0)", "bob (seat 1)"]
+    bid = table.words(
+        update({"type": "BidPlaced", "amount": 7, "outbid": 0, "seat": 1, "track": "slots"})
+    )
+    assert bid == "bid placed: amount 7, outbid alice (seat 0), seat bob (seat 1), track slots"
+    ended = table.words(update({"type": "TurnEnded", "button": 1, "turn": 1}))
+    assert ended == "turn ended: button bob (seat 1), turn 1"
