@@ -36,8 +36,11 @@ class JetStreamKeyValue:
             return None
         return entry.value
 
-    async def put(self, key: str, value: bytes) -> None:
-        await self.kv.put(key, value)
+    async def put(self, key: str, value: bytes) -> int:
+        """Store `value` under `key`; the revision it got (its sequence in the bucket's
+        stream)."""
+        revision: int = await self.kv.put(key, value)
+        return revision
 
     async def keys(self) -> list[str]:
         """Every key in the bucket, sorted. Read from the bucket's stream state (STREAM.INFO
