@@ -22,7 +22,6 @@ writes); other replicas hold it when their watch delivers it (docs/architecture.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import sys
 from bisect import bisect_right, insort
@@ -91,6 +90,7 @@ class GamesIndex:
         self._caught_up = False
         self._synced_reconnects = -1  # the connection's reconnect count when it caught up
         self._progress = asyncio.Event()  # set on each delivery and when the watch breaks
+        self._ready_changed = asyncio.Event()  # set when the watch catches up or breaks
         self._broken = False
         self._sub: Subscription | None = None
         self._task: asyncio.Task[None] | None = None
@@ -126,12 +126,15 @@ class GamesIndex:
         while not self.ready:
             if self._task is None or self._task.done():
                 raise IndexUnavailable("the games index watch is not running")
-            if loop.time() >= deadline:
+            left = deadline - loop.time()
+            if left <= 0:
                 raise IndexUnavailable(
                     "the games index is replaying the games bucket (after a start or a NATS "
                     "interruption) and lists nothing until it is complete; retry shortly"
                 )
-            await asyncio.sleep(0.05)
+            # Woken when the watch catches up or breaks; rechecked at least this often, as
+            # a dropped connection turns `ready` false without waking anyone.
+            await _wait(self._ready_changed, min(left, CHECK_SECONDS))
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -214,7 +217,8 @@ class GamesIndex:
                     log.warning("games index watch broke; resuming", error=repr(exc))
                 quiet = True
             self._caught_up = False
-            self._progress.set()
+            self._ready_changed.set()
+            self._ready_changed = asyncio.Event()
             await self._unsubscribe()
             self.resyncs += 1
             await asyncio.sleep(CHECK_SECONDS)
@@ -266,7 +270,8 @@ class GamesIndex:
             self._unsorted = False
         self._synced_reconnects = reconnects
         self._caught_up = True
-        self._progress.set()
+        self._ready_changed.set()
+        self._ready_changed = asyncio.Event()
         log.info("games index ready", games=len(self._summaries), revision=self._applied)
         while True:
             self._check(reconnects)
@@ -275,8 +280,7 @@ class GamesIndex:
     async def _tick(self) -> None:
         """Until the next delivery or CHECK_SECONDS, whichever comes first."""
         self._progress.clear()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._progress.wait(), CHECK_SECONDS)
+        await _wait(self._progress, CHECK_SECONDS)
 
     def _check(self, reconnects: int) -> None:
         if self._broken:
@@ -310,3 +314,13 @@ class GamesIndex:
                 await sub.unsubscribe()
             except Exception as exc:  # a closed or reconnecting connection: nothing to undo
                 log.info("games index unsubscribe failed", error=repr(exc))
+
+
+async def _wait(event: asyncio.Event, seconds: float) -> None:
+    """Until `event` is set or `seconds` pass. Not asyncio.wait_for: on Python 3.11 it can
+    swallow a cancellation that arrives as the event is set, and stop() would hang."""
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait((waiter,), timeout=seconds)
+    finally:
+        waiter.cancel()
