@@ -157,6 +157,18 @@ async def one_size(server: Any, kv: JetStreamKeyValue, size: int, repeat: int) -
         f"  paging through all {size:,} by 50:  about {walk * 1000:,.0f} ms now, "
         f"{statistics.median(old) * size / 50:,.1f} s with the former listing"
     )
+
+    # Another replica's lag: from a put's acknowledgement to this replica's watch holding it.
+    lags = []
+    for n in range(min(repeat, 200)):
+        key = keys[n * 7 % len(keys)]
+        start = time.perf_counter()
+        revision = await kv.put(key, summary(n))
+        # A spin: an event would add a wake-up of its own to what is measured.
+        while (held := index.get(key)) is None or held.revision < revision:  # noqa: ASYNC110
+            await asyncio.sleep(0)
+        lags.append(time.perf_counter() - start)
+    print(f"  put, then held by another replica {us(lags)}")
     await index.stop()
     await replica_nc.close()
 
