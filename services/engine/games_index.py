@@ -117,7 +117,11 @@ class GamesIndex:
     async def start(self, timeout: float = 60.0) -> None:
         """Start the watch and wait until its first replay is complete."""
         self._task = asyncio.create_task(self._run(), name=f"games-index-{self.kv.bucket}")
-        await self.wait_ready(timeout)
+        try:
+            await self.wait_ready(timeout)
+        except BaseException:
+            await self.stop()  # a start that fails leaves no watch running
+            raise
 
     async def wait_ready(self, timeout: float) -> None:
         """Return once the index is ready; IndexUnavailable after `timeout` seconds."""

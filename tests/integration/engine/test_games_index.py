@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
 
 from services.engine.games_index import GamesIndex, IndexUnavailable
 from services.engine.kv import JetStreamKeyValue
@@ -123,23 +124,58 @@ async def test_a_fresh_index_sees_every_key_written_before_it_started_under_writ
         await writer_nc.close()
 
 
+class Gate:
+    """Holds back what an index's watch delivers until opened: a replica whose watch lags
+    (the NATS delivery is real; only its hand-over to the index waits)."""
+
+    def __init__(self, index: GamesIndex) -> None:
+        self.deliver = index._deliver
+        self.held: list[Msg] = []
+        self.open = True
+        index._deliver = self  # type: ignore[method-assign]
+
+    def __call__(self, msg: Msg) -> None:
+        if self.open:
+            self.deliver(msg)
+        else:
+            self.held.append(msg)
+
+    def close(self) -> None:
+        self.open = False
+
+    def release(self) -> None:
+        self.open = True
+        for msg in self.held:
+            self.deliver(msg)
+        self.held.clear()
+
+
 async def test_two_replicas_read_their_own_writes_and_see_the_others_eventually(
     nats_server,
 ) -> None:
     nc_a, a = await open_index(nats_server)
     nc_b, b = await open_index(nats_server)
+    gate_a, gate_b = Gate(a), Gate(b)
     try:
+        # a's watch lags: its own put is held all the same, at once.
+        gate_a.close()
         revision = await a.put("game-1", summary(1))
-        held = a.get("game-1")  # at once, with no await in between
+        held = a.get("game-1")
         assert held is not None and held.revision == revision and held.version == 1
+        assert listed(a) == ["game-1"]
         await eventually(lambda: b.get("game-1") is not None)
         assert b.get("game-1") == held
+        gate_a.release()  # its own put comes back through the watch: nothing changes
+        await eventually(lambda: a._applied >= revision)
+        assert a.get("game-1") == held
 
         # The other way round, and an update: finished on b, then seen finished on a.
+        gate_b.close()
         later = await b.put("game-1", summary(9, "finished"))
         assert later > revision
         assert (b.get("game-1") or held).status == "finished"
         await eventually(lambda: (a.get("game-1") or held).revision == later)
+        gate_b.release()
         assert a.get("game-1") == b.get("game-1")
         assert listed(a) == listed(b) == ["game-1"]
     finally:
@@ -152,8 +188,8 @@ async def test_an_older_delivery_never_overwrites_a_newer_summary(nats_server) -
     nc, index = await open_index(nats_server)
     other_nc = await nats_server.connect("engine")
     other = await JetStreamKeyValue.open(other_nc, "engine_games")
+    gate = Gate(index)
     try:
-        # Deterministic: what the watch delivers after this replica's own, newer put.
         index.apply("k", 10, summary(10))
         index.apply("k", 5, summary(5))
         assert (index.get("k") or pytest.fail()).version == 10
@@ -161,12 +197,19 @@ async def test_an_older_delivery_never_overwrites_a_newer_summary(nats_server) -
         index.apply("k", 11, summary(11))
         assert index.get("k") is None and "k" not in listed(index)
 
-        # Live: another replica writes r1, this one writes r2 at once; the watch still
-        # delivers r1 after r2 is held here (often). r2 stays.
-        for n in range(40):
+        # Another replica writes r1; this one, whose watch lags, writes r2; then the watch
+        # delivers r1 (and r2). r2 stays.
+        for n in range(5):
             key = f"race-{n}"
-            await other.put(key, summary(1))
+            gate.close()
+            first = await other.put(key, summary(1))
+            # r1 has reached this replica and waits behind the gate: an older delivery.
+            await eventually(
+                lambda: any(m.metadata.sequence.stream == first for m in gate.held)  # noqa: B023
+            )
             mine = await index.put(key, summary(2))
+            assert first < mine
+            gate.release()
             await eventually(lambda: index._applied >= mine)  # noqa: B023  (this round's)
             held = index.get(key)
             assert held is not None and held.revision == mine and held.version == 2
@@ -241,4 +284,18 @@ async def test_a_nats_restart_turns_the_index_unavailable_then_it_catches_up(
             await writer_nc.close()
     finally:
         await index.stop()
+        await nc.close()
+
+
+async def test_a_start_that_cannot_complete_fails_and_leaves_no_watch(nats_server) -> None:
+    nc, index = await open_index(nats_server, start=False)
+    try:
+        nats_server.stop()
+        await eventually(lambda: not nc.is_connected, 10)
+        with pytest.raises(IndexUnavailable):
+            await index.start(timeout=0.5)
+        assert index._task is None and index._sub is None
+        with pytest.raises(IndexUnavailable, match="not running"):
+            await index.wait_ready(0.1)
+    finally:
         await nc.close()
