@@ -20,10 +20,11 @@ from typing import Any
 
 import grpc
 
-from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.audit.signing import SigningKey
 from boulevard.client.mapping import action_to_command, command_to_action, proto_to_view
 from boulevard.client.signing import signed_submit
+from boulevard.client.watching import last_event
 from boulevard.games import get_game
 from boulevard.games.base import Bot
 
@@ -31,12 +32,6 @@ OnEvent = Callable[[engine_pb2.WatchGameResponse], None]
 Chooser = Callable[[Any, Sequence[Any], int], Awaitable[Any | None]]
 """A person's choice: (the seat's view, its legal commands, the version they are legal at)
 -> one of the commands, or None when the game moved on before they chose (look again)."""
-
-
-def last_event(update: engine_pb2.WatchGameResponse) -> events_pb2.EventEnvelope:
-    """The newest event a WatchGame update carries, whether the stream sends one event per
-    message or one burst (`bursts`) per message."""
-    return update.events[-1] if update.events else update.event
 
 
 def bot_client_seed(key: bytes, game_id: str, seat: int) -> str:
