@@ -77,9 +77,12 @@ class IndexUnavailable(Exception):
 
 
 class GamesIndex:
-    def __init__(self, kv: JetStreamKeyValue, nc: NATS) -> None:
+    def __init__(
+        self, kv: JetStreamKeyValue, nc: NATS, heartbeat_seconds: float = HEARTBEAT_SECONDS
+    ) -> None:
         self.kv = kv
         self.nc = nc
+        self.heartbeat_seconds = heartbeat_seconds
         self._summaries: dict[str, Summary] = {}
         self._keys: list[str] = []  # sorted; rebuilt from the dict when `_unsorted`
         self._unsorted = False
@@ -259,7 +262,7 @@ class GamesIndex:
             cb=on_message,
             ordered_consumer=True,
             config=ConsumerConfig(deliver_policy=policy, opt_start_seq=start),
-            idle_heartbeat=HEARTBEAT_SECONDS,
+            idle_heartbeat=self.heartbeat_seconds,
             # Unbounded: nats-py drops a message that overflows a subscription's queue, and
             # a dropped summary would be a game missing from ListGames.
             pending_msgs_limit=0,

@@ -299,3 +299,30 @@ async def test_a_start_that_cannot_complete_fails_and_leaves_no_watch(nats_serve
             await index.wait_ready(0.1)
     finally:
         await nc.close()
+
+
+async def test_a_lost_consumer_is_replaced_and_the_index_catches_up(nats_server) -> None:
+    """The watch's consumer disappears without the connection dropping (deleted here by an
+    operator): nats-py's ordered consumer misses its heartbeats and resumes from the
+    sequence after the last it passed on, so nothing written meanwhile is missed."""
+    nc = await nats_server.connect("engine")
+    index = GamesIndex(await JetStreamKeyValue.open(nc, "engine_games"), nc, 0.5)
+    admin = await nats_server.connect()
+    try:
+        await index.start(timeout=30)
+        await index.put("before", summary(1))
+        assert index._sub is not None
+        consumer = index._sub._consumer
+        js = admin.jetstream()
+        await js.delete_consumer("KV_engine_games", consumer)
+        writer = await JetStreamKeyValue.open(admin, "engine_games")
+        for i in range(20):
+            await writer.put(f"meanwhile-{i:02d}", summary(i))
+        await eventually(lambda: len(index) == 21, 20)
+        assert index._sub._consumer != consumer  # a new consumer, not the old one revived
+        assert listed(index) == await writer.keys()
+        assert index.ready
+    finally:
+        await index.stop()
+        await nc.close()
+        await admin.close()
