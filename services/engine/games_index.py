@@ -7,7 +7,9 @@ Three rules keep it right:
 - Complete before it serves. A replay is complete when the watch has delivered the stream's
   last sequence as read (STREAM.INFO) *before* subscribing — not when nats-py says its
   initial replay ended (that signal can come early under concurrent writes: nats.py #842,
-  #995). Until then `ready` is false and ListGames answers UNAVAILABLE.
+  #995). Until then `ready` is false and ListGames answers UNAVAILABLE. The message at that
+  sequence is always delivered: an overwrite, delete or purge of its key leaves a newer
+  message of the same key, and nobody may delete a message (docs/security.md).
 - Newest revision wins. Every value is kept with its KV revision (its stream sequence); a
   delivery older than what is held — a late watch message after this replica's own put — is
   ignored. Deletes and purges remove the key and leave a tombstone with their revision.
