@@ -449,7 +449,7 @@ def _read(what: str, address: str, call: Callable[[], Any]) -> Any:
     try:
         return asyncio.run(call())
     except grpc.aio.AioRpcError as err:
-        hint = ""
+        hint = output.hint(err.code().name)
         if err.code() == grpc.StatusCode.UNAUTHENTICATED:  # no token found, or a bad one
             hint = (
                 "; pass --token (e.g. $(boulevard login NAME)), or run in the folder where "

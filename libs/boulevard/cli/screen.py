@@ -25,6 +25,7 @@ from textual.widgets import Footer, Header, OptionList, RichLog, Static
 from textual.widgets.option_list import Option
 
 from boulevard.api.v1 import engine_pb2
+from boulevard.cli.output import hint
 from boulevard.client.dice import DiceReader
 from boulevard.client.mapping import proto_to_view
 from boulevard.client.table import Table
@@ -171,7 +172,7 @@ class GameScreen(App[int]):
         try:
             await self.session()
         except grpc.aio.AioRpcError as err:
-            self.stop(f"stopped: {err.code().name}: {err.details()}")
+            self.stop(f"stopped: {err.code().name}: {err.details()}{hint(err.code().name)}")
         except Exception as err:  # told to the person, not a traceback over the screen
             self.stop(f"stopped: {err}")
 

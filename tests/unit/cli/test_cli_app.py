@@ -403,3 +403,7 @@ def test_watch_says_why_it_cannot_on_stderr() -> None:
     done = _cli("watch", "g1", "--engine", "127.0.0.1:1", env=env)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("cannot watch g1 at 127.0.0.1:1: UNAVAILABLE")
+    assert "is the platform up (make run, or boulevard up)?" in done.stderr
+    assert "boulevard --tls-ca <data-dir>/tls/ca.pem" in done.stderr  # a TLS port says no more
+    shown = _cli("game", "show", "g1", "--engine", "127.0.0.1:1", env=env)
+    assert shown.returncode == 2 and "is the platform up" in shown.stderr
