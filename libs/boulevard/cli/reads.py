@@ -344,8 +344,8 @@ def show_balances(document: dict[str, Any]) -> None:
     out.print(f"total {document['total']:,} over {_many(len(rows), 'account')}")
     if not rows:  # a mistyped game id is a book nobody wrote to, not an error of the ledger
         out.print(
-            f"no ledger entry names book {document['book']!r}: a game's book is its game id "
-            "(boulevard games)"
+            f"no ledger entry names book {document['book']!r} yet (a game's book is its game "
+            "id: boulevard games lists them)"
         )
 
 

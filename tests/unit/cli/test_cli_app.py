@@ -352,7 +352,7 @@ def test_an_empty_book_says_how_books_are_named(capsys: pytest.CaptureFixture[st
     reads.show_balances(reads.balances_json("gnope", ledger_pb2.GetBalancesResponse(tree_size=9)))
     said = capsys.readouterr().out
     assert "total 0 over 0 accounts" in said
-    assert "no ledger entry names book 'gnope': a game's book is its game id" in said
+    assert "no ledger entry names book 'gnope' yet (a game's book is its game id" in said
     one = ledger_pb2.Balance(book="g1", account="bank", kind=ledger_pb2.ACCOUNT_KIND_BANK)
     reads.show_balances(reads.balances_json("g1", ledger_pb2.GetBalancesResponse(balances=[one])))
     said = capsys.readouterr().out
