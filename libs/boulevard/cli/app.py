@@ -60,6 +60,10 @@ app.add_typer(game_app, name="game")
 app.add_typer(ledger_app, name="ledger")
 
 
+# Relative to where the command runs: `boulevard login` in another folder finds no issuer.
+_DATA_DIR = " (default: BOULEVARD_DATA_DIR, else .data in the current folder)"
+
+
 def _examples(*lines: str) -> str:
     """An epilog: the command's examples, one per paragraph (rich keeps them apart)."""
     return "[bold]Examples[/bold]\n\n" + "\n\n".join(f"  {line}" for line in lines)
@@ -122,7 +126,11 @@ def _root(
 )
 def up(
     data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="where NATS keeps its store")
+        Path | None,
+        typer.Option(
+            "--data-dir",
+            help="the platform's folder: NATS's store, keys, the token issuer, logs" + _DATA_DIR,
+        ),
     ] = None,
     services: Annotated[
         str, typer.Option("--services", help="comma-separated services to start")
@@ -184,7 +192,7 @@ def login(
     role: Annotated[str, typer.Option("--role", help="player, operator or auditor")] = "player",
     ttl: Annotated[float, typer.Option("--ttl", help="seconds the token is valid")] = 3600.0,
     data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`")
+        Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`" + _DATA_DIR)
     ] = None,
 ) -> None:
     """Print a bearer token from the local issuer `boulevard up` made."""
@@ -199,7 +207,7 @@ def login(
 @issuer_app.command("rotate", epilog=_examples("boulevard issuer rotate"))
 def issuer_rotate(
     data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`")
+        Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`" + _DATA_DIR)
     ] = None,
 ) -> None:
     """Add a new signing key to the local issuer.
@@ -340,7 +348,7 @@ def play(
         typer.Option("--player", help="with a local issuer: your player id (default: your login)"),
     ] = None,
     data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`")
+        Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`" + _DATA_DIR)
     ] = None,
     seats: Annotated[
         int,
@@ -429,7 +437,8 @@ AnonymousOption = Annotated[
     bool, typer.Option("--anonymous", help="call with no token (what anyone may see)")
 ]
 DataDirOption = Annotated[
-    Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up` (its issuer)")
+    Path | None,
+    typer.Option("--data-dir", help="the data dir of `boulevard up` (its issuer)" + _DATA_DIR),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON document (docs/cli.md)")]
 TimeoutOption = Annotated[float, typer.Option("--timeout", help="seconds per call")]
