@@ -222,6 +222,14 @@ class _Audit:
             )
         if not log:
             raise GameAuditFailed(1, "the log is empty: expected GameCreated")
+        if self.dice is not None and report.finished:
+            unused = sorted(n for n in self.dice if n not in self.nonces_used)
+            if unused:
+                raise GameAuditFailed(
+                    report.versions,
+                    f"outcome nonce {unused[0]} was drawn but the game never used it (a "
+                    "burned or re-rolled outcome)",
+                )
         for version in sorted(self.receipts):
             if version > report.versions and not report.partial:
                 raise GameAuditFailed(
@@ -514,9 +522,21 @@ class _Audit:
                 raise GameAuditFailed(
                     version, f"outcome nonce {resolved.nonce} is not in the dice records"
                 )
-            if resolved.nonce in self.nonces_used or resolved.nonce <= self.last_nonce:
+            # Every outcome drawn is used, in the order drawn (docs/fairness.md, step 7): the
+            # engine asks again only with the same request id, which gets the same nonce, so
+            # a nonce the log steps over was drawn and thrown away — a re-roll.
+            following = self.last_nonce + 1
+            if resolved.nonce > following and following in self.dice:
                 raise GameAuditFailed(
-                    version, f"outcome nonce {resolved.nonce} used twice or out of order"
+                    version,
+                    f"outcome nonce {following} was drawn but the game never used it (a burned "
+                    f"or re-rolled outcome): the log goes on with nonce {resolved.nonce}",
+                )
+            if resolved.nonce != following:
+                raise GameAuditFailed(
+                    version,
+                    f"outcome nonce {resolved.nonce} used twice or out of order "
+                    f"(nonce {following} was next)",
                 )
             if record.values != resolved.values or record.kind != resolved.kind.value:
                 raise GameAuditFailed(
