@@ -215,6 +215,23 @@ def check_balanced(postings: Sequence[Posting], *, seq: int | None = None) -> No
         raise EntryRejected(ErrorCode.UNBALANCED, f"postings sum to {total:+d}, not zero", seq=seq)
 
 
+def check_own_book(entry: JournalEntry) -> None:
+    """Refuse an entry that moves money outside its own game's book. An entry records the
+    money one event of game `g` moves, and a game's transfers name accounts of its own book
+    only; a posting in another book (another game's, or `platform`) would be money that no
+    audit of either game sees move: reconciling a game counts only its own book's postings
+    of its own entries, and `audit game` compares only those with the event."""
+    book = entry.source.game_id
+    for p in entry.postings:
+        if p.account.book != book:
+            raise EntryRejected(
+                ErrorCode.INVALID_ACCOUNT,
+                f"an entry of game {book} moves money in {p.account}: an entry moves money "
+                "only in its own game's book",
+                seq=entry.seq,
+            )
+
+
 _FIELDS = frozenset(
     {"v", "seq", "prev", "game_id", "version", "event_id", "event_type", "time_unix_ms", "postings"}
 )
@@ -384,6 +401,7 @@ class Ledger:
                 f"game {entry.source.game_id} version {entry.source.version} is already posted",
                 seq=entry.seq,
             )
+        check_own_book(entry)
         net = entry.net()
         for account, change in net.items():
             after = self.balance(account) + change

@@ -30,7 +30,7 @@ from typing import Any
 
 import grpc
 
-from boulevard.accounting import decode_entry
+from boulevard.accounting import JournalEntry, decode_entry
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.audit.game_log import (
     DiceRecord,
@@ -115,20 +115,35 @@ async def fetch_ledger(
 ) -> tuple[dict[int, list[tuple[str, int]]], list[tuple[int, bytes]]]:
     """The game's postings per event version, checked from each entry's canonical bytes,
     and the chain heads the ledger anchored for it."""
-    postings: dict[int, list[tuple[str, int]]] = {}
-    anchors: list[tuple[int, bytes]] = []
     async with tls.channel(address) as channel:
-        async for e in LedgerClient(channel, timeout=timeout).entries(game_id=game_id):
-            entry = decode_entry(bytes(e.canonical))
-            if entry.source.game_id != game_id:
-                continue
-            if entry.anchor is not None:
-                anchors.append((entry.source.version, entry.anchor))
-                continue
-            postings.setdefault(entry.source.version, []).extend(
-                (p.account.name, p.amount) for p in entry.postings if p.account.book == game_id
-            )
-    return postings, anchors
+        entries = [
+            decode_entry(bytes(e.canonical))
+            async for e in LedgerClient(channel, timeout=timeout).entries(game_id=game_id)
+        ]
+    anchors = [
+        (e.source.version, e.anchor)
+        for e in entries
+        if e.source.game_id == game_id and e.anchor is not None
+    ]
+    return postings_by_version(game_id, entries), anchors
+
+
+def postings_by_version(
+    game_id: str, entries: Sequence[JournalEntry]
+) -> dict[int, list[tuple[str, int]]]:
+    """The money the ledger posted for each version of the game, as (account, amount); an
+    account of another book keeps its book in its name ("book/name"), so it matches no
+    transfer of the game's events and the audit names it (it used to be left out, and money
+    an entry of this game moved in another book went unseen)."""
+    postings: dict[int, list[tuple[str, int]]] = {}
+    for entry in entries:
+        if entry.source.game_id != game_id or entry.anchor is not None:
+            continue
+        postings.setdefault(entry.source.version, []).extend(
+            (p.account.name if p.account.book == game_id else str(p.account), p.amount)
+            for p in entry.postings
+        )
+    return postings
 
 
 async def audit_one(

@@ -37,6 +37,7 @@ from boulevard.accounting import (
     JournalEntry,
     LedgerError,
     SignedTreeHead,
+    check_own_book,
     decode_entry,
     may_go_negative,
     reconcile,
@@ -190,7 +191,7 @@ async def _audit(
         for prev, sth in itertools.pairwise(heads):
             await _check_consistency(client, prev, sth)
         say(f"ok   {len(heads)} signed heads: signatures and consistency")
-        _check_game_rules(game, entries)
+        check_game_rules(game, entries)
         say(f"ok   {len(entries)} entries of game {game}: canonical, balanced, account rules")
         games = [game] if entries else []
     else:
@@ -319,8 +320,9 @@ async def _check_consistency(
         ) from None
 
 
-def _check_game_rules(game: str, entries: list[JournalEntry]) -> None:
-    """One game's book replayed alone: keys unique, no account below its floor."""
+def check_game_rules(game: str, entries: list[JournalEntry]) -> None:
+    """One game's book replayed alone: keys unique, money only in the game's own book, no
+    account below its floor."""
     balances: dict[AccountId, int] = {}
     seen: set[int] = set()
     last = 0
@@ -328,6 +330,10 @@ def _check_game_rules(game: str, entries: list[JournalEntry]) -> None:
         if e.seq <= last:
             raise AuditFailed(f"entry {e.seq}: out of order after entry {last}")
         last = e.seq
+        try:
+            check_own_book(e)
+        except LedgerError as exc:
+            raise AuditFailed(f"entry {e.seq}: {exc.code.value}: {exc.message}") from None
         if e.source.version in seen:
             raise AuditFailed(f"entry {e.seq}: game {game} version {e.source.version} posted twice")
         seen.add(e.source.version)

@@ -1,0 +1,62 @@
+"""Entries a ledger operator (holding the ledger's key) could chain and sign that no
+honest event explains, beyond those tests/unit/accounting/test_audit.py covers."""
+
+from __future__ import annotations
+
+import pytest
+
+from boulevard.accounting import (
+    AccountId,
+    EntrySource,
+    ErrorCode,
+    JournalAuditor,
+    JournalEntry,
+    Ledger,
+    LedgerError,
+    Posting,
+    postings_from_transfers,
+)
+from boulevard.cli import audit_game, audit_ledger
+from boulevard.games.base import Transfer
+from tests.unit.accounting.test_audit import SIGNER
+
+
+def starting_money(ledger: Ledger, game: str) -> JournalEntry:
+    transfers = [Transfer("bank", "seat:0", 5, "start")]
+    return ledger.post(EntrySource(game, 1), postings_from_transfers(game, transfers))
+
+
+def test_an_entry_of_one_game_that_moves_another_games_money_is_refused() -> None:
+    """Game g-a's entry for its version 2 (an event that moves nothing) pays seat 0 of game
+    g-b out of g-b's bank. Reconciling g-a looked only at g-a's book, reconciling g-b only
+    at g-b's entries, and the game audit of each only at its own: the money appeared in
+    g-b's book with no event behind it, and every audit passed."""
+    ledger = Ledger()
+    honest = [starting_money(ledger, "g-a"), starting_money(ledger, "g-b")]
+    forged = JournalEntry(
+        seq=ledger.size + 1,
+        prev_hash=ledger.head_hash,
+        source=EntrySource("g-a", 2, "g-a-2", "DiceRolled", 1),
+        postings=(
+            Posting(AccountId("g-b", "bank"), -100, "gift"),
+            Posting(AccountId("g-b", "seat:0"), 100, "gift"),
+        ),
+    )
+    auditor = JournalAuditor(SIGNER.public_key)
+    for entry in honest:
+        auditor.feed(entry.canonical)
+    with pytest.raises(LedgerError) as err:
+        auditor.feed(forged.canonical)
+    assert err.value.code == ErrorCode.INVALID_ACCOUNT and err.value.seq == 3
+    assert "g-b/bank" in err.value.message
+    # The service refuses to post it too, and nothing changes.
+    with pytest.raises(LedgerError) as err:
+        ledger.append(forged)
+    assert err.value.code == ErrorCode.INVALID_ACCOUNT and ledger.size == 2
+    # `audit ledger --game g-a` replays only g-a's entries: the same rule.
+    with pytest.raises(audit_ledger.AuditFailed, match=r"entry 3: .*g-b/bank"):
+        audit_ledger.check_game_rules("g-a", [honest[0], forged])
+    # `audit game g-a` compares the ledger's postings for each version with the event's
+    # transfers: a posting in another book is one the event does not make.
+    by_version = audit_game.postings_by_version("g-a", [honest[0], forged])
+    assert by_version[2] == [("g-b/bank", -100), ("g-b/seat:0", 100)]
