@@ -143,12 +143,15 @@ def audit_game_log(
     anchors: Sequence[tuple[int, bytes]] = (),
     bot_key: str = "",
     redacted: frozenset[int] = frozenset(),
+    finished: bool = False,
 ) -> GameAuditReport:
     """Check `log` (envelope bytes as stored, version 1 first); raise GameAuditFailed at the
     first version that does not follow. Optional inputs are checked when given; versions
-    in `redacted` (a live game's hidden shuffles) end the audit there."""
+    in `redacted` (a live game's hidden shuffles) end the audit there. `finished`: the
+    caller was told the game is over (GetGameLog, ListGames), so the log must end with
+    GameFinished and nothing may be redacted."""
     return _Audit(game_id, dice, engine_key, receipts, ledger, anchors, bot_key).run(
-        log, commitment, match_id, match_seats, redacted
+        log, commitment, match_id, match_seats, redacted, finished
     )
 
 
@@ -194,13 +197,19 @@ class _Audit:
         match_id: str | None,
         match_seats: Sequence[SeatBinding] | None,
         redacted: frozenset[int],
+        finished: bool,
     ) -> GameAuditReport:
         report = self.report
         prev = ZERO_HASH
         for i, data in enumerate(log):
             version = i + 1
             if version in redacted:
+                # The flag is the server's word: only a running game hides anything.
+                self._may_be_redacted(version, log[i + 1 :], finished)
                 report.partial = f"version {version} is hidden until the game ends"
+                unchecked = sum(len(r) for v, r in self.receipts.items() if v >= version)
+                if unchecked:
+                    report.partial += f"; {unchecked} receipt(s) after it not checked"
                 break
             env = self._envelope(version, data, prev)
             prev = chain_hash(data)
@@ -222,6 +231,12 @@ class _Audit:
             )
         if not log:
             raise GameAuditFailed(1, "the log is empty: expected GameCreated")
+        if finished and not report.finished:
+            raise GameAuditFailed(
+                end,
+                f"the game is over, but its log does not end with GameFinished (it ends at "
+                f"version {report.versions}): a truncated log",
+            )
         if self.dice is not None and report.finished:
             unused = sorted(n for n in self.dice if n not in self.nonces_used)
             if unused:
@@ -253,6 +268,26 @@ class _Audit:
         return report
 
     # -- the chain --------------------------------------------------------------------------
+
+    @staticmethod
+    def _may_be_redacted(version: int, rest: Sequence[bytes], finished: bool) -> None:
+        """Refuse a redaction in a game that is over: told so by the caller, or shown so by
+        a GameFinished served after it."""
+        if finished:
+            raise GameAuditFailed(
+                version, "served redacted, but the game is over: a finished game hides nothing"
+            )
+        for data in rest:
+            try:
+                later = events_pb2.EventEnvelope.FromString(data)
+            except DecodeError:
+                continue
+            if later.type == "GameFinished":
+                raise GameAuditFailed(
+                    version,
+                    f"served redacted, yet the log goes on to GameFinished at version "
+                    f"{later.version}: a finished game hides nothing",
+                )
 
     def _envelope(self, version: int, data: bytes, prev: bytes) -> events_pb2.EventEnvelope:
         try:

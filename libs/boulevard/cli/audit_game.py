@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from boulevard.accounting import JournalEntry, decode_entry
-from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.game_log import (
     DiceRecord,
     GameAuditFailed,
@@ -146,6 +147,14 @@ def postings_by_version(
     return postings
 
 
+def ends_finished(log: Sequence[bytes]) -> bool:
+    """Whether the last envelope served is a GameFinished (the audit checks it is true)."""
+    try:
+        return bool(log) and events_pb2.EventEnvelope.FromString(log[-1]).type == "GameFinished"
+    except DecodeError:
+        return False
+
+
 async def audit_one(
     game_id: str,
     addresses: Addresses,
@@ -153,8 +162,11 @@ async def audit_one(
     receipts: Sequence[Receipt] = (),
     engine_key_hex: str = "",
     timeout: float = 30.0,
+    listed_finished: bool = False,
 ) -> GameAuditReport:
-    """Fetch everything public about one game and audit it; raises GameAuditFailed."""
+    """Fetch everything public about one game and audit it; raises GameAuditFailed.
+    `listed_finished`: the caller found the game among the finished ones (audit all), so
+    its log must show its end, whatever GetGameLog says."""
     async with tls.channel(addresses.engine) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         log, redacted, finished = await fetch_log(stub, game_id, timeout)
@@ -176,10 +188,12 @@ async def audit_one(
         commitment=commitment,
         engine_key=engine_key,
         receipts=receipts,
-        # A live game's money may not be posted yet; compare once it is over.
-        ledger=ledger if finished else None,
+        # A live game's money may not be posted yet; compare once it is over — as the log
+        # shows it, not only as GetGameLog says (its flag is the server's word).
+        ledger=ledger if finished or listed_finished or ends_finished(log) else None,
         anchors=anchors,
         redacted=redacted,
+        finished=finished or listed_finished,
     )
 
 
@@ -307,7 +321,7 @@ async def _audit_all(args: argparse.Namespace) -> int:
             verdict = "ok"
             failed_at: int | None = None
             try:
-                await audit_one(game_id, addresses, timeout=args.timeout)
+                await audit_one(game_id, addresses, timeout=args.timeout, listed_finished=True)
                 if addresses.dice:
                     async with tls.channel(addresses.dice) as channel:
                         dice = await DiceReader(channel, timeout=args.timeout).audit_game(game_id)

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from boulevard.audit.game_log import DiceRecord, audit_game_log
+from boulevard.audit.signing import Receipt, SigningKey
+from boulevard.cli import audit_game
 from tests.unit.audit.test_game_log import (
     CODEC,
     envelopes,
@@ -80,3 +82,52 @@ def test_an_outcome_drawn_after_the_last_one_used_fails_at_the_end(lv_numbered: 
     last = dice[n - 1]
     extra = {**dice, n: DiceRecord(n, last.kind, last.values)}
     fails_at(log, len(log), f"nonce {n} was drawn", dice=extra)
+
+
+def forged_at(log: list[bytes]) -> tuple[list[bytes], int]:
+    """The log with one event changed after the opening (the rules would refuse it), and
+    its version."""
+    envs = envelopes(log)
+    v = next(e.version for e in envs if e.type == "CommandAccepted") + 1
+    event = CODEC.loads(envs[v - 1].payload)
+    envs[v - 1].payload = CODEC.dumps(dataclasses.replace(event, seat=(event.seat + 1) % 3))
+    return rechain(envs), v
+
+
+def test_a_finished_games_log_served_redacted_fails(lv_numbered: Any) -> None:
+    """GetGameLog flags a version `redacted` (a running game's hidden shuffle) and the audit
+    stops there; the flag is the operator's word. A log that goes on to GameFinished hides
+    nothing, and a game the caller knows is over (GetGameLog's or ListGames' word) must
+    show its end: otherwise a forged event at the flagged version, and everything after it,
+    passes as "stopped early"."""
+    log, dice = lv_numbered
+    forged, v = forged_at(log)
+    fails_at(forged, v, "gives")  # unflagged, the forgery is caught
+    fails_at(forged, v, "GameFinished", redacted=frozenset({v}))
+    # The log served only up to the flag: the game is over, so it must end with GameFinished.
+    fails_at(forged[:v], v, "redacted", redacted=frozenset({v}), finished=True)
+    fails_at(log[: len(log) - 1], len(log), "does not end", finished=True)
+    assert audit_game_log(game_id_of(log), log, dice=dice, finished=True).finished
+
+
+def test_receipts_beyond_a_redacted_version_are_not_silently_passed(lv_numbered: Any) -> None:
+    log, _ = lv_numbered
+    envs = envelopes(log)
+    v = next(e.version for e in envs if e.type == "ChanceResolved" and e.version > 20)
+    key = SigningKey(bytes(range(32)))
+    receipt = Receipt.sign(key, game_id_of(log), v + 5, bytes(32))  # a head the log lacks
+    report = audit_game_log(
+        game_id_of(log), log[:v + 10], engine_key=key.public_key, receipts=[receipt],
+        redacted=frozenset({v}),
+    )  # fmt: skip
+    assert report.receipts == 0 and "1 receipt(s) after it not checked" in report.partial
+
+
+def test_the_money_check_follows_the_log_not_the_servers_finished_flag(lv_numbered: Any) -> None:
+    """`audit game` compared money only when GetGameLog said `finished`: a server that said
+    otherwise about a finished game skipped the ledger check. It now also compares when the
+    log itself ends with GameFinished."""
+    log, _ = lv_numbered
+    assert audit_game.ends_finished(log)
+    assert not audit_game.ends_finished(log[:-1]) and not audit_game.ends_finished([])
+    assert not audit_game.ends_finished([b"\xff not an envelope"])
