@@ -344,6 +344,14 @@ class _Audit:
             event = self.codec.loads(env.payload)
         except RulesError as err:
             raise GameAuditFailed(version, f"undecodable payload: {err.message}") from None
+        if self.codec.dumps(event) != env.payload:
+            # One event, one byte string: duplicate or unknown keys, or another layout,
+            # could make a reader in another language see another event than this audit.
+            raise GameAuditFailed(
+                version,
+                f"the payload is not the canonical JSON of the {type(event).__name__} it "
+                "decodes to (keys sorted, each once, no others, no whitespace)",
+            )
         if env.type != type(event).__name__:
             raise GameAuditFailed(
                 version, f"envelope type {env.type!r} but payload {type(event).__name__}"

@@ -131,3 +131,29 @@ def test_the_money_check_follows_the_log_not_the_servers_finished_flag(lv_number
     assert audit_game.ends_finished(log)
     assert not audit_game.ends_finished(log[:-1]) and not audit_game.ends_finished([])
     assert not audit_game.ends_finished([b"\xff not an envelope"])
+
+
+@pytest.mark.parametrize(
+    "rewrite",
+    [
+        # A second "ranking" before the real one: a reader that keeps the first key (cJSON,
+        # several streaming parsers) sees another winner than Python's json, which keeps the
+        # last.
+        lambda p: b'{"ranking":[2,1,0],' + p[1:],
+        # A field the event does not have: the codec ignores it, a reader might not.
+        lambda p: p[:-1] + b',"winner":"seat 2"}',
+        # Not the canonical form (whitespace): another byte string for the same event.
+        lambda p: p.replace(b",", b", "),
+    ],
+)
+def test_an_event_payload_that_is_not_canonical_json_fails(lv_numbered: Any, rewrite: Any) -> None:
+    """docs/auditing.md: payloads are the codec's canonical JSON, so that an auditor in any
+    language reads the same event. The events the audit decodes rather than compares byte
+    for byte (commands, chance, seeds, the end) were accepted in any JSON that Python's
+    json reads to the same values."""
+    log, _ = lv_numbered
+    envs = envelopes(log)
+    last = envs[-1]
+    assert last.type == "GameFinished"
+    last.payload = rewrite(last.payload)
+    fails_at(rechain(envs), len(log), "canonical")
