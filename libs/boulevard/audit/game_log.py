@@ -258,6 +258,22 @@ class _Audit:
                     raise GameAuditFailed(
                         version, f"the ledger posted money for version {version}, not in the log"
                     )
+        if self.ledger is not None and report.finished and not report.partial:
+            # The anchor binds the whole finished history into the ledger's signed tree:
+            # one at the end is required, and the ledger anchors nothing else.
+            end_version = report.versions
+            for version, _ in self.anchors:
+                if version != end_version:
+                    raise GameAuditFailed(
+                        version,
+                        f"the ledger anchors version {version}, not the game's end ({end_version})",
+                    )
+            if not self.anchors:
+                raise GameAuditFailed(
+                    end_version,
+                    f"the ledger anchors no chain head for the game's end (version "
+                    f"{end_version}): nothing in its signed tree binds this history",
+                )
         for version, head in self.anchors:
             if report.heads.get(version) != head:
                 raise GameAuditFailed(

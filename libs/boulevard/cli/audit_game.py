@@ -49,6 +49,8 @@ from boulevard.client.ledger import LedgerClient
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 
+ANCHOR_WAIT = 10.0  # seconds to wait for the ledger to anchor a game that just ended
+
 
 @dataclass
 class Addresses:
@@ -178,9 +180,16 @@ async def audit_one(
     dice, commitment = (
         await fetch_dice(addresses.dice, game_id, timeout) if addresses.dice else (None, None)
     )
+    over = finished or listed_finished or ends_finished(log)
     ledger, anchors = (
         await fetch_ledger(addresses.ledger, game_id, timeout) if addresses.ledger else (None, [])
     )
+    # The ledger anchors a game's end as it reads GameFinished, a moment after the game
+    # ends: an audit run right then waits for it; a ledger that never anchors fails it.
+    deadline = time.monotonic() + ANCHOR_WAIT
+    while addresses.ledger and over and not anchors and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+        ledger, anchors = await fetch_ledger(addresses.ledger, game_id, timeout)
     return audit_game_log(
         game_id,
         log,
@@ -190,7 +199,7 @@ async def audit_one(
         receipts=receipts,
         # A live game's money may not be posted yet; compare once it is over — as the log
         # shows it, not only as GetGameLog says (its flag is the server's word).
-        ledger=ledger if finished or listed_finished or ends_finished(log) else None,
+        ledger=ledger if over else None,
         anchors=anchors,
         redacted=redacted,
         finished=finished or listed_finished,

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from boulevard.audit.game_log import DiceRecord, audit_game_log
-from boulevard.audit.signing import Receipt, SigningKey
+from boulevard.audit.game_log import DiceRecord, audit_game_log, expected_postings
+from boulevard.audit.signing import Receipt, SigningKey, chain_hash
 from boulevard.cli import audit_game
 from tests.unit.audit.test_game_log import (
     CODEC,
@@ -157,3 +157,19 @@ def test_an_event_payload_that_is_not_canonical_json_fails(lv_numbered: Any, rew
     assert last.type == "GameFinished"
     last.payload = rewrite(last.payload)
     fails_at(rechain(envs), len(log), "canonical")
+
+
+def test_a_finished_games_ledger_must_anchor_its_end(lv_numbered: Any) -> None:
+    """The anchor is what binds a finished game's whole history into the ledger's signed
+    tree (docs/ledger.md, "Game anchors"). The audit compared the anchors the ledger had:
+    none at all passed, and so did one at an earlier version, which commits to a prefix
+    only (everything after it could be rewritten)."""
+    log, _ = lv_numbered
+    n = len(log)
+    ledger = {e.version: expected_postings(e.transfers) for e in envelopes(log) if e.transfers}
+    report = audit_game_log(game_id_of(log), log, ledger=ledger, anchors=[(n, chain_hash(log[-1]))])
+    assert report.finished
+    fails_at(log, n, "anchors no chain head", ledger=ledger)
+    fails_at(log, 10, "not the game's end", ledger=ledger, anchors=[(10, chain_hash(log[9]))])
+    # Without the ledger (--no-ledger) there is nothing to compare.
+    assert audit_game_log(game_id_of(log), log).finished
