@@ -72,6 +72,17 @@ class DiceRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class DiceOpening:
+    """What the dice service recorded of the opening (GetCommitment): the seats' seed
+    commitments it drew the server seed against, and, once fixed, the client seeds its
+    outcomes use (`None`: not fixed yet)."""
+
+    seat_commitments: tuple[str, ...]
+    client_seeds: tuple[str, ...] | None = None
+    missing_seats: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class SeatBinding:
     """What the match says about a seat, to compare with GameCreated."""
 
@@ -144,15 +155,16 @@ def audit_game_log(
     bot_key: str = "",
     redacted: frozenset[int] = frozenset(),
     finished: bool = False,
+    dice_opening: DiceOpening | None = None,
 ) -> GameAuditReport:
     """Check `log` (envelope bytes as stored, version 1 first); raise GameAuditFailed at the
     first version that does not follow. Optional inputs are checked when given; versions
     in `redacted` (a live game's hidden shuffles) end the audit there. `finished`: the
     caller was told the game is over (GetGameLog, ListGames), so the log must end with
     GameFinished and nothing may be redacted."""
-    return _Audit(game_id, dice, engine_key, receipts, ledger, anchors, bot_key).run(
-        log, commitment, match_id, match_seats, redacted, finished
-    )
+    audit = _Audit(game_id, dice, engine_key, receipts, ledger, anchors, bot_key)
+    audit.dice_opening = dice_opening
+    return audit.run(log, commitment, match_id, match_seats, redacted, finished)
 
 
 class _Audit:
@@ -189,6 +201,7 @@ class _Audit:
         # whether the seeds are fixed (no chance before that).
         self.revealed_seeds: dict[int, str] = {}
         self.seeds_fixed = False
+        self.dice_opening: DiceOpening | None = None
 
     def run(
         self,
@@ -413,6 +426,16 @@ class _Audit:
                 f"GameCreated publishes dice commitment {created.seed_commitment}, the dice "
                 f"service recorded {commitment}",
             )
+        opening = self.dice_opening
+        seat_commitments = tuple(s.seed_commitment for s in created.seats)
+        if opening is not None and opening.seat_commitments != seat_commitments:
+            # The server seed must have been drawn against the commitments the players
+            # made: with others (or none), the seeds they reveal change nothing.
+            raise GameAuditFailed(
+                1,
+                f"GameCreated binds the seats' seed commitments {list(seat_commitments)}, "
+                f"the dice service opened the game with {list(opening.seat_commitments)}",
+            )
         if match_id is not None and created.match_id != match_id:
             raise GameAuditFailed(1, f"GameCreated names match {created.match_id!r}")
         if match_seats is not None:
@@ -554,6 +577,17 @@ class _Audit:
         )
         if self.seeds_fixed or event.client_seeds != expected or event.missing_seats != missing:
             raise GameAuditFailed(version, "the fixed client seeds are not the revealed ones")
+        opening = self.dice_opening
+        if opening is not None and (
+            opening.client_seeds != event.client_seeds
+            or tuple(opening.missing_seats) != event.missing_seats
+        ):
+            raise GameAuditFailed(
+                version,
+                f"the log fixes the client seeds {list(event.client_seeds)} (missing "
+                f"{list(event.missing_seats)}); the dice service's outcomes use "
+                f"{list(opening.client_seeds or ())} (missing {list(opening.missing_seats)})",
+            )
         self.seeds_fixed = True
 
     def _chance(self, version: int, resolved: ChanceResolved) -> None:

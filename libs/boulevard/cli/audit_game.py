@@ -34,6 +34,7 @@ from google.protobuf.message import DecodeError
 from boulevard.accounting import JournalEntry, decode_entry
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.game_log import (
+    DiceOpening,
     DiceRecord,
     GameAuditFailed,
     GameAuditReport,
@@ -102,15 +103,25 @@ async def fetch_log(
     return log, frozenset(redacted), finished
 
 
-async def fetch_dice(address: str, game_id: str, timeout: float) -> tuple[dict[int, Any], str]:
+async def fetch_dice(
+    address: str, game_id: str, timeout: float
+) -> tuple[dict[int, Any], str, DiceOpening]:
+    """The outcomes the dice service recorded, its server commitment, and the opening it
+    recorded (the seats' commitments, the client seeds its outcomes use)."""
     async with tls.channel(address) as channel:
         reader = DiceReader(channel, timeout=timeout)
-        commitment = (await reader.get_commitment(game_id)).commitment.commitment
+        got = await reader.get_commitment(game_id)
         records = {
             o.nonce: DiceRecord(o.nonce, kind_name(o.kind), tuple(o.values))
             async for o in reader.outcomes(game_id)
         }
-    return records, commitment
+    fixed = got.HasField("seeds")
+    opening = DiceOpening(
+        seat_commitments=tuple(got.commitment.client_seed_commitments),
+        client_seeds=tuple(got.seeds.client_seeds) if fixed else None,
+        missing_seats=tuple(got.seeds.missing_seats) if fixed else (),
+    )
+    return records, got.commitment.commitment, opening
 
 
 async def fetch_ledger(
@@ -177,8 +188,8 @@ async def audit_one(
         else:
             key = await stub.GetEngineKey(engine_pb2.GetEngineKeyRequest(), timeout=timeout)
             engine_key = bytes.fromhex(key.public_key)
-    dice, commitment = (
-        await fetch_dice(addresses.dice, game_id, timeout) if addresses.dice else (None, None)
+    dice, commitment, opening = (
+        await fetch_dice(addresses.dice, game_id, timeout) if addresses.dice else (None, None, None)
     )
     over = finished or listed_finished or ends_finished(log)
     ledger, anchors = (
@@ -203,6 +214,7 @@ async def audit_one(
         anchors=anchors,
         redacted=redacted,
         finished=finished or listed_finished,
+        dice_opening=opening,
     )
 
 

@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
-from boulevard.audit.game_log import DiceRecord, audit_game_log, expected_postings
+from boulevard.audit.game_log import DiceOpening, DiceRecord, audit_game_log, expected_postings
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash
 from boulevard.cli import audit_game
+from boulevard.fairness import client_seed_commitment
+from boulevard.platform.auth import verify_token
 from tests.unit.audit.test_game_log import (
     CODEC,
     envelopes,
@@ -21,6 +23,9 @@ from tests.unit.audit.test_game_log import (
     honest_game,
     rechain,
 )
+from tests.unit.engine.test_opening import KEY as OPENING_KEY
+from tests.unit.engine.test_opening import SEEDS, Clock, committed_seats
+from tests.unit.engine.test_opening import make_engine as make_opening_engine
 
 
 def numbered(log: list[bytes]) -> tuple[list[bytes], dict[int, DiceRecord]]:
@@ -173,3 +178,39 @@ def test_a_finished_games_ledger_must_anchor_its_end(lv_numbered: Any) -> None:
     fails_at(log, 10, "not the game's end", ledger=ledger, anchors=[(10, chain_hash(log[9]))])
     # Without the ledger (--no-ledger) there is nothing to compare.
     assert audit_game_log(game_id_of(log), log).finished
+
+
+async def opened_game() -> list[bytes]:
+    """The opening of a game whose two seats committed to client seeds and revealed them,
+    through to the first chance (docs/fairness.md, "The opening")."""
+    clock = Clock()
+    engine = make_opening_engine(clock)
+    created = await engine.create_game("m1", "las_vegas", committed_seats(), match_id="m1")
+    for seat, seed in enumerate(SEEDS):
+        await engine.reveal_seed("m1", verify_token(OPENING_KEY, created.tokens[seat]), seed)
+    return [r.data for r in await engine.store.read("m1")]
+
+
+def test_the_dice_must_use_the_seats_commitments_and_seeds_the_log_shows() -> None:
+    """The operator opens the game at the dice service with no seat commitments (so the
+    server seed alone makes every outcome, and it could grind that seed before committing),
+    while GameCreated shows the players' commitments and their reveals. The game audit
+    checked GameCreated and the reveals against each other, the dice audit the dice log
+    against itself (and, in `audit dice`, against GameCreated as WatchGame serves it; in
+    `audit all`, not at all): each passed."""
+    log = asyncio.run(opened_game())
+    types = [e.type for e in envelopes(log)]
+    fixed = types.index("ClientSeedsFixed") + 1
+    honest = DiceOpening(
+        seat_commitments=tuple(client_seed_commitment(s) for s in SEEDS),
+        client_seeds=tuple(SEEDS),
+        missing_seats=(),
+    )
+    report = audit_game_log("m1", log, dice_opening=honest)
+    assert report.versions == len(log) and report.chance >= 1
+    blind = DiceOpening(seat_commitments=("", ""), client_seeds=("", ""), missing_seats=())
+    fails_at(log, 1, "commitments", dice_opening=blind)
+    # The commitments recorded, but one revealed seed dropped at the dice service: the
+    # dice say seat 1 missed the deadline, the game log shows its reveal.
+    dropped = dataclasses.replace(honest, client_seeds=(SEEDS[0], ""), missing_seats=(1,))
+    fails_at(log, fixed, "seeds", dice_opening=dropped)
