@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from google.protobuf.message import DecodeError
@@ -35,8 +35,9 @@ from boulevard.audit.signing import (
     parse_public_key,
     verify,
 )
+from boulevard.client.dice_log import PublishedOpening
 from boulevard.client.mapping import action_to_command
-from boulevard.fairness import client_seed_commitment
+from boulevard.fairness import RecordedOutcome, client_seed_commitment
 from boulevard.games import REGISTRY
 from boulevard.games.base import (
     ChanceKind,
@@ -107,6 +108,10 @@ class GameAuditReport:
     bot_seats: tuple[int, ...] = ()
     operator_key_seats: tuple[int, ...] = ()  # seats signed with the operator's bot key
     partial: str = ""  # why the audit stopped early (a live game's hidden shuffle)
+    # For the dice audit (`audit all`), from this chain-checked log: the outcomes its
+    # ChanceResolved events cite, in log order, and what it publishes of the opening.
+    cited: list[RecordedOutcome] = field(default_factory=list)
+    published: PublishedOpening | None = None
 
     def summary(self) -> str:
         state = "finished" if self.finished else "in progress"
@@ -428,6 +433,7 @@ class _Audit:
             )
         opening = self.dice_opening
         seat_commitments = tuple(s.seed_commitment for s in created.seats)
+        self.report.published = PublishedOpening(created.seed_commitment, seat_commitments)
         if opening is not None and opening.seat_commitments != seat_commitments:
             # The server seed must have been drawn against the commitments the players
             # made: with others (or none), the seeds they reveal change nothing.
@@ -589,6 +595,12 @@ class _Audit:
                 f"{list(opening.client_seeds or ())} (missing {list(opening.missing_seats)})",
             )
         self.seeds_fixed = True
+        assert self.report.published is not None
+        self.report.published = replace(
+            self.report.published,
+            client_seeds=event.client_seeds,
+            missing_seats=event.missing_seats,
+        )
 
     def _chance(self, version: int, resolved: ChanceResolved) -> None:
         game = self.game
@@ -642,6 +654,16 @@ class _Audit:
             self.last_nonce = resolved.nonce
         self.state = game.evolve(self.state, resolved)
         self.report.chance += 1
+        self.report.cited.append(
+            RecordedOutcome(
+                resolved.nonce,
+                resolved.kind.value,
+                len(resolved.values),
+                resolved.sides,
+                resolved.values,
+                resolved.purpose,
+            )
+        )
 
     def _finished(self, version: int, finished: GameFinished) -> None:
         game, created = self.game, self.created

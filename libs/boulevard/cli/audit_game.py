@@ -342,10 +342,16 @@ async def _audit_all(args: argparse.Namespace) -> int:
             verdict = "ok"
             failed_at: int | None = None
             try:
-                await audit_one(game_id, addresses, timeout=args.timeout, listed_finished=True)
+                report = await audit_one(
+                    game_id, addresses, timeout=args.timeout, listed_finished=True
+                )
                 if addresses.dice:
+                    # The dice log against the chain-checked game log: every outcome used
+                    # as drawn, the opening the one the game published.
                     async with tls.channel(addresses.dice) as channel:
-                        dice = await DiceReader(channel, timeout=args.timeout).audit_game(game_id)
+                        dice = await DiceReader(channel, timeout=args.timeout).audit_game(
+                            game_id, cited=report.cited, published=report.published
+                        )
                     if not dice.ok:
                         verdict = f"FAIL dice: {dice.describe()}"
             except GameAuditFailed as failed:

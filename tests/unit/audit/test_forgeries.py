@@ -13,6 +13,7 @@ import pytest
 from boulevard.audit.game_log import DiceOpening, DiceRecord, audit_game_log, expected_postings
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash
 from boulevard.cli import audit_game
+from boulevard.client.dice_log import PublishedOpening, check_published, parse_log
 from boulevard.fairness import client_seed_commitment
 from boulevard.platform.auth import verify_token
 from tests.unit.audit.test_game_log import (
@@ -26,6 +27,8 @@ from tests.unit.audit.test_game_log import (
 from tests.unit.engine.test_opening import KEY as OPENING_KEY
 from tests.unit.engine.test_opening import SEEDS, Clock, committed_seats
 from tests.unit.engine.test_opening import make_engine as make_opening_engine
+from tests.unit.fairness.test_accounted import SEATS as ACCOUNTED_SEATS
+from tests.unit.fairness.test_accounted import signed_log
 
 
 def numbered(log: list[bytes]) -> tuple[list[bytes], dict[int, DiceRecord]]:
@@ -214,3 +217,42 @@ def test_the_dice_must_use_the_seats_commitments_and_seeds_the_log_shows() -> No
     # dice say seat 1 missed the deadline, the game log shows its reveal.
     dropped = dataclasses.replace(honest, client_seeds=(SEEDS[0], ""), missing_seats=(1,))
     fails_at(log, fixed, "seeds", dice_opening=dropped)
+
+
+def test_the_dice_log_is_checked_against_what_the_chain_checked_log_publishes() -> None:
+    """`audit all` ran the dice audit blind to the game: no cited outcomes (so a re-roll
+    was not `outcome_unused`) and no GameCreated (so a dice log opened with other seat
+    commitments, or whose seeds record dropped a revealed seed, passed with a note nobody
+    saw). The dice log's opening is now compared with what the game log publishes."""
+    leaves, _ = signed_log()
+    game, problem = parse_log(leaves)
+    assert problem is None
+    honest = PublishedOpening(
+        server_commitment=game.opened.commitment if game.opened else "",
+        seat_commitments=tuple(client_seed_commitment(s) for s in ACCOUNTED_SEATS),
+        client_seeds=tuple(ACCOUNTED_SEATS),
+    )
+    assert check_published(game, honest) is None
+    other_server = dataclasses.replace(honest, server_commitment="00" * 32)
+    blind = dataclasses.replace(honest, seat_commitments=("", "", ""))
+    dropped = dataclasses.replace(honest, client_seeds=("ann", "", "cy"), missing_seats=(1,))
+    for published, code in [
+        (other_server, "commitment_mismatch"),
+        (blind, "commitment_mismatch"),
+        (dropped, "seeds_mismatch"),
+    ]:
+        mismatch = check_published(game, published)
+        assert mismatch is not None and mismatch.code == code, (published, mismatch)
+    # Seeds not fixed in the game's log yet: only the commitments are compared.
+    assert check_published(game, dataclasses.replace(honest, client_seeds=None)) is None
+
+
+def test_the_game_audit_reports_what_the_dice_audit_needs(lv_numbered: Any) -> None:
+    log, dice = lv_numbered
+    report = audit_game_log(game_id_of(log), log, dice=dice)
+    assert [c.nonce for c in report.cited] == sorted(dice)
+    assert [c.values for c in report.cited] == [dice[n].values for n in sorted(dice)]
+    created = CODEC.loads(envelopes(log)[0].payload)
+    assert report.published == PublishedOpening(
+        created.seed_commitment, tuple(s.seed_commitment for s in created.seats), ("",) * 3, ()
+    )
