@@ -70,6 +70,11 @@ class DiceRecord:
     nonce: int
     kind: str  # "roll" or "shuffle"
     values: tuple[int, ...]
+    # What it was drawn for (None: not known, not compared): a roll's sides (0 for a
+    # shuffle) and the game's purpose label. The operator knows the stream and could
+    # otherwise draw nonce k with whichever request gives the value it wants.
+    sides: int | None = None
+    purpose: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -649,6 +654,17 @@ class _Audit:
                     f"the dice service recorded {record.kind} {list(record.values)} for nonce "
                     f"{resolved.nonce}; the log uses {resolved.kind.value} "
                     f"{list(resolved.values)}",
+                )
+            used = (resolved.sides if roll else 0, resolved.purpose)
+            drawn = (
+                used[0] if record.sides is None else record.sides,
+                used[1] if record.purpose is None else record.purpose,
+            )
+            if drawn != used:
+                raise GameAuditFailed(
+                    version,
+                    f"outcome nonce {resolved.nonce} was drawn for (sides, purpose) {drawn}; "
+                    f"the game used it for {used}",
                 )
             self.nonces_used.add(resolved.nonce)
             self.last_nonce = resolved.nonce

@@ -112,7 +112,9 @@ async def fetch_dice(
         reader = DiceReader(channel, timeout=timeout)
         got = await reader.get_commitment(game_id)
         records = {
-            o.nonce: DiceRecord(o.nonce, kind_name(o.kind), tuple(o.values))
+            o.nonce: DiceRecord(
+                o.nonce, kind_name(o.kind), tuple(o.values), sides=o.sides, purpose=o.purpose
+            )
             async for o in reader.outcomes(game_id)
         }
     fixed = got.HasField("seeds")

@@ -256,3 +256,28 @@ def test_the_game_audit_reports_what_the_dice_audit_needs(lv_numbered: Any) -> N
     assert report.published == PublishedOpening(
         created.seed_commitment, tuple(s.seed_commitment for s in created.seats), ("",) * 3, ()
     )
+
+
+def test_an_outcome_drawn_for_another_request_fails(lv_numbered: Any) -> None:
+    """Nonce k drawn as a d12 (or for another purpose) but used as the d6 the game asked
+    for, its value happening to fit: the operator, who knows the stream, could pick the
+    request that gives the value it wants. `audit game` compared the values and kind only."""
+    log, dice = lv_numbered
+    envs = envelopes(log)
+    k, event = next(
+        (n, CODEC.loads(e.payload))
+        for n, e in enumerate(e for e in envs if e.type == "ChanceResolved")
+        if CODEC.loads(e.payload).kind.value == "roll"
+    )
+    honest = {n: dataclasses.replace(r, sides=6 if r.kind == "roll" else 0, purpose=p)
+              for (n, r), p in zip(sorted(dice.items()), purposes(log), strict=True)}  # fmt: skip
+    assert audit_game_log(game_id_of(log), log, dice=honest).finished
+    at = chance_versions(log)[k]
+    d12 = {**honest, k: dataclasses.replace(honest[k], sides=12)}
+    fails_at(log, at, "drawn for", dice=d12)
+    other = {**honest, k: dataclasses.replace(honest[k], purpose="not " + event.purpose)}
+    fails_at(log, at, "drawn for", dice=other)
+
+
+def purposes(log: list[bytes]) -> list[str]:
+    return [CODEC.loads(e.payload).purpose for e in envelopes(log) if e.type == "ChanceResolved"]
