@@ -532,6 +532,9 @@ class _Audit:
             signature = bytes.fromhex(accepted.signature)
         except ValueError:
             raise GameAuditFailed(version, "action or signature is not hex") from None
+        if (accepted.action, accepted.signature) != (action_bytes.hex(), signature.hex()):
+            # bytes.fromhex also reads spaces and capitals; other decoders do not.
+            raise GameAuditFailed(version, "action and signature must be lowercase hex only")
         message = command_signing_bytes(
             self.game_id,
             accepted.seat,

@@ -281,3 +281,17 @@ def test_an_outcome_drawn_for_another_request_fails(lv_numbered: Any) -> None:
 
 def purposes(log: list[bytes]) -> list[str]:
     return [CODEC.loads(e.payload).purpose for e in envelopes(log) if e.type == "ChanceResolved"]
+
+
+@pytest.mark.parametrize("field", ["action", "signature"])
+def test_command_bytes_are_lowercase_hex_only(lv_numbered: Any, field: str) -> None:
+    """Python's bytes.fromhex reads "0a 0b" and "0A0B" as the bytes 0a0b; most hex decoders
+    refuse the first. The command record is the hex docs/auditing.md names, nothing else."""
+    log, _ = lv_numbered
+    envs = envelopes(log)
+    v = next(e.version for e in envs if e.type == "CommandAccepted")
+    accepted = CODEC.loads(envs[v - 1].payload)
+    text = getattr(accepted, field)
+    for other in (text[:2] + " " + text[2:], text.upper()):
+        envs[v - 1].payload = CODEC.dumps(dataclasses.replace(accepted, **{field: other}))
+        fails_at(rechain(envs), v, "lowercase hex")
