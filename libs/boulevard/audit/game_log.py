@@ -117,6 +117,7 @@ class GameAuditReport:
     # ChanceResolved events cite, in log order, and what it publishes of the opening.
     cited: list[RecordedOutcome] = field(default_factory=list)
     published: PublishedOpening | None = None
+    ledger_seqs: list[int] = field(default_factory=list)  # the entries the ledger listed
 
     def summary(self) -> str:
         state = "finished" if self.finished else "in progress"

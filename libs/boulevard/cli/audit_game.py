@@ -128,9 +128,10 @@ async def fetch_dice(
 
 async def fetch_ledger(
     address: str, game_id: str, timeout: float
-) -> tuple[dict[int, list[tuple[str, int]]], list[tuple[int, bytes]]]:
+) -> tuple[dict[int, list[tuple[str, int]]], list[tuple[int, bytes]], list[int]]:
     """The game's postings per event version, checked from each entry's canonical bytes,
-    and the chain heads the ledger anchored for it."""
+    the chain heads the ledger anchored for it, and the seqs of the entries listed (for
+    the whole-journal audit to check: the listing is the ledger's word)."""
     async with tls.channel(address) as channel:
         entries = [
             decode_entry(bytes(e.canonical))
@@ -141,7 +142,7 @@ async def fetch_ledger(
         for e in entries
         if e.source.game_id == game_id and e.anchor is not None
     ]
-    return postings_by_version(game_id, entries), anchors
+    return postings_by_version(game_id, entries), anchors, [e.seq for e in entries]
 
 
 def postings_by_version(
@@ -194,16 +195,18 @@ async def audit_one(
         await fetch_dice(addresses.dice, game_id, timeout) if addresses.dice else (None, None, None)
     )
     over = finished or listed_finished or ends_finished(log)
-    ledger, anchors = (
-        await fetch_ledger(addresses.ledger, game_id, timeout) if addresses.ledger else (None, [])
+    ledger, anchors, seqs = (
+        await fetch_ledger(addresses.ledger, game_id, timeout)
+        if addresses.ledger
+        else (None, [], [])
     )
     # The ledger anchors a game's end as it reads GameFinished, a moment after the game
     # ends: an audit run right then waits for it; a ledger that never anchors fails it.
     deadline = time.monotonic() + ANCHOR_WAIT
     while addresses.ledger and over and not anchors and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
-        ledger, anchors = await fetch_ledger(addresses.ledger, game_id, timeout)
-    return audit_game_log(
+        ledger, anchors, seqs = await fetch_ledger(addresses.ledger, game_id, timeout)
+    report = audit_game_log(
         game_id,
         log,
         dice=dice,
@@ -218,6 +221,8 @@ async def audit_one(
         finished=finished or listed_finished,
         dice_opening=opening,
     )
+    report.ledger_seqs = seqs
+    return report
 
 
 # -- commands -------------------------------------------------------------------------------
@@ -339,6 +344,7 @@ async def _audit_all(args: argparse.Namespace) -> int:
     failures = 0
     started = time.monotonic()
     logs: list[GameLogAudit] = []  # for --html and --json
+    listed: dict[str, list[int]] = {}  # each game's ledger entries as its audit saw them
     with output.progress(f"auditing {len(games)} games", len(games), stderr=as_json) as step:
         for i, game_id in enumerate(games, start=1):
             verdict = "ok"
@@ -347,6 +353,7 @@ async def _audit_all(args: argparse.Namespace) -> int:
                 report = await audit_one(
                     game_id, addresses, timeout=args.timeout, listed_finished=True
                 )
+                listed[game_id] = report.ledger_seqs
                 if addresses.dice:
                     # The dice log against the chain-checked game log: every outcome used
                     # as drawn, the opening the one the game published.
@@ -372,7 +379,7 @@ async def _audit_all(args: argparse.Namespace) -> int:
     ledger_said = ""
     if addresses.ledger:
         ledger = await audit_ledger.audit_address(
-            addresses.ledger, reconcile_games=False, say=lambda _: None
+            addresses.ledger, reconcile_games=False, say=lambda _: None, listed=listed
         )
         ledger_ok = ledger.ok
         ledger_said = ("PASS" if ledger.ok else "FAIL") + f" ledger: {ledger.failure or 'ok'}"

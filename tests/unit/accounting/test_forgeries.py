@@ -15,6 +15,7 @@ from boulevard.accounting import (
     LedgerError,
     Posting,
     postings_from_transfers,
+    reconcile,
 )
 from boulevard.cli import audit_game, audit_ledger
 from boulevard.games.base import Transfer
@@ -60,3 +61,29 @@ def test_an_entry_of_one_game_that_moves_another_games_money_is_refused() -> Non
     # transfers: a posting in another book is one the event does not make.
     by_version = audit_game.postings_by_version("g-a", [honest[0], forged])
     assert by_version[2] == [("g-b/bank", -100), ("g-b/seat:0", 100)]
+
+
+def test_a_games_listing_that_hides_an_entry_of_the_journal_fails() -> None:
+    """The ledger credits seat 0 of g-a with 100 at a version that moves nothing, then
+    leaves that entry out when asked for g-a's entries (ListEntries game_id=g-a) while
+    serving it in the whole journal. The whole-journal audit saw a valid chain; the
+    reconciliation and `audit game` saw g-a's listing, which agrees with the game: every
+    audit passed, and GetBalances showed 100 the game never paid."""
+    ledger = Ledger()
+    honest = starting_money(ledger, "g-a")
+    credit = ledger.post(
+        EntrySource("g-a", 2, "g-a-2", "DiceRolled", 1),
+        postings_from_transfers("g-a", [Transfer("bank", "seat:0", 100, "gift")]),
+    )
+    auditor = JournalAuditor(SIGNER.public_key)
+    for entry in (honest, credit):
+        auditor.feed(entry.canonical)
+    money = [(1, {0: 5}), (2, {0: 5})]
+    assert reconcile("g-a", [honest], money) is None  # the listing the ledger served
+    assert reconcile("g-a", [honest, credit], money) is not None  # the journal's
+    assert auditor.seqs_by_game == {"g-a": [1, 2]}
+    audit_ledger.check_game_listing("g-a", [1, 2], auditor.seqs_by_game["g-a"])
+    with pytest.raises(audit_ledger.AuditFailed, match=r"game g-a: .* entry 2"):
+        audit_ledger.check_game_listing("g-a", [1], auditor.seqs_by_game["g-a"])
+    with pytest.raises(audit_ledger.AuditFailed, match=r"game g-a: .* entry 7"):
+        audit_ledger.check_game_listing("g-a", [1, 2, 7], auditor.seqs_by_game["g-a"])
