@@ -6,8 +6,9 @@ gRPC no-op server process, then:
 1. SubmitAction with 1, 10 and 100 Lords of Vegas games at once, and the raw gRPC unary
    no-op (a health Check) with the SAME number of calls in flight: rate, ratio, p50/p99.
    The load is generated in other processes (multiprocessing), never in the servers'; each
-   seat of each game watches its game with its own token (WatchGame) and submits a random
-   legal action from the update's legal_actions: one unary call per move.
+   seat of each game watches its game with its own token (WatchGame, one message per burst
+   as the bots do; `--watch events` for one per event) and submits a random legal action
+   from the update's legal_actions: one unary call per move.
 2. The CPU each side used over each run, from /proc/<pid>/stat (engine, dice, nats-server,
    the no-op server) and the load generators' own counters: cores used, engine CPU per
    action, the no-op server's CPU per call, and the game's own decide + evolve time per
@@ -16,10 +17,11 @@ gRPC no-op server process, then:
 3. What signing costs per action (docs/auditing.md) beside one action's time.
 4. Cold rebuild of a game of over 1,000 events (a trade-heavy Lords of Vegas game played
    in-process on the platform's real JetStream GAMES stream), measured, with and without
-   its snapshot.
+   its snapshot; and the same game read through WatchGame, one event per message and in
+   bursts (what `boulevard audit` reads).
 The machine's load average is printed at the start and at the end: the figures are only as
 good as the machine was quiet.
-Usage: python bench/engine.py [--quick] [--procs N]
+Usage: python bench/engine.py [--quick] [--procs N] [--engines N] [--watch bursts|events]
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from boulevard.cli.up import demo_operator_token, start_platform
 from boulevard.client.bots import reveal_seed
 from boulevard.client.mapping import command_to_action
 from boulevard.client.signing import sign_submit
+from boulevard.client.watching import last_event
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.fairness import client_seed_commitment
 from boulevard.games import get_game
@@ -76,6 +79,7 @@ async def main():
 asyncio.run(main())
 """
 
+WATCH_ENV = "BOULEVARD_BENCH_WATCH"  # "events": one event per stream message (--watch)
 KEYS = [SigningKey(bytes([i + 1]) * 32) for i in range(4)]  # one per seat, as clients hold
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -148,9 +152,11 @@ async def play_seat(
 
     async def watch() -> None:
         nonlocal finished
-        request = engine_pb2.WatchGameRequest(game_id=game_id, player_token=token)
+        request = engine_pb2.WatchGameRequest(
+            game_id=game_id, player_token=token, bursts=os.environ.get(WATCH_ENV) != "events"
+        )
         async for update in stub.WatchGame(request):
-            if update.event.type == "GameFinished":
+            if last_event(update).type == "GameFinished":
                 finished = True
                 return
             if update.HasField("view"):
@@ -171,7 +177,7 @@ async def play_seat(
             if not latest or finished:
                 continue
             update = latest[0]
-            version = update.event.version
+            version = last_event(update).version
             if not update.legal_actions or version <= acted_at:
                 continue
             submit = engine_pb2.SubmitActionRequest(
@@ -510,6 +516,25 @@ async def rebuild(
     return version, times["cold"], times["snapshot"]
 
 
+async def read_through_watch(address: str, game_id: str) -> tuple[float, float]:
+    """Median of 3 spectator reads of a finished game, every event from version 0: one
+    event per message, then in bursts."""
+    times = []
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = engine_pb2_grpc.EngineServiceStub(channel)
+        for bursts in (False, True):
+            runs = []
+            for _ in range(3):
+                request = engine_pb2.WatchGameRequest(game_id=game_id, bursts=bursts)
+                with Timer() as t:
+                    async for update in stub.WatchGame(request):
+                        if last_event(update).type == "GameFinished":
+                            break
+                runs.append(t.seconds)
+            times.append(statistics.median(runs))
+    return times[0], times[1]
+
+
 # --- the report -----------------------------------------------------------------------------
 
 
@@ -625,7 +650,8 @@ async def main(quick: bool, procs: int, engines: int) -> None:
                 )
             print(
                 "SubmitAction (Lords of Vegas, 4 seats a game, each seat its own WatchGame "
-                "stream; games in flight = calls in flight):"
+                f"stream in {os.environ.get(WATCH_ENV, 'bursts')} mode; games in flight = "
+                "calls in flight):"
             )
             print(header.replace("in flight", "    games"))
             for n, r, e in rows:
@@ -705,6 +731,15 @@ async def main(quick: bool, procs: int, engines: int) -> None:
                 f"({rate(events, cold):,.0f} events/s; aim < 100 ms)"
             )
             print(f"  from its snapshot      {snap * 1000:7.1f} ms")
+            single, bursts = await read_through_watch(addresses["engine"], game_id)
+            print(
+                "the same finished game read through the engine's public WatchGame from version "
+                "0, as the audits read it (median of 3):"
+            )
+            print(f"  one event per message  {single * 1000:7.1f} ms")
+            print(
+                f"  bursts (<= 128 events) {bursts * 1000:7.1f} ms  ({single / bursts:.1f}x faster)"
+            )
         finally:
             for process in (noop, *replicas):
                 process.terminate()
@@ -722,5 +757,12 @@ if __name__ == "__main__":
     parser.add_argument(
         "--engines", type=int, default=1, help="engine processes on the one port (default 1)"
     )
+    parser.add_argument(
+        "--watch",
+        choices=("bursts", "events"),
+        default="bursts",
+        help="how seats watch: one message per burst, as the bots do (default), or one per event",
+    )
     args = parser.parse_args()
+    os.environ[WATCH_ENV] = args.watch  # the spawned load generators read it
     asyncio.run(main(args.quick, args.procs, args.engines))

@@ -48,6 +48,7 @@ def summary_json(session: Session) -> bytes:
 
 
 LIST_CHUNK = 64  # ListGames: games index entries read concurrently at a time
+BURST_MAX = 128  # WatchGame in bursts mode: events per message at most (a catch-up splits)
 
 
 class Feed:
@@ -316,6 +317,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                             f"again from version {max(sent + 1, request.from_version)}"
                         ) from None
                 seen += len(batch)
+                burst: list[events_pb2.EventEnvelope] = []  # bursts mode: not yet sent
                 for i, envelope in enumerate(batch):
                     unfolded.append(envelope)
                     over = over or envelope.type == "GameFinished"
@@ -325,10 +327,17 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                     # included: that is what lets an auditor check the game used the
                     # recorded dice.
                     revealed = over or session.finished is not None
-                    update = engine_pb2.WatchGameResponse(
-                        event=redacted(session.game, envelope, revealed)
-                    )
-                    if i == len(batch) - 1:
+                    event = redacted(session.game, envelope, revealed)
+                    last = i == len(batch) - 1
+                    if request.bursts:
+                        burst.append(event)
+                        if not last and len(burst) < BURST_MAX:
+                            continue
+                        update = engine_pb2.WatchGameResponse(events=burst)
+                        burst = []
+                    else:
+                        update = engine_pb2.WatchGameResponse(event=event)
+                    if last:
                         # One view per burst of events (the state after the last of them):
                         # views are what watching costs, and a client draws only the latest.
                         # The live game at the same version has them computed already.

@@ -31,6 +31,7 @@ from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.cli.exits import ExitCode
 from boulevard.client.dice import DiceReader
 from boulevard.client.dice_log import PublishedOpening
+from boulevard.client.watching import each_event
 from boulevard.fairness import RecordedOutcome, VerificationReport
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
@@ -119,7 +120,7 @@ async def used_by_game(engine_address: str, game_id: str, call_timeout: float) -
         if got.status != engine_pb2.GAME_STATUS_FINISHED:
             raise ValueError("the game is not finished: its seed is not revealed yet")
         request = engine_pb2.WatchGameRequest(game_id=game_id)
-        async for update in stub.WatchGame(request, timeout=max(call_timeout, 60.0)):
+        async for update in each_event(stub, request, timeout=max(call_timeout, 60.0)):
             payload = json.loads(update.event.payload)
             if update.event.type == "GameCreated":
                 use.server_commitment = payload["seed_commitment"]

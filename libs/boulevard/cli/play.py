@@ -28,6 +28,7 @@ from boulevard.cli.login import issuer_folder, local_issuer
 from boulevard.cli.screen import GameScreen
 from boulevard.client.dice import DiceReader
 from boulevard.client.matchmaking import MatchmakingClient
+from boulevard.client.watching import each_event
 from boulevard.games import get_game
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
@@ -93,7 +94,7 @@ class PlayApp(GameScreen):
     ) -> None:
         # From the first event: the commitment and the moves made before this screen opened.
         request = engine_pb2.WatchGameRequest(game_id=game_id, player_token=token)
-        async for update in engine.WatchGame(request):
+        async for update in each_event(engine, request):
             self.show(update)
             if update.event.type == "GameFinished":
                 return

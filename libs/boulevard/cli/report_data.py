@@ -36,6 +36,7 @@ from boulevard.cli.report import (
 )
 from boulevard.client.dice import DiceReader, kind_name, to_recorded
 from boulevard.client.ledger import LedgerClient
+from boulevard.client.watching import each_event
 from boulevard.fairness import (
     FairnessError,
     GameSeeds,
@@ -57,7 +58,7 @@ async def _game_uses(engine: str, game_id: str, timeout: float) -> Uses:
     async with tls.channel(engine) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         request = engine_pb2.WatchGameRequest(game_id=game_id)
-        async for update in stub.WatchGame(request, timeout=max(timeout, 60.0)):
+        async for update in each_event(stub, request, timeout=max(timeout, 60.0)):
             if update.event.type == "ChanceResolved":
                 payload = json.loads(update.event.payload)
                 values = tuple(int(v) for v in payload.get("values", []))

@@ -20,6 +20,7 @@ from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.cli.screen import GameScreen
 from boulevard.client.dice import DiceReader
 from boulevard.client.table import Table
+from boulevard.client.watching import each_event
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 
@@ -42,7 +43,7 @@ class WatchApp(GameScreen):
             self.begin(got.game, self.game_id, f"game {self.game_id} — spectator")
             self.say("watching")
             request = engine_pb2.WatchGameRequest(game_id=self.game_id)
-            async for update in stub.WatchGame(request):
+            async for update in each_event(stub, request):
                 self.show(update)
                 if update.event.type == "GameFinished":
                     break
@@ -55,7 +56,7 @@ async def follow(address: str, game_id: str, speed: float) -> Table:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id), timeout=10)
         table = Table(got.game, terminal=sys.stdout.isatty(), speed=speed)
-        async for update in stub.WatchGame(engine_pb2.WatchGameRequest(game_id=game_id)):
+        async for update in each_event(stub, engine_pb2.WatchGameRequest(game_id=game_id)):
             await asyncio.to_thread(table.feed, update)
         return table
 

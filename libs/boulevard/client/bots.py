@@ -24,6 +24,7 @@ from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.audit.signing import SigningKey
 from boulevard.client.mapping import action_to_command, command_to_action, proto_to_view
 from boulevard.client.signing import signed_submit
+from boulevard.client.watching import last_event
 from boulevard.games import get_game
 from boulevard.games.base import Bot
 
@@ -111,16 +112,22 @@ class SeatPlayer:
             # seat's stream ends when its token expires: renew, and watch on from the next.
             next_version = start.version
             while True:
+                # In bursts: one message per append rather than per event (a bot reads
+                # only the newest view), so the engine sends about half as many.
                 request = engine_pb2.WatchGameRequest(
-                    game_id=self.game_id, player_token=self.token, from_version=next_version
+                    game_id=self.game_id,
+                    player_token=self.token,
+                    from_version=next_version,
+                    bursts=True,
                 )
                 try:
                     async for update in self.stub.WatchGame(request):
-                        next_version = update.event.version + 1
+                        event = last_event(update)
+                        next_version = event.version + 1
                         if update.HasField("view"):
                             latest[:] = [update]
                         changed.set()
-                        if update.event.type == "GameFinished":
+                        if event.type == "GameFinished":
                             finished.set()
                             return
                 except grpc.aio.AioRpcError as err:
@@ -156,9 +163,10 @@ class SeatPlayer:
         actions) or, without one, from ListLegalActions + GetGame. True: look again now with
         fresh calls; False: wait for the next update."""
         if update is not None and (update.legal_actions or self.seat not in update.to_act):
-            if not update.legal_actions or update.event.version <= self.acted_at:
+            version = last_event(update).version
+            if not update.legal_actions or version <= self.acted_at:
                 return False  # not this seat's turn, or a version from before our last move
-            version, actions, view_pb = update.event.version, update.legal_actions, update.view
+            actions, view_pb = update.legal_actions, update.view
         else:  # the first look, or an engine whose updates carry no legal actions
             legal = await self.stub.ListLegalActions(
                 engine_pb2.ListLegalActionsRequest(game_id=self.game_id, player_token=self.token)

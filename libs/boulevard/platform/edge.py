@@ -16,7 +16,7 @@ import grpc
 from google.protobuf.message import DecodeError, Message
 
 from boulevard.platform.errors import InvalidArgument
-from boulevard.platform.handlers import is_generator, rewrapped
+from boulevard.platform.handlers import Rewrapped, is_generator, rewrapped
 from boulevard.platform.limits import check_message
 
 
@@ -71,6 +71,9 @@ def _stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
 class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
     """Install inside `ErrorInterceptor` (later in the list), which maps what this raises."""
 
+    def __init__(self) -> None:
+        self._rewrapped = Rewrapped()
+
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
@@ -79,6 +82,10 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc
         handler = await continuation(handler_call_details)
         if handler is None:
             return handler
-        return rewrapped(
-            handler, _unary, _stream, guarded_deserializer(handler.request_deserializer)
+        return self._rewrapped.get(
+            handler_call_details.method,
+            handler,
+            lambda inner: rewrapped(
+                inner, _unary, _stream, guarded_deserializer(inner.request_deserializer)
+            ),
         )

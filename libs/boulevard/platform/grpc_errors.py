@@ -13,7 +13,7 @@ import grpc
 import structlog
 
 from boulevard.platform.errors import status_of
-from boulevard.platform.handlers import is_generator, rewrapped
+from boulevard.platform.handlers import Rewrapped, is_generator, rewrapped
 
 log = structlog.get_logger(__name__)
 
@@ -56,6 +56,9 @@ def _wrap_stream(behavior: Callable[..., Any], method: str) -> Callable[..., Any
 
 
 class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
+    def __init__(self) -> None:
+        self._rewrapped = Rewrapped()
+
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
@@ -65,8 +68,12 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grp
         if handler is None:
             return handler
         method = handler_call_details.method
-        return rewrapped(
+        return self._rewrapped.get(
+            method,
             handler,
-            lambda behavior: _wrap_unary(behavior, method),
-            lambda behavior: _wrap_stream(behavior, method),
+            lambda inner: rewrapped(
+                inner,
+                lambda behavior: _wrap_unary(behavior, method),
+                lambda behavior: _wrap_stream(behavior, method),
+            ),
         )

@@ -5,6 +5,10 @@ A server-streaming behaviour is either an async generator or a coroutine that wr
 `context.write` (the health service's Watch); grpc refuses mixing the two, so a wrapper
 must keep the shape it was given (`is_generator`). Client-streaming methods (reflection) are
 passed through unwrapped.
+
+A wrapped handler depends only on the method and the handler it wraps, so each interceptor
+builds it once per method (`Rewrapped`) rather than on every call: building the three
+interceptors' wrappers cost about 55 µs a call (issue 17's profile).
 """
 
 from __future__ import annotations
@@ -45,3 +49,23 @@ def rewrapped(
             response_serializer=handler.response_serializer,
         )
     return handler
+
+
+class Rewrapped:
+    """One interceptor's wrapped handlers, built once per (method, inner handler). Only
+    methods that have a handler are kept, so the set is bounded by the services' methods
+    whatever names callers send."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+
+    def get(
+        self,
+        method: str,
+        handler: grpc.RpcMethodHandler,
+        build: Callable[[grpc.RpcMethodHandler], grpc.RpcMethodHandler],
+    ) -> grpc.RpcMethodHandler:
+        built = self._built.get(method)
+        if built is None or built[0] is not handler:
+            built = self._built[method] = (handler, build(handler))
+        return built[1]

@@ -20,7 +20,7 @@ import grpc
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.registry import CollectorRegistry
 
-from boulevard.platform.handlers import Behavior, is_generator, rewrapped
+from boulevard.platform.handlers import Behavior, Rewrapped, is_generator, rewrapped
 
 # Latency buckets for calls that hit JetStream (fsync on every write: `sync_interval: always`)
 _LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -191,6 +191,7 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # g
 
     def __init__(self, service: str) -> None:
         self.service = service
+        self._rewrapped = Rewrapped()
 
     async def intercept_service(
         self,
@@ -200,7 +201,13 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # g
         handler = await continuation(handler_call_details)
         if handler is None:
             return handler
-        method = handler_call_details.method.rsplit("/", 1)[-1]
+        full = handler_call_details.method
+        return self._rewrapped.get(
+            full, handler, lambda inner: self._timed(inner, full.rsplit("/", 1)[-1])
+        )
+
+    def _timed(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
+        """`handler` counted and timed (built once per method)."""
         service = self.service
         requests = GRPC_REQUESTS
         seconds = GRPC_SECONDS.labels(service, method)

@@ -744,21 +744,29 @@ class WatchGameRequest(_message.Message):
     GAME_ID_FIELD_NUMBER: _builtins.int
     PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
     FROM_VERSION_FIELD_NUMBER: _builtins.int
+    BURSTS_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     """max 64 chars"""
     player_token: _builtins.str
     """max 4096 chars"""
     from_version: _builtins.int
+    bursts: _builtins.bool
+    """One message per burst (what arrived together: a move's append, a roll's answer) rather
+    than one per event: `events` carries the burst's events in order, `event` stays unset.
+    Fewer messages for the same information; a long catch-up comes in several messages of
+    at most 128 events, the view on the last. Off by default: one event per message.
+    """
     def __init__(
         self,
         *,
         game_id: _builtins.str = ...,
         player_token: _builtins.str = ...,
         from_version: _builtins.int = ...,
+        bursts: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["from_version", b"from_version", "game_id", b"game_id", "player_token", b"player_token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bursts", b"bursts", "from_version", b"from_version", "game_id", b"game_id", "player_token", b"player_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -772,17 +780,19 @@ class WatchGameResponse(_message.Message):
     VIEW_FIELD_NUMBER: _builtins.int
     TO_ACT_FIELD_NUMBER: _builtins.int
     LEGAL_ACTIONS_FIELD_NUMBER: _builtins.int
+    EVENTS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def event(self) -> _events_pb2.EventEnvelope:
         """a shuffle's values stay empty until the game is over"""
 
     @_builtins.property
     def view(self) -> Global___GameView:
-        """the caller's view after this event; set on the last event of"""
+        """the caller's view after this event (in burst mode: after the"""
 
     @_builtins.property
     def to_act(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
-        """each burst (what arrived together), absent on the others
+        """last of `events`); set on the last event of each burst (what
+        arrived together), absent on the others
         with `view`: the seats that have legal actions now
         """
 
@@ -793,6 +803,12 @@ class WatchGameResponse(_message.Message):
         without a second call per move. Empty for spectators and for seats not to act.
         """
 
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.EventEnvelope]:
+        """With `bursts` set on the request: the burst's events, in version order (redacted as
+        `event` is). Empty otherwise.
+        """
+
     def __init__(
         self,
         *,
@@ -800,10 +816,11 @@ class WatchGameResponse(_message.Message):
         view: Global___GameView | None = ...,
         to_act: _abc.Iterable[_builtins.int] | None = ...,
         legal_actions: _abc.Iterable[Global___Action] | None = ...,
+        events: _abc.Iterable[_events_pb2.EventEnvelope] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "legal_actions", b"legal_actions", "to_act", b"to_act", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "events", b"events", "legal_actions", b"legal_actions", "to_act", b"to_act", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,0 +1,52 @@
+"""Reading a WatchGame stream in bursts mode (docs/clients.md, "The WatchGame stream").
+
+A bursts-mode response carries every event of a burst in `events` and the view after the
+last; `each_event` hands a caller that thinks in events (the CLI's screens, the audits) the
+same updates one event at a time, as the one-event-per-message mode would, while the server
+sends one message per burst (a catch-up of a finished game: a few messages of 128 events
+instead of one per event).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+
+
+def last_event(update: engine_pb2.WatchGameResponse) -> events_pb2.EventEnvelope:
+    """The newest event a WatchGame update carries, whether the stream sends one event per
+    message or one burst (`bursts`) per message."""
+    return update.events[-1] if update.events else update.event
+
+
+def split(update: engine_pb2.WatchGameResponse) -> list[engine_pb2.WatchGameResponse]:
+    """One update per event: the burst's view, `to_act` and legal actions on its last."""
+    if not update.events:  # one event per message already (an engine without bursts)
+        return [update]
+    out = [engine_pb2.WatchGameResponse(event=e) for e in update.events]
+    if update.HasField("view"):
+        out[-1].view.CopyFrom(update.view)
+        out[-1].to_act.extend(update.to_act)
+        out[-1].legal_actions.extend(update.legal_actions)
+    return out
+
+
+async def each_event(
+    stub: engine_pb2_grpc.EngineServiceStub,
+    request: engine_pb2.WatchGameRequest,
+    **call: Any,
+) -> AsyncIterator[engine_pb2.WatchGameResponse]:
+    """WatchGame in bursts mode, one update per event (`call`: the stub's keywords, such as
+    `timeout`). The stream is cancelled when the caller stops iterating."""
+    bursts = engine_pb2.WatchGameRequest()
+    bursts.CopyFrom(request)
+    bursts.bursts = True
+    stream = stub.WatchGame(bursts, **call)
+    try:
+        async for update in stream:
+            for one in split(update):
+                yield one
+    finally:
+        stream.cancel()
