@@ -336,6 +336,10 @@ class Ledger:
                 raise VerificationFailed(
                     ErrorCode.OVERDRAFT, f"{account} is at {amount}, below zero"
                 )
+            if abs(amount) > MAX_SAFE_INTEGER:
+                raise VerificationFailed(
+                    ErrorCode.INVALID_AMOUNT, f"{account} is at {amount}, outside ±(2**53 - 1)"
+                )
             total += amount
             ledger._balances[account] = amount
             ledger._books.setdefault(account.book, set()).add(account)
@@ -405,6 +409,13 @@ class Ledger:
         net = entry.net()
         for account, change in net.items():
             after = self.balance(account) + change
+            if not -MAX_SAFE_INTEGER <= after <= MAX_SAFE_INTEGER:
+                # Like amounts: every JSON reader and int64 (GetBalances) holds it exactly.
+                raise EntryRejected(
+                    ErrorCode.INVALID_AMOUNT,
+                    f"{account} would go to {after}, outside ±(2**53 - 1)",
+                    seq=entry.seq,
+                )
             if after < 0 and not may_go_negative(account):
                 raise EntryRejected(
                     ErrorCode.OVERDRAFT,

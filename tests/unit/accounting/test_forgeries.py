@@ -87,3 +87,29 @@ def test_a_games_listing_that_hides_an_entry_of_the_journal_fails() -> None:
         audit_ledger.check_game_listing("g-a", [1], auditor.seqs_by_game["g-a"])
     with pytest.raises(audit_ledger.AuditFailed, match=r"game g-a: .* entry 7"):
         audit_ledger.check_game_listing("g-a", [1, 2, 7], auditor.seqs_by_game["g-a"])
+
+
+def test_no_balance_leaves_the_range_every_reader_holds_exactly() -> None:
+    """Amounts are bounded by 2**53 - 1 so every JSON reader (jq, JavaScript) is exact, and
+    balances travel as int64 (GetBalances). Balances were not bounded: two entries of the
+    largest amount put a seat at 2**54 - 2, which jq (docs/ledger.md's by-hand check) sums
+    inexactly, and enough of them past 2**63, which an int64 auditor wraps to a negative
+    number and GetBalances cannot even encode. Python's audit passed either journal."""
+    top = 2**53 - 1
+    ledger = Ledger()
+    first = ledger.post(
+        EntrySource("g-a", 1),
+        postings_from_transfers("g-a", [Transfer("bank", "seat:0", top, "x")]),
+    )
+    second = JournalEntry(
+        seq=2,
+        prev_hash=first.hash,
+        source=EntrySource("g-a", 2),
+        postings=postings_from_transfers("g-a", [Transfer("bank", "seat:0", top, "x")]),
+    )
+    auditor = JournalAuditor(SIGNER.public_key)
+    auditor.feed(first.canonical)
+    with pytest.raises(LedgerError) as err:
+        auditor.feed(second.canonical)
+    assert err.value.code == ErrorCode.INVALID_AMOUNT and err.value.seq == 2
+    assert "outside ±(2**53 - 1)" in err.value.message
