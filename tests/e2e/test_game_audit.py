@@ -167,6 +167,12 @@ def test_the_public_log_hides_a_live_games_shuffles_and_audit_all_reports_progre
             env = events_pb2.EventEnvelope.FromString(hidden[0].envelope)
             assert json.loads(env.payload)["values"] == []
             assert hidden[0].chain_hash != chain_hash(hidden[0].envelope)
+            # The audit of the running game stops at the hidden shuffle, which it checks is
+            # the one the rules ask for there (the flag is the server's word).
+            live = audit_game(platform, created.game_id)
+            assert live.returncode == 0, live.stdout + live.stderr
+            assert "(in progress)" in live.stdout
+            assert f"stopped early: version {hidden[0].version} is hidden" in live.stdout
             with pytest.raises(grpc.aio.AioRpcError) as info:
                 await stub.GetGameLog(
                     engine_pb2.GetGameLogRequest(game_id=created.game_id, page_size=5000)

@@ -228,8 +228,11 @@ class _Audit:
         for i, data in enumerate(log):
             version = i + 1
             if version in redacted:
-                # The flag is the server's word: only a running game hides anything.
+                # The flag is the server's word: only a running game hides anything, and
+                # only the shuffle its rules ask for at this point.
                 self._may_be_redacted(version, log[i + 1 :], finished)
+                if version > 1:
+                    self._hidden_shuffle(version, self._envelope(version, data, prev))
                 report.partial = f"version {version} is hidden until the game ends"
                 unchecked = sum(len(r) for v, r in self.receipts.items() if v >= version)
                 if unchecked:
@@ -308,6 +311,31 @@ class _Audit:
         return report
 
     # -- the chain --------------------------------------------------------------------------
+
+    def _hidden_shuffle(self, version: int, env: events_pb2.EventEnvelope) -> None:
+        """A redacted envelope is the shuffle the game asks for here, its values hidden."""
+        game = self.game
+        assert game is not None
+        request = game.chance(self.state)
+        event: Any = None
+        if env.type == "ChanceResolved":
+            try:
+                event = self.codec.loads(env.payload)
+            except RulesError:
+                event = None
+        if (
+            not isinstance(event, ChanceResolved)
+            or request is None
+            or request.kind is not ChanceKind.SHUFFLE
+            or (event.kind, event.purpose, event.values) != (request.kind, request.purpose, ())
+            or self.expected
+            or not self.seeds_fixed
+        ):
+            raise GameAuditFailed(
+                version,
+                f"served redacted as a {env.type}, but only a running game's shuffle is "
+                "hidden, where its rules ask for one",
+            )
 
     @staticmethod
     def _may_be_redacted(version: int, rest: Sequence[bytes], finished: bool) -> None:

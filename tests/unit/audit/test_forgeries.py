@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from boulevard.api.v1 import events_pb2
 from boulevard.audit.game_log import DiceOpening, DiceRecord, audit_game_log, expected_postings
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash
 from boulevard.cli import audit_game
@@ -120,15 +121,24 @@ def test_a_finished_games_log_served_redacted_fails(lv_numbered: Any) -> None:
 
 def test_receipts_beyond_a_redacted_version_are_not_silently_passed(lv_numbered: Any) -> None:
     log, _ = lv_numbered
-    envs = envelopes(log)
-    v = next(e.version for e in envs if e.type == "ChanceResolved" and e.version > 20)
+    served, v = hidden_shuffle(log)
     key = SigningKey(bytes(range(32)))
     receipt = Receipt.sign(key, game_id_of(log), v + 5, bytes(32))  # a head the log lacks
     report = audit_game_log(
-        game_id_of(log), log[:v + 10], engine_key=key.public_key, receipts=[receipt],
+        game_id_of(log), served[: v + 10], engine_key=key.public_key, receipts=[receipt],
         redacted=frozenset({v}),
     )  # fmt: skip
     assert report.receipts == 0 and "1 receipt(s) after it not checked" in report.partial
+
+
+def hidden_shuffle(log: list[bytes]) -> tuple[list[bytes], int]:
+    """The log as GetGameLog serves a running game's: its first shuffle without values."""
+    envs = envelopes(log)
+    shuffle = next(e for e in envs if e.type == "ChanceResolved" and b'"shuffle"' in e.payload)
+    hidden = events_pb2.EventEnvelope.FromString(shuffle.SerializeToString())
+    hidden.payload = CODEC.dumps(dataclasses.replace(CODEC.loads(shuffle.payload), values=()))
+    v = shuffle.version
+    return [*log[: v - 1], hidden.SerializeToString(), *log[v:]], v
 
 
 def test_the_money_check_follows_the_log_not_the_servers_finished_flag(lv_numbered: Any) -> None:
@@ -295,3 +305,20 @@ def test_command_bytes_are_lowercase_hex_only(lv_numbered: Any, field: str) -> N
     for other in (text[:2] + " " + text[2:], text.upper()):
         envs[v - 1].payload = CODEC.dumps(dataclasses.replace(accepted, **{field: other}))
         fails_at(rechain(envs), v, "lowercase hex")
+
+
+def test_only_a_hidden_shuffle_may_be_served_redacted(lv_numbered: Any) -> None:
+    """In a running game GetGameLog hides a shuffle's values and flags it `redacted`, and
+    the audit stops there. The flag is the server's: on any other envelope (a forged
+    command, a roll) it stopped a live game's audit just before the forgery."""
+    log, _ = lv_numbered
+    envs = envelopes(log)
+    cut = next(e.version for e in envs if e.type == "CommandAccepted" and e.version > 12)
+    live = log[: cut + 3]  # a running game: no GameFinished served
+    fails_at(live, cut, "shuffle", redacted=frozenset({cut}))
+    roll = next(e.version for e in envs[cut:] if e.type == "ChanceResolved")
+    fails_at(log[: roll + 1], roll, "shuffle", redacted=frozenset({roll}))
+    # The deck's shuffle, served as the engine serves it: values hidden.
+    served, v = hidden_shuffle(log)
+    report = audit_game_log(game_id_of(log), served[: v + 2], redacted=frozenset({v}))
+    assert report.partial.startswith(f"version {v} is hidden")
