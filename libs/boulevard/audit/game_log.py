@@ -134,6 +134,14 @@ class GameAuditReport:
             text += f"; bot seats {list(self.bot_seats)}"
         if self.operator_key_seats:
             text += f"; seats signed with the operator's bot key {list(self.operator_key_seats)}"
+        missing = self.published.missing_seats if self.published else ()
+        if missing:
+            # Allowed (the deadline passed), but a choice the operator could have steered
+            # by dropping a reveal: say it, as the dice audit's note does.
+            text += (
+                f"; seats {list(missing)} did not reveal their client seed by the deadline "
+                "and played with an empty one"
+            )
         if self.partial:
             text += f"; stopped early: {self.partial}"
         return text

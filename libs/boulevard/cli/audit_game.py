@@ -348,6 +348,7 @@ async def _audit_all(args: argparse.Namespace) -> int:
     with output.progress(f"auditing {len(games)} games", len(games), stderr=as_json) as step:
         for i, game_id in enumerate(games, start=1):
             verdict = "ok"
+            notes: tuple[str, ...] = ()
             failed_at: int | None = None
             try:
                 report = await audit_one(
@@ -363,6 +364,7 @@ async def _audit_all(args: argparse.Namespace) -> int:
                         )
                     if not dice.ok:
                         verdict = f"FAIL dice: {dice.describe()}"
+                    notes = dice.notes
             except GameAuditFailed as failed:
                 verdict = f"FAIL game at version {failed.version}: {failed.message}"
                 failed_at = failed.version
@@ -370,9 +372,12 @@ async def _audit_all(args: argparse.Namespace) -> int:
                 verdict = f"ERROR {err.code().name}: {err.details()}"
             if verdict != "ok":
                 failures += 1
-            logs.append(GameLogAudit(game_id, verdict == "ok", verdict, failed_at))
+            # A pass with notes (a seat that never revealed its seed) says them: the note
+            # is what makes a dropped reveal visible (docs/fairness.md, "Threats").
+            said = verdict + "".join(f" (note: {n})" for n in notes)
+            logs.append(GameLogAudit(game_id, verdict == "ok", said, failed_at))
             rate = i / max(time.monotonic() - started, 1e-9)
-            say(f"[{i}/{len(games)}] {game_id} {verdict}  ({rate:.1f} games/s, "
+            say(f"[{i}/{len(games)}] {game_id} {said}  ({rate:.1f} games/s, "
                 f"{failures} failed)")  # fmt: skip
             step()
     ledger_ok = True

@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from boulevard.api.v1 import events_pb2
-from boulevard.audit.game_log import DiceOpening, DiceRecord, audit_game_log, expected_postings
+from boulevard.audit.game_log import (
+    DiceOpening,
+    DiceRecord,
+    GameAuditReport,
+    audit_game_log,
+    expected_postings,
+)
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash
 from boulevard.cli import audit_game
 from boulevard.client.dice_log import PublishedOpening, check_published, parse_log
@@ -322,3 +328,12 @@ def test_only_a_hidden_shuffle_may_be_served_redacted(lv_numbered: Any) -> None:
     served, v = hidden_shuffle(log)
     report = audit_game_log(game_id_of(log), served[: v + 2], redacted=frozenset({v}))
     assert report.partial.startswith(f"version {v} is hidden")
+
+
+def test_a_pass_says_which_seats_played_without_their_seed() -> None:
+    """A seat listed missing in ClientSeedsFixed is allowed (the deadline passed) but is the
+    one choice an operator dropping a reveal gets (docs/fairness.md, "Threats"); the dice
+    audit notes it, and `audit all` printed nothing of it."""
+    report = GameAuditReport("g-1", game="las_vegas", finished=True)
+    report.published = PublishedOpening("00" * 32, ("aa" * 32, "bb" * 32), ("ann", ""), (1,))
+    assert "seats [1] did not reveal their client seed" in report.summary()
