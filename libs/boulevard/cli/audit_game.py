@@ -388,6 +388,19 @@ async def _audit_all(args: argparse.Namespace) -> int:
         )
         ledger_ok = ledger.ok
         ledger_said = ("PASS" if ledger.ok else "FAIL") + f" ledger: {ledger.failure or 'ok'}"
+        if ledger.ok and not (args.limit or since or args.game_name):
+            # Every finished game: the ledger anchors each one's end, so a game the engine
+            # leaves out of its listing (ListGames is its word) cannot escape the audit.
+            # Listed again now: a game may have ended while the others were audited.
+            now = await _finished_games(addresses.engine, "", args.timeout)
+            hidden = unlisted(ledger.anchored, [*games, *now])
+            if hidden:
+                ledger_ok = False
+                ledger_said = (
+                    f"FAIL ledger: it anchors the end of game {hidden[0]}"
+                    + (f" (and {len(hidden) - 1} more)" if len(hidden) > 1 else "")
+                    + ", which the engine does not list among the finished games"
+                )
         say(ledger_said)
     written = None
     if args.html:
@@ -405,6 +418,12 @@ async def _audit_all(args: argparse.Namespace) -> int:
     else:
         print(f"{'PASS' if ok else 'FAIL'}: {len(games)} games audited, {failures} failed")
     return EXIT_PASS if ok else EXIT_FAIL
+
+
+def unlisted(anchored: Sequence[str], listed: Sequence[str]) -> list[str]:
+    """The games the verified journal anchors as finished that the engine's listing of
+    finished games leaves out."""
+    return sorted(set(anchored) - set(listed))
 
 
 def all_json(

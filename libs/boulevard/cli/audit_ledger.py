@@ -72,6 +72,7 @@ class AuditReport:
     entries: int = 0
     heads: int = 0
     games: int = 0
+    anchored: list[str] = field(default_factory=list)  # games whose end the journal anchors
 
 
 def run(args: argparse.Namespace) -> int:
@@ -233,6 +234,7 @@ async def _audit(
             prev = sth
         say(f"ok   {len(heads)} signed heads: signatures, roots, consistency")
         report.entries = auditor.ledger.size
+        report.anchored = sorted(auditor.anchored)
         games = sorted(b for b in auditor.ledger.books() if b != PLATFORM_BOOK)
     final = heads[-1]
     size = final.head.tree_size

@@ -113,3 +113,19 @@ def test_no_balance_leaves_the_range_every_reader_holds_exactly() -> None:
         auditor.feed(second.canonical)
     assert err.value.code == ErrorCode.INVALID_AMOUNT and err.value.seq == 2
     assert "outside ±(2**53 - 1)" in err.value.message
+
+
+def test_the_journal_names_the_finished_games_audit_all_must_find() -> None:
+    """`audit all` audits the games the engine lists as finished (ListGames, its word): a
+    forged game left out of the listing escaped it, with a PASS. The verified journal
+    anchors every finished game's end, so those are the games it must have audited."""
+    ledger = Ledger()
+    first = starting_money(ledger, "g-a")
+    anchor = ledger.anchor(EntrySource("g-a", 9, "g-a-9", "GameFinished"), bytes(32))
+    other = starting_money(ledger, "g-b")
+    auditor = JournalAuditor(SIGNER.public_key)
+    for entry in (first, anchor, other):
+        auditor.feed(entry.canonical)
+    assert auditor.anchored == {"g-a"}
+    assert audit_game.unlisted(sorted(auditor.anchored), ["g-b"]) == ["g-a"]
+    assert audit_game.unlisted(sorted(auditor.anchored), ["g-a", "g-b"]) == []
