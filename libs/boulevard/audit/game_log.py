@@ -86,6 +86,7 @@ class DiceOpening:
     seat_commitments: tuple[str, ...]
     client_seeds: tuple[str, ...] | None = None
     missing_seats: tuple[int, ...] = ()
+    reveal_deadline_unix_ms: int | None = None  # after it a seat may be counted missing
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,7 +476,11 @@ class _Audit:
             )
         opening = self.dice_opening
         seat_commitments = tuple(s.seed_commitment for s in created.seats)
-        self.report.published = PublishedOpening(created.seed_commitment, seat_commitments)
+        self.report.published = PublishedOpening(
+            created.seed_commitment,
+            seat_commitments,
+            reveal_deadline_unix_ms=created.reveal_deadline_unix_ms,
+        )
         if opening is not None and opening.seat_commitments != seat_commitments:
             # The server seed must have been drawn against the commitments the players
             # made: with others (or none), the seeds they reveal change nothing.
@@ -483,6 +488,14 @@ class _Audit:
                 1,
                 f"GameCreated binds the seats' seed commitments {list(seat_commitments)}, "
                 f"the dice service opened the game with {list(opening.seat_commitments)}",
+            )
+        deadline = None if opening is None else opening.reveal_deadline_unix_ms
+        if deadline is not None and deadline != created.reveal_deadline_unix_ms:
+            # The dice service counts a seat missing only after its own deadline.
+            raise GameAuditFailed(
+                1,
+                f"GameCreated gives the seats until {created.reveal_deadline_unix_ms} to "
+                f"reveal; the dice service opened the game with the deadline {deadline}",
             )
         if match_id is not None and created.match_id != match_id:
             raise GameAuditFailed(1, f"GameCreated names match {created.match_id!r}")

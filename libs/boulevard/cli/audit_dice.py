@@ -100,6 +100,7 @@ class GameUse:
     cited: list[RecordedOutcome] = field(default_factory=list)
     client_seeds: tuple[str, ...] | None = None  # ClientSeedsFixed's, once fixed
     missing_seats: tuple[int, ...] = ()
+    reveal_deadline_unix_ms: int | None = None
 
     def published(self) -> PublishedOpening:
         return PublishedOpening(
@@ -107,6 +108,7 @@ class GameUse:
             tuple(self.seat_commitments),
             self.client_seeds,
             self.missing_seats,
+            self.reveal_deadline_unix_ms,
         )
 
 
@@ -125,6 +127,7 @@ async def used_by_game(engine_address: str, game_id: str, call_timeout: float) -
             if update.event.type == "GameCreated":
                 use.server_commitment = payload["seed_commitment"]
                 use.seat_commitments = [s.get("seed_commitment", "") for s in payload["seats"]]
+                use.reveal_deadline_unix_ms = int(payload.get("reveal_deadline_unix_ms", 0))
             elif update.event.type == "ClientSeedsFixed":
                 use.client_seeds = tuple(str(c) for c in payload["client_seeds"])
                 use.missing_seats = tuple(int(m) for m in payload.get("missing_seats", ()))

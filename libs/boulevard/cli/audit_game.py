@@ -122,6 +122,7 @@ async def fetch_dice(
         seat_commitments=tuple(got.commitment.client_seed_commitments),
         client_seeds=tuple(got.seeds.client_seeds) if fixed else None,
         missing_seats=tuple(got.seeds.missing_seats) if fixed else (),
+        reveal_deadline_unix_ms=got.commitment.reveal_deadline_unix_ms,
     )
     return records, got.commitment.commitment, opening
 

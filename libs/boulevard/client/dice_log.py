@@ -101,6 +101,7 @@ class PublishedOpening:
     seat_commitments: tuple[str, ...]
     client_seeds: tuple[str, ...] | None = None
     missing_seats: tuple[int, ...] = ()
+    reveal_deadline_unix_ms: int | None = None  # GameCreated's; None: not compared
 
 
 def check_published(game: GameLog, published: PublishedOpening) -> Mismatch | None:
@@ -112,11 +113,15 @@ def check_published(game: GameLog, published: PublishedOpening) -> Mismatch | No
     if opened is None:
         return Mismatch("commitment_mismatch", None, "the dice log holds no commitment")
     recorded = (opened.commitment, tuple(opened.client_seed_commitments))
-    if recorded != (published.server_commitment, published.seat_commitments):
+    deadline = published.reveal_deadline_unix_ms
+    if recorded != (published.server_commitment, published.seat_commitments) or (
+        deadline is not None and deadline != opened.reveal_deadline_unix_ms
+    ):
         return Mismatch(
             "commitment_mismatch",
             None,
-            "the commitments in the game's GameCreated are not the ones the dice log recorded",
+            "the commitments (or the reveal deadline) in the game's GameCreated are not the "
+            "ones the dice log recorded",
         )
     if published.client_seeds is None:
         return None

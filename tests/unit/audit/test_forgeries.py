@@ -270,7 +270,11 @@ def test_the_game_audit_reports_what_the_dice_audit_needs(lv_numbered: Any) -> N
     assert [c.values for c in report.cited] == [dice[n].values for n in sorted(dice)]
     created = CODEC.loads(envelopes(log)[0].payload)
     assert report.published == PublishedOpening(
-        created.seed_commitment, tuple(s.seed_commitment for s in created.seats), ("",) * 3, ()
+        created.seed_commitment,
+        tuple(s.seed_commitment for s in created.seats),
+        ("",) * 3,
+        (),
+        created.reveal_deadline_unix_ms,
     )
 
 
@@ -337,3 +341,34 @@ def test_a_pass_says_which_seats_played_without_their_seed() -> None:
     report = GameAuditReport("g-1", game="las_vegas", finished=True)
     report.published = PublishedOpening("00" * 32, ("aa" * 32, "bb" * 32), ("ann", ""), (1,))
     assert "seats [1] did not reveal their client seed" in report.summary()
+
+
+def test_the_dice_must_hold_the_reveal_deadline_the_log_shows() -> None:
+    """The dice service counts a seat missing only after the deadline it recorded at the
+    opening; GameCreated shows the players another. A dice opening with an earlier one let
+    the operator fix the seeds (dropping a reveal on its way) while the log promised the
+    players more time."""
+    log = asyncio.run(opened_game())
+    created = CODEC.loads(envelopes(log)[0].payload)
+    honest = DiceOpening(
+        seat_commitments=tuple(client_seed_commitment(s) for s in SEEDS),
+        client_seeds=tuple(SEEDS),
+        reveal_deadline_unix_ms=created.reveal_deadline_unix_ms,
+    )
+    assert audit_game_log("m1", log, dice_opening=honest).versions == len(log)
+    early = dataclasses.replace(honest, reveal_deadline_unix_ms=created.reveal_deadline_unix_ms - 1)
+    fails_at(log, 1, "deadline", dice_opening=early)
+    leaves, _ = signed_log()
+    game, _ = parse_log(leaves)
+    assert game.opened is not None
+    published = PublishedOpening(
+        game.opened.commitment,
+        tuple(game.opened.client_seed_commitments),
+        reveal_deadline_unix_ms=game.opened.reveal_deadline_unix_ms,
+    )
+    assert check_published(game, published) is None
+    later = dataclasses.replace(
+        published, reveal_deadline_unix_ms=published.reveal_deadline_unix_ms + 1
+    )  # type: ignore[operator]
+    mismatch = check_published(game, later)
+    assert mismatch is not None and mismatch.code == "commitment_mismatch"
