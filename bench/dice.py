@@ -183,6 +183,7 @@ async def measure(sync_always: bool, seconds: float, in_flight: int, runs: int) 
             BOULEVARD_NATS_IDENTITIES_DIR=str(server.identities_dir),
             BOULEVARD_DATA_DIR=str(Path(tmp) / "data"),
             BOULEVARD_DICE_PORT=str(free_port()),
+            BOULEVARD_DICE_METRICS_PORT="0",  # any free port: `boulevard up` holds 9093
             BOULEVARD_DICE_SEED_KEY=secrets.token_hex(32),
             BOULEVARD_LOG_LEVEL="warning",
             PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "libs")]),

@@ -17,8 +17,8 @@ gRPC no-op server process, then:
 3. What signing costs per action (docs/auditing.md) beside one action's time.
 4. Cold rebuild of a game of over 1,000 events (a trade-heavy Lords of Vegas game played
    in-process on the platform's real JetStream GAMES stream), measured, with and without
-   its snapshot; and the same game read through WatchGame, one event per message and in
-   bursts (what `boulevard audit` reads).
+   its snapshot; and a game played to the end by bots through the engine, read through
+   WatchGame one event per message and in bursts (what `boulevard audit` reads).
 The machine's load average is printed at the start and at the end: the figures are only as
 good as the machine was quiet.
 Usage: python bench/engine.py [--quick] [--procs N] [--engines N] [--watch bursts|events]
@@ -50,7 +50,7 @@ from common import Timer, rate
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash, command_signing_bytes, verify
 from boulevard.cli.up import demo_operator_token, start_platform
-from boulevard.client.bots import reveal_seed
+from boulevard.client.bots import play_game, reveal_seed
 from boulevard.client.mapping import command_to_action
 from boulevard.client.signing import sign_submit
 from boulevard.client.watching import last_event
@@ -516,12 +516,19 @@ async def rebuild(
     return version, times["cold"], times["snapshot"]
 
 
-async def read_through_watch(address: str, game_id: str) -> tuple[float, float]:
-    """Median of 3 spectator reads of a finished game, every event from version 0: one
-    event per message, then in bursts."""
+async def read_through_watch(address: str, operator: str) -> tuple[int, float, float]:
+    """A Lords of Vegas game played to the end through the engine by four bots; then the
+    median of 3 spectator reads of it, every event from version 0: one event per message,
+    then in bursts. Its events and the two times."""
     times = []
     async with grpc.aio.insecure_channel(address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
+        created = await create_game(stub, operator)
+        await play_game(
+            channel, created.game_id, "lords_of_vegas", list(created.player_tokens), KEYS, seed=7
+        )
+        game_id = created.game_id
+        events = (await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id))).version
         for bursts in (False, True):
             runs = []
             for _ in range(3):
@@ -532,7 +539,7 @@ async def read_through_watch(address: str, game_id: str) -> tuple[float, float]:
                             break
                 runs.append(t.seconds)
             times.append(statistics.median(runs))
-    return times[0], times[1]
+    return events, times[0], times[1]
 
 
 # --- the report -----------------------------------------------------------------------------
@@ -585,6 +592,9 @@ async def main(quick: bool, procs: int, engines: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in ("MATCHMAKING", "ENGINE", "DICE", "LEDGER", "EMBEDDED_NATS"):
             os.environ[f"BOULEVARD_{name}_PORT"] = str(free_port())
+        for name in ("MATCHMAKING", "ENGINE", "DICE", "LEDGER"):
+            # Any free port: a `boulevard up` on this machine holds the default ones.
+            os.environ[f"BOULEVARD_{name}_METRICS_PORT"] = "0"
         os.environ["BOULEVARD_LOG_LEVEL"] = "warning"
         os.environ.pop("NATS_URL", None)
         settings = Settings()
@@ -731,10 +741,10 @@ async def main(quick: bool, procs: int, engines: int) -> None:
                 f"({rate(events, cold):,.0f} events/s; aim < 100 ms)"
             )
             print(f"  from its snapshot      {snap * 1000:7.1f} ms")
-            single, bursts = await read_through_watch(addresses["engine"], game_id)
+            played, single, bursts = await read_through_watch(addresses["engine"], operator)
             print(
-                "the same finished game read through the engine's public WatchGame from version "
-                "0, as the audits read it (median of 3):"
+                f"a finished {played:,}-event game (four bots through the engine) read through "
+                "WatchGame from version 0, as the audits read it (median of 3):"
             )
             print(f"  one event per message  {single * 1000:7.1f} ms")
             print(

@@ -289,6 +289,7 @@ async def measure(seconds: float, clients: int, runs: int, waiting: int) -> None
             BOULEVARD_NATS_IDENTITIES_DIR=str(server.identities_dir),
             BOULEVARD_DATA_DIR=str(Path(tmp) / "data"),
             BOULEVARD_MATCHMAKING_PORT=str(mm_port),
+            BOULEVARD_MATCHMAKING_METRICS_PORT="0",  # any free port: `boulevard up` holds 9091
             BOULEVARD_TOKEN_KEY=secrets.token_hex(32),
             BOULEVARD_AUTH_JWKS=str(ISSUER.setdefault("", issuer(Path(tmp))).jwks_path),
             BOULEVARD_LOG_LEVEL="warning",
