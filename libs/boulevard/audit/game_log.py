@@ -182,9 +182,9 @@ def audit_game_log(
     in `redacted` (a live game's hidden shuffles) end the audit there. `finished`: the
     caller was told the game is over (GetGameLog, ListGames), so the log must end with
     GameFinished and nothing may be redacted."""
-    audit = _Audit(game_id, dice, engine_key, receipts, ledger, anchors, bot_key)
-    audit.dice_opening = dice_opening
-    return audit.run(log, commitment, match_id, match_seats, redacted, finished)
+    return _Audit(game_id, dice, engine_key, receipts, ledger, anchors, bot_key, dice_opening).run(
+        log, commitment, match_id, match_seats, redacted, finished
+    )
 
 
 class _Audit:
@@ -197,6 +197,7 @@ class _Audit:
         ledger: Mapping[int, Postings] | None,
         anchors: Sequence[tuple[int, bytes]],
         bot_key: str,
+        dice_opening: DiceOpening | None = None,
     ) -> None:
         self.game_id = game_id
         self.dice = dice
@@ -221,7 +222,7 @@ class _Audit:
         # whether the seeds are fixed (no chance before that).
         self.revealed_seeds: dict[int, str] = {}
         self.seeds_fixed = False
-        self.dice_opening: DiceOpening | None = None
+        self.dice_opening = dice_opening
 
     def run(
         self,
@@ -240,8 +241,7 @@ class _Audit:
                 # The flag is the server's word: only a running game hides anything, and
                 # only the shuffle its rules ask for at this point.
                 self._may_be_redacted(version, log[i + 1 :], finished)
-                if version > 1:
-                    self._hidden_shuffle(version, self._envelope(version, data, prev))
+                self._hidden_shuffle(version, self._envelope(version, data, prev))
                 report.partial = f"version {version} is hidden until the game ends"
                 unchecked = sum(len(r) for v, r in self.receipts.items() if v >= version)
                 if unchecked:
@@ -324,8 +324,7 @@ class _Audit:
     def _hidden_shuffle(self, version: int, env: events_pb2.EventEnvelope) -> None:
         """A redacted envelope is the shuffle the game asks for here, its values hidden."""
         game = self.game
-        assert game is not None
-        request = game.chance(self.state)
+        request = game.chance(self.state) if game is not None else None
         event: Any = None
         if env.type == "ChanceResolved":
             try:

@@ -372,3 +372,8 @@ def test_the_dice_must_hold_the_reveal_deadline_the_log_shows() -> None:
     )  # type: ignore[operator]
     mismatch = check_published(game, later)
     assert mismatch is not None and mismatch.code == "commitment_mismatch"
+
+
+def test_the_opening_is_never_served_redacted(lv_numbered: Any) -> None:
+    log, _ = lv_numbered
+    fails_at(log[:3], 1, "redacted", redacted=frozenset({1}))
