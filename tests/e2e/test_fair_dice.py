@@ -30,6 +30,7 @@ from boulevard.fairness import client_seed_commitment
 from boulevard.games import REGISTRY
 from boulevard.platform.errors import FailedPrecondition
 from tests.e2e.conftest import REVEAL_SECONDS, Platform
+from tests.e2e.test_game_audit import audit_game
 from tests.e2e.test_games import OPERATOR_MD, create, game_seed
 from tests.support.identity import player_md
 from tests.support.keys import seat_keys
@@ -261,6 +262,12 @@ def test_a_burned_outcome_fails_the_audit_and_an_early_reveal_is_refused(
         done = audit(platform, created.game_id)
         assert done.returncode == 1, done.stdout + done.stderr
         assert f"FAIL at nonce {burned.nonce} (outcome_unused)" in done.stdout, done.stdout
+        # The game audit (and so audit all) sees it too, on the chain-checked log.
+        game = audit_game(platform, created.game_id)
+        assert game.returncode == 1, game.stdout + game.stderr
+        assert f"outcome nonce {burned.nonce} was drawn but the game never used it" in (
+            game.stdout
+        ), game.stdout
 
     asyncio.run(run())
 
