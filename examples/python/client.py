@@ -130,16 +130,23 @@ def main(argv: list[str] | None = None) -> int:
         default=os.environ.get("BOULEVARD_TOKEN", ""),
         help="your player JWT (`boulevard login <name>`); default $BOULEVARD_TOKEN",
     )
-    p.add_argument("--matchmaking", default="127.0.0.1:50051")
-    p.add_argument("--engine", default="127.0.0.1:50052")
-    p.add_argument("--dice", default="127.0.0.1:50053")
+    p.add_argument("--matchmaking", default="127.0.0.1:50051", help="HOST:PORT (%(default)s)")
+    p.add_argument("--engine", default="127.0.0.1:50052", help="HOST:PORT (%(default)s)")
+    p.add_argument("--dice", default="127.0.0.1:50053", help="HOST:PORT (%(default)s)")
     p.add_argument(
         "--tls-ca", default=None, help="CA file of `boulevard up --tls` (.data/tls/ca.pem)"
     )
-    p.add_argument("--game", default="las_vegas")
-    p.add_argument("--seats", type=int, default=2, help="table size (bots fill the rest)")
+    p.add_argument(
+        "--game", default="las_vegas",
+        help="las_vegas (default), lords_of_vegas, long_shot or vegas_showdown",
+    )  # fmt: skip
+    p.add_argument(
+        "--seats", type=int, default=2,
+        help="table size, bots fill the rest (default 2; Las Vegas 2-5, Lords of Vegas 2-4, "
+        "Long Shot 3-8, Vegas Showdown 3-5)",
+    )  # fmt: skip
     p.add_argument("--bot-fill", type=int, default=1, help="seconds before bots fill the table")
-    p.add_argument("--protos", type=Path, default=PROTOS)
+    p.add_argument("--protos", type=Path, default=PROTOS, help="the .proto files' root")
     args = p.parse_args(argv)  # fmt: skip
     if not args.token:
         p.error("no token: pass --token or set BOULEVARD_TOKEN (`boulevard login <name>`)")
@@ -257,4 +264,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except grpc.RpcError as err:  # a refused call: its status says why, a traceback does not
+        print(f"error: {err.code().name}: {err.details()}", file=sys.stderr)  # type: ignore[attr-defined]
+        sys.exit(1)

@@ -4,7 +4,6 @@ buckets, the MatchFormed consumer and the gRPC servicer."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
 
 import grpc
@@ -26,6 +25,7 @@ from boulevard.platform.identity import TokenVerifier
 from boulevard.platform.keys import load_key
 from services.engine.chance import DiceServiceChance
 from services.engine.engine import Engine, SeatRequest
+from services.engine.games_index import GamesIndex
 from services.engine.kv import JetStreamKeyValue
 from services.engine.server import EngineServicer, summary_json
 from services.engine.sessions import Session
@@ -55,6 +55,7 @@ class EngineApp:
         self.servicer: EngineServicer | None = None
         self._match_sub: Subscription | None = None
         self._sweeper: asyncio.Task[None] | None = None
+        self.index: GamesIndex | None = None
 
     async def start(self, nc: NATS) -> None:
         try:
@@ -69,7 +70,11 @@ class EngineApp:
         await ensure_stream(js, streams["matchmaking"])
         store = JetStreamEventStore(nc, s.games_stream, s.games_subject_prefix)
         snapshots = await JetStreamKeyValue.open(nc, s.engine_snapshots_bucket, s.stream_replicas)
-        self.index = await JetStreamKeyValue.open(nc, s.engine_games_bucket, s.stream_replicas)
+        self.index = GamesIndex(
+            await JetStreamKeyValue.open(nc, s.engine_games_bucket, s.stream_replicas), nc
+        )
+        # Every game in memory before serving: ListGames and the reveal sweeper read it.
+        await self.index.start()
         dice = DiceClient(nc, prefix=s.dice_rpc_prefix, timeout=s.dice_timeout_seconds)
         self.engine = Engine(
             store,
@@ -115,13 +120,10 @@ class EngineApp:
         """Wake games whose players never reveal their seeds: past the deadline they play
         with empty seeds instead of waiting forever. Games waiting before a restart are
         found again in the games index. The same loop trims idle games' caches."""
-        try:
-            for key in await self.index.keys():
-                raw = await self.index.get(key)
-                if raw is not None and "seeds_pending_until" in (info := json.loads(raw)):
-                    self.engine.awaiting_seeds.setdefault(key, int(info["seeds_pending_until"]))
-        except Exception:
-            log.exception("could not list the games waiting for seed reveals")
+        assert self.index is not None
+        for key, info in self.index.items():  # complete: start() waited for the replay
+            if info.seeds_pending_until is not None:
+                self.engine.awaiting_seeds.setdefault(key, info.seeds_pending_until)
         while True:
             await asyncio.sleep(self.settings.engine_reveal_sweep_seconds)
             try:
@@ -131,6 +133,7 @@ class EngineApp:
             self.engine.trim_idle()  # idle games' caches go, so ten thousand fit
 
     async def _finished(self, session: Session) -> None:
+        assert self.index is not None
         await self.index.put(session.game_id, summary_json(session))
 
     async def _on_match_formed(self, msg: Msg) -> None:
@@ -162,6 +165,7 @@ class EngineApp:
                 ],
                 match_id=match.match_id,
             )
+            assert self.index is not None
             await self.index.put(
                 created.game_id, summary_json(await self.engine.load(created.game_id))
             )
@@ -200,4 +204,6 @@ class EngineApp:
         if self._match_sub is not None:
             await self._match_sub.unsubscribe()
             self._match_sub = None
+        if self.index is not None:
+            await self.index.stop()
         await asyncio.sleep(0)

@@ -94,7 +94,7 @@ class ChanceSource(Protocol):
 
 class KeyValue(Protocol):
     async def get(self, key: str) -> bytes | None: ...
-    async def put(self, key: str, value: bytes) -> None: ...
+    async def put(self, key: str, value: bytes) -> object: ...  # JetStream: the revision
 
 
 class MemoryKeyValue:

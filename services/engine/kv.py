@@ -36,14 +36,19 @@ class JetStreamKeyValue:
             return None
         return entry.value
 
-    async def put(self, key: str, value: bytes) -> None:
-        await self.kv.put(key, value)
+    async def put(self, key: str, value: bytes) -> int:
+        """Store `value` under `key`; the revision it got (its sequence in the bucket's
+        stream)."""
+        revision: int = await self.kv.put(key, value)
+        return revision
 
     async def keys(self) -> list[str]:
         """Every key in the bucket, sorted. Read from the bucket's stream state (STREAM.INFO
         with a subjects filter, paged), not with nats-py's `kv.keys()`: its watcher can
         signal the end of the initial replay early while other keys are being written
-        (nats.py #842, #995) and return a partial list — a game missing from ListGames."""
+        (nats.py #842, #995) and return a partial list — a game missing from ListGames.
+        ListGames no longer calls this (it reads the in-memory games index, games_index.py);
+        bench/list_games.py measures it as the former per-call cost."""
         if self.nc is None:
             return sorted(await self._watched_keys())
         prefix = f"$KV.{self.bucket}."

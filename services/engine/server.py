@@ -21,12 +21,13 @@ from boulevard.platform.errors import (
     PermissionDenied,
     ResourceExhausted,
     Unauthenticated,
+    Unavailable,
 )
 from boulevard.platform.identity import OPERATOR, PLAYER, TokenVerifier
 from boulevard.platform.wire import sent_unknown_field
 from services.engine.chain import receipt_pb
 from services.engine.engine import Engine, SeatRequest
-from services.engine.kv import JetStreamKeyValue
+from services.engine.games_index import GamesIndex, IndexUnavailable
 from services.engine.sessions import Session, redacted
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
@@ -52,7 +53,7 @@ def summary_json(session: Session) -> bytes:
     return json.dumps(summary, sort_keys=True).encode()
 
 
-LIST_CHUNK = 64  # ListGames: games index entries read concurrently at a time
+LIST_WAIT_SECONDS = 5.0  # ListGames waits this long for a replaying index, then UNAVAILABLE
 BURST_MAX = 128  # WatchGame in bursts mode: events per message at most (a catch-up splits)
 
 
@@ -96,7 +97,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         self,
         engine: Engine,
         store: JetStreamEventStore,
-        games_index: JetStreamKeyValue,
+        games_index: GamesIndex,
         verifier: TokenVerifier,
         max_spectator_streams: int = 2000,
         max_streams_per_seat: int = 4,
@@ -453,37 +454,32 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             engine_pb2.GAME_STATUS_ACTIVE: "active",
             engine_pb2.GAME_STATUS_FINISHED: "finished",
         }.get(request.status)
+        try:
+            await self.index.wait_ready(LIST_WAIT_SECONDS)
+        except IndexUnavailable as exc:
+            raise Unavailable(str(exc)) from None
         games: list[engine_pb2.GameSummary] = []
-        next_token = ""
-        keys = [k for k in await self.index.keys() if k > request.page_token]
-        # Summaries are read a chunk at a time, concurrently: one round trip per chunk rather
-        # than per game (a filtered listing may read many to fill a page).
-        for start in range(0, len(keys), LIST_CHUNK):
-            chunk = keys[start : start + LIST_CHUNK]
-            values = await asyncio.gather(*(self.index.get(k) for k in chunk))
-            for key, raw in zip(chunk, values, strict=True):
-                if raw is None:
-                    continue
-                info = json.loads(raw)
-                if wanted_status and info["status"] != wanted_status:
-                    continue
-                if request.game and info["game"] != request.game:
-                    continue
-                if request.player_id and request.player_id not in info["players"]:
-                    continue
-                if len(games) == size:  # one more matches: there is a next page
-                    next_token = games[-1].game_id
-                    return engine_pb2.ListGamesResponse(games=games, next_page_token=next_token)
-                games.append(
-                    engine_pb2.GameSummary(
-                        game_id=key,
-                        game=info["game"],
-                        status=engine_pb2.GAME_STATUS_FINISHED
-                        if info["status"] == "finished"
-                        else engine_pb2.GAME_STATUS_ACTIVE,
-                        version=info["version"],
-                        player_ids=info["players"] if operator else [],
-                        updated_unix_ms=int(info.get("updated_unix_ms", 0)),
-                    )
+        # From the page token on, in memory and without an await: the page is read from one
+        # state of the index (docs/architecture.md, "The games index in memory").
+        for key, info in self.index.after(request.page_token):
+            if wanted_status and info.status != wanted_status:
+                continue
+            if request.game and info.game != request.game:
+                continue
+            if request.player_id and request.player_id not in info.players:
+                continue
+            if len(games) == size:  # one more matches: there is a next page
+                return engine_pb2.ListGamesResponse(games=games, next_page_token=games[-1].game_id)
+            games.append(
+                engine_pb2.GameSummary(
+                    game_id=key,
+                    game=info.game,
+                    status=engine_pb2.GAME_STATUS_FINISHED
+                    if info.status == "finished"
+                    else engine_pb2.GAME_STATUS_ACTIVE,
+                    version=info.version,
+                    player_ids=info.players if operator else [],
+                    updated_unix_ms=info.updated_unix_ms,
                 )
-        return engine_pb2.ListGamesResponse(games=games, next_page_token=next_token)
+            )
+        return engine_pb2.ListGamesResponse(games=games, next_page_token="")

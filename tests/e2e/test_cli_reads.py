@@ -216,6 +216,8 @@ def test_tickets_show_each_identity_only_its_own(platform: Platform) -> None:
         assert ticket_id not in nosy.stdout + nosy.stderr
         nobody = cli(platform, "tickets", "--anonymous")
         assert nobody.returncode == 2 and "UNAUTHENTICATED" in nobody.stderr
+        assert "pass --token (e.g. $(boulevard login NAME))" in nobody.stderr  # what to do
+        assert "pass --token" not in nosy.stderr  # a refusal is not fixed by a token
 
         # The operator sees hers among everyone's, or hers alone.
         hers = ok_json(cli(platform, "tickets", "--player", alice, "--json", token=OPERATOR))

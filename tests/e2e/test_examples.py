@@ -163,6 +163,16 @@ def test_the_python_example_plays_a_game_against_a_bot_to_the_end(up: Up) -> Non
     audited(up, str(result["game_id"]))
 
 
+def test_the_python_example_says_why_a_call_was_refused(up: Up) -> None:
+    """Long Shot seats 3 to 8 and the example's --seats is 2 by default: it printed a gRPC
+    traceback; it now prints the status and the server's reason in one line."""
+    proc = start(PYTHON, up, "py-dora", "--game", "long_shot")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, out + err
+    assert "Traceback" not in err
+    assert err.strip() == "error: INVALID_ARGUMENT: Long Shot seats 3-8 players; asked for 2-2"
+
+
 def test_the_node_example_plays_a_game_against_a_bot_to_the_end(
     up: Up, node_client: list[str]
 ) -> None:

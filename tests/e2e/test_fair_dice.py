@@ -30,6 +30,7 @@ from boulevard.fairness import client_seed_commitment
 from boulevard.games import REGISTRY
 from boulevard.platform.errors import FailedPrecondition
 from tests.e2e.conftest import REVEAL_SECONDS, Platform
+from tests.e2e.test_game_audit import audit_game
 from tests.e2e.test_games import OPERATOR_MD, create, game_seed
 from tests.support.identity import player_md
 from tests.support.keys import seat_keys
@@ -235,7 +236,7 @@ def test_each_game_opens_blind_keeps_its_cards_secret_and_audits(
 
 
 def test_a_burned_outcome_fails_the_audit_and_an_early_reveal_is_refused(
-    platform: Platform,
+    platform: Platform, tmp_path: Path
 ) -> None:
     async def run() -> None:
         async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
@@ -261,6 +262,18 @@ def test_a_burned_outcome_fails_the_audit_and_an_early_reveal_is_refused(
         done = audit(platform, created.game_id)
         assert done.returncode == 1, done.stdout + done.stderr
         assert f"FAIL at nonce {burned.nonce} (outcome_unused)" in done.stdout, done.stdout
+        # The game audit (and so audit all) sees it too, on the chain-checked log.
+        report = tmp_path / "burned.html"
+        game = audit_game(platform, created.game_id, "--html", str(report))
+        assert game.returncode == 1, game.stdout + game.stderr
+        assert f"outcome nonce {burned.nonce} was drawn but the game never used it" in (
+            game.stdout
+        ), game.stdout
+        # Its report does not vouch for the dice either: the dice section fails with it.
+        page = report.read_text(encoding="utf-8")
+        assert 'id="verdict" class="verdict fail"' in page
+        dice_heading = page.split(f'<h3 id="dice-{created.game_id}">', 1)[1].split("</h3>", 1)[0]
+        assert "✓" not in dice_heading, dice_heading
 
     asyncio.run(run())
 

@@ -123,6 +123,11 @@ async def test_nats_down_means_not_serving_and_unavailable_then_recovery(
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await stub.GetGame(engine_pb2.GetGameRequest(game_id="no-such-game"), timeout=30)
         assert err.value.code() == grpc.StatusCode.UNAVAILABLE, err.value.details()
+        # The games index in memory does not serve a list it cannot keep current.
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.ListGames(engine_pb2.ListGamesRequest(), timeout=30)
+        assert err.value.code() == grpc.StatusCode.UNAVAILABLE, err.value.details()
+        assert "games index" in (err.value.details() or "")
     async with grpc.aio.insecure_channel(ledger_addr) as channel:
         ledger = ledger_pb2_grpc.LedgerServiceStub(channel)
         with pytest.raises(grpc.aio.AioRpcError) as err:
@@ -135,6 +140,8 @@ async def test_nats_down_means_not_serving_and_unavailable_then_recovery(
 
     async with grpc.aio.insecure_channel(engine_addr) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
+        listed = await stub.ListGames(engine_pb2.ListGamesRequest(), timeout=30)
+        assert created.game_id in [g.game_id for g in listed.games]
         first = await stub.SubmitAction(submit, timeout=30)
         again = await stub.SubmitAction(submit, timeout=30)
         assert [e.event_id for e in first.events] == [e.event_id for e in again.events]

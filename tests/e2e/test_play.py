@@ -106,6 +106,7 @@ async def test_a_person_plays_a_whole_game_against_bots(
         assert any(b in written for b in ("bot-", "bot ")), "other players' moves are shown"
         assert not app.query_one("#actions").display  # no menu after the end
         assert player in app.export_screenshot().replace("&#160;", " ")  # drawn as typed
+        assert "Suggest" in app.export_screenshot()  # a seat is offered `s` (a spectator not)
         keep(app, f"play-{game}-end", tmp_path)
     assert moves > 0
 
@@ -143,6 +144,8 @@ async def test_a_spectator_watches_a_game_on_the_play_screen(
             while (not app.finished or app.dice_ok is None) and time.monotonic() < deadline:
                 await pilot.pause(0.1)
             await pilot.press("s")  # nothing to suggest for a spectator: no effect
+            footer = app.export_screenshot()
+            assert "Quit" in footer and "Suggest" not in footer  # nor offered in the footer
             assert app.finished and app.dice_ok, app.last_status
             assert not app.query_one("#actions").display
             assert text_of(app, "#status").startswith("Game over — 1. ")

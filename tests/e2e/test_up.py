@@ -291,6 +291,77 @@ def test_up_on_a_terminal_draws_the_game_and_stops_cleanly_on_ctrl_c(tmp_path: P
             pass
 
 
+def processes_under(folder: Path) -> list[int]:
+    """The processes started for `folder`: NATS names its config there, the services their
+    data dir (in their environment, not their command line)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            seen = (proc / "cmdline").read_bytes() + (proc / "environ").read_bytes()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if str(folder).encode() in seen:
+            found.append(int(proc.name))
+    return found
+
+
+def test_up_stops_everything_when_its_output_reader_is_gone(tmp_path: Path) -> None:
+    """`boulevard up | tee up.log`, then Ctrl-C: the terminal's SIGINT ends tee first, so
+    "stopping…" met a closed pipe; the BrokenPipeError skipped the stop and left NATS (in a
+    session of its own) and the services running. It must stop everything all the same."""
+    env = service_env(None, tmp_path / "data")
+    nats_port = free_port()
+    env["BOULEVARD_EMBEDDED_NATS_PORT"] = str(nats_port)
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "boulevard.cli.main", "up", "--no-demo"],
+            env=env, stdout=subprocess.PIPE, stderr=stderr, text=True,
+        )  # fmt: skip
+    try:
+        seen = lines_until(proc, "platform up", 120)
+        assert seen and "platform up" in seen[-1], "".join(seen)
+        assert proc.stdout is not None
+        proc.stdout.close()  # tee is gone
+        proc.send_signal(signal.SIGINT)
+        proc.wait(60)
+        assert not processes_under(tmp_path), "processes left behind"
+        with pytest.raises(OSError), socket.create_connection(("127.0.0.1", nats_port), 1):
+            pass
+        assert proc.returncode == 0, errors.read_text()[-3000:]
+        assert "Traceback" not in errors.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in processes_under(tmp_path):  # what this test started, had the stop failed
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_up_refuses_ports_something_else_listens_on(tmp_path: Path) -> None:
+    """A second `boulevard up` on the default ports found the first one's services there,
+    said "platform up" and restarted its own (which could not bind) forever. Now it names
+    the busy port and starts nothing."""
+    env = service_env(None, tmp_path / "data")
+    env["BOULEVARD_EMBEDDED_NATS_PORT"] = str(free_port())
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", int(env["BOULEVARD_ENGINE_PORT"])))
+        taken.listen()
+        done = subprocess.run(
+            [sys.executable, "-m", "boulevard.cli.main", "up", "--no-demo"],
+            env=env, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    engine = f"127.0.0.1:{env['BOULEVARD_ENGINE_PORT']} (engine)"
+    assert f"cannot start: something already listens on {engine}" in done.stdout
+    assert "another `boulevard up`" in done.stdout and "platform up" not in done.stdout
+    assert not (tmp_path / "data" / "nats").exists()  # nothing was started
+    assert not processes_under(tmp_path)
+
+
 class UpProcess:
     """`boulevard up --no-demo` with its output read line by line in the background."""
 

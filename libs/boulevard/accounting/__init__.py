@@ -36,6 +36,7 @@ from boulevard.accounting.journal import (
     Posting,
     TransferLike,
     check_balanced,
+    check_own_book,
     decode_entry,
     postings_from_transfers,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "account_kind",
     "canonical_json",
     "check_balanced",
+    "check_own_book",
     "decode_entry",
     "empty_root",
     "frontier_append",

@@ -25,6 +25,12 @@ class JournalAuditor:
         self.public_key = public_key
         self.ledger = Ledger()
         self.last_head: SignedTreeHead | None = None
+        # Each game's entries (their seqs, in order) as the journal holds them: what a
+        # listing of one game's entries, the server's word, must be.
+        self.seqs_by_game: dict[str, list[int]] = {}
+        # The games whose end the journal anchors (docs/ledger.md, "Game anchors"): finished
+        # games, whatever the engine lists.
+        self.anchored: set[str] = set()
 
     def feed(self, raw: bytes) -> JournalEntry:
         entry = decode_entry(raw)
@@ -32,6 +38,9 @@ class JournalAuditor:
             self.ledger.append(entry)
         except LedgerError as exc:
             raise VerificationFailed(exc.code, exc.message, seq=entry.seq) from exc
+        self.seqs_by_game.setdefault(entry.source.game_id, []).append(entry.seq)
+        if entry.anchor is not None:
+            self.anchored.add(entry.source.game_id)
         return entry
 
     def check_head(

@@ -215,6 +215,23 @@ def check_balanced(postings: Sequence[Posting], *, seq: int | None = None) -> No
         raise EntryRejected(ErrorCode.UNBALANCED, f"postings sum to {total:+d}, not zero", seq=seq)
 
 
+def check_own_book(entry: JournalEntry) -> None:
+    """Refuse an entry that moves money outside its own game's book. An entry records the
+    money one event of game `g` moves, and a game's transfers name accounts of its own book
+    only; a posting in another book (another game's, or `platform`) would be money that no
+    audit of either game sees move: reconciling a game counts only its own book's postings
+    of its own entries, and `audit game` compares only those with the event."""
+    book = entry.source.game_id
+    for p in entry.postings:
+        if p.account.book != book:
+            raise EntryRejected(
+                ErrorCode.INVALID_ACCOUNT,
+                f"an entry of game {book} moves money in {p.account}: an entry moves money "
+                "only in its own game's book",
+                seq=entry.seq,
+            )
+
+
 _FIELDS = frozenset(
     {"v", "seq", "prev", "game_id", "version", "event_id", "event_type", "time_unix_ms", "postings"}
 )
@@ -319,6 +336,10 @@ class Ledger:
                 raise VerificationFailed(
                     ErrorCode.OVERDRAFT, f"{account} is at {amount}, below zero"
                 )
+            if abs(amount) > MAX_SAFE_INTEGER:
+                raise VerificationFailed(
+                    ErrorCode.INVALID_AMOUNT, f"{account} is at {amount}, outside ±(2**53 - 1)"
+                )
             total += amount
             ledger._balances[account] = amount
             ledger._books.setdefault(account.book, set()).add(account)
@@ -384,9 +405,17 @@ class Ledger:
                 f"game {entry.source.game_id} version {entry.source.version} is already posted",
                 seq=entry.seq,
             )
+        check_own_book(entry)
         net = entry.net()
         for account, change in net.items():
             after = self.balance(account) + change
+            if not -MAX_SAFE_INTEGER <= after <= MAX_SAFE_INTEGER:
+                # Like amounts: every JSON reader and int64 (GetBalances) holds it exactly.
+                raise EntryRejected(
+                    ErrorCode.INVALID_AMOUNT,
+                    f"{account} would go to {after}, outside ±(2**53 - 1)",
+                    seq=entry.seq,
+                )
             if after < 0 and not may_go_negative(account):
                 raise EntryRejected(
                     ErrorCode.OVERDRAFT,

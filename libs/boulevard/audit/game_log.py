@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from google.protobuf.message import DecodeError
@@ -35,8 +35,9 @@ from boulevard.audit.signing import (
     parse_public_key,
     verify,
 )
+from boulevard.client.dice_log import PublishedOpening
 from boulevard.client.mapping import action_to_command
-from boulevard.fairness import client_seed_commitment
+from boulevard.fairness import RecordedOutcome, client_seed_commitment
 from boulevard.games import REGISTRY
 from boulevard.games.base import (
     ChanceKind,
@@ -69,6 +70,23 @@ class DiceRecord:
     nonce: int
     kind: str  # "roll" or "shuffle"
     values: tuple[int, ...]
+    # What it was drawn for (None: not known, not compared): a roll's sides (0 for a
+    # shuffle) and the game's purpose label. The operator knows the stream and could
+    # otherwise draw nonce k with whichever request gives the value it wants.
+    sides: int | None = None
+    purpose: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DiceOpening:
+    """What the dice service recorded of the opening (GetCommitment): the seats' seed
+    commitments it drew the server seed against, and, once fixed, the client seeds its
+    outcomes use (`None`: not fixed yet)."""
+
+    seat_commitments: tuple[str, ...]
+    client_seeds: tuple[str, ...] | None = None
+    missing_seats: tuple[int, ...] = ()
+    reveal_deadline_unix_ms: int | None = None  # after it a seat may be counted missing
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +114,11 @@ class GameAuditReport:
     bot_seats: tuple[int, ...] = ()
     operator_key_seats: tuple[int, ...] = ()  # seats signed with the operator's bot key
     partial: str = ""  # why the audit stopped early (a live game's hidden shuffle)
+    # For the dice audit (`audit all`), from this chain-checked log: the outcomes its
+    # ChanceResolved events cite, in log order, and what it publishes of the opening.
+    cited: list[RecordedOutcome] = field(default_factory=list)
+    published: PublishedOpening | None = None
+    ledger_seqs: list[int] = field(default_factory=list)  # the entries the ledger listed
 
     def summary(self) -> str:
         state = "finished" if self.finished else "in progress"
@@ -112,6 +135,14 @@ class GameAuditReport:
             text += f"; bot seats {list(self.bot_seats)}"
         if self.operator_key_seats:
             text += f"; seats signed with the operator's bot key {list(self.operator_key_seats)}"
+        missing = self.published.missing_seats if self.published else ()
+        if missing:
+            # Allowed (the deadline passed), but a choice the operator could have steered
+            # by dropping a reveal: say it, as the dice audit's note does.
+            text += (
+                f"; seats {list(missing)} did not reveal their client seed by the deadline "
+                "and played with an empty one"
+            )
         if self.partial:
             text += f"; stopped early: {self.partial}"
         return text
@@ -143,12 +174,16 @@ def audit_game_log(
     anchors: Sequence[tuple[int, bytes]] = (),
     bot_key: str = "",
     redacted: frozenset[int] = frozenset(),
+    finished: bool = False,
+    dice_opening: DiceOpening | None = None,
 ) -> GameAuditReport:
     """Check `log` (envelope bytes as stored, version 1 first); raise GameAuditFailed at the
     first version that does not follow. Optional inputs are checked when given; versions
-    in `redacted` (a live game's hidden shuffles) end the audit there."""
-    return _Audit(game_id, dice, engine_key, receipts, ledger, anchors, bot_key).run(
-        log, commitment, match_id, match_seats, redacted
+    in `redacted` (a live game's hidden shuffles) end the audit there. `finished`: the
+    caller was told the game is over (GetGameLog, ListGames), so the log must end with
+    GameFinished and nothing may be redacted."""
+    return _Audit(game_id, dice, engine_key, receipts, ledger, anchors, bot_key, dice_opening).run(
+        log, commitment, match_id, match_seats, redacted, finished
     )
 
 
@@ -162,6 +197,7 @@ class _Audit:
         ledger: Mapping[int, Postings] | None,
         anchors: Sequence[tuple[int, bytes]],
         bot_key: str,
+        dice_opening: DiceOpening | None = None,
     ) -> None:
         self.game_id = game_id
         self.dice = dice
@@ -186,6 +222,7 @@ class _Audit:
         # whether the seeds are fixed (no chance before that).
         self.revealed_seeds: dict[int, str] = {}
         self.seeds_fixed = False
+        self.dice_opening = dice_opening
 
     def run(
         self,
@@ -194,13 +231,21 @@ class _Audit:
         match_id: str | None,
         match_seats: Sequence[SeatBinding] | None,
         redacted: frozenset[int],
+        finished: bool,
     ) -> GameAuditReport:
         report = self.report
         prev = ZERO_HASH
         for i, data in enumerate(log):
             version = i + 1
             if version in redacted:
+                # The flag is the server's word: only a running game hides anything, and
+                # only the shuffle its rules ask for at this point.
+                self._may_be_redacted(version, log[i + 1 :], finished)
+                self._hidden_shuffle(version, self._envelope(version, data, prev))
                 report.partial = f"version {version} is hidden until the game ends"
+                unchecked = sum(len(r) for v, r in self.receipts.items() if v >= version)
+                if unchecked:
+                    report.partial += f"; {unchecked} receipt(s) after it not checked"
                 break
             env = self._envelope(version, data, prev)
             prev = chain_hash(data)
@@ -222,6 +267,20 @@ class _Audit:
             )
         if not log:
             raise GameAuditFailed(1, "the log is empty: expected GameCreated")
+        if finished and not report.finished:
+            raise GameAuditFailed(
+                end,
+                f"the game is over, but its log does not end with GameFinished (it ends at "
+                f"version {report.versions}): a truncated log",
+            )
+        if self.dice is not None and report.finished:
+            unused = sorted(n for n in self.dice if n not in self.nonces_used)
+            if unused:
+                raise GameAuditFailed(
+                    report.versions,
+                    f"outcome nonce {unused[0]} was drawn but the game never used it (a "
+                    "burned or re-rolled outcome)",
+                )
         for version in sorted(self.receipts):
             if version > report.versions and not report.partial:
                 raise GameAuditFailed(
@@ -235,6 +294,22 @@ class _Audit:
                     raise GameAuditFailed(
                         version, f"the ledger posted money for version {version}, not in the log"
                     )
+        if self.ledger is not None and report.finished and not report.partial:
+            # The anchor binds the whole finished history into the ledger's signed tree:
+            # one at the end is required, and the ledger anchors nothing else.
+            end_version = report.versions
+            for version, _ in self.anchors:
+                if version != end_version:
+                    raise GameAuditFailed(
+                        version,
+                        f"the ledger anchors version {version}, not the game's end ({end_version})",
+                    )
+            if not self.anchors:
+                raise GameAuditFailed(
+                    end_version,
+                    f"the ledger anchors no chain head for the game's end (version "
+                    f"{end_version}): nothing in its signed tree binds this history",
+                )
         for version, head in self.anchors:
             if report.heads.get(version) != head:
                 raise GameAuditFailed(
@@ -245,6 +320,50 @@ class _Audit:
         return report
 
     # -- the chain --------------------------------------------------------------------------
+
+    def _hidden_shuffle(self, version: int, env: events_pb2.EventEnvelope) -> None:
+        """A redacted envelope is the shuffle the game asks for here, its values hidden."""
+        game = self.game
+        request = game.chance(self.state) if game is not None else None
+        event: Any = None
+        if env.type == "ChanceResolved":
+            try:
+                event = self.codec.loads(env.payload)
+            except RulesError:
+                event = None
+        if (
+            not isinstance(event, ChanceResolved)
+            or request is None
+            or request.kind is not ChanceKind.SHUFFLE
+            or (event.kind, event.purpose, event.values) != (request.kind, request.purpose, ())
+            or self.expected
+            or not self.seeds_fixed
+        ):
+            raise GameAuditFailed(
+                version,
+                f"served redacted as a {env.type}, but only a running game's shuffle is "
+                "hidden, where its rules ask for one",
+            )
+
+    @staticmethod
+    def _may_be_redacted(version: int, rest: Sequence[bytes], finished: bool) -> None:
+        """Refuse a redaction in a game that is over: told so by the caller, or shown so by
+        a GameFinished served after it."""
+        if finished:
+            raise GameAuditFailed(
+                version, "served redacted, but the game is over: a finished game hides nothing"
+            )
+        for data in rest:
+            try:
+                later = events_pb2.EventEnvelope.FromString(data)
+            except DecodeError:
+                continue
+            if later.type == "GameFinished":
+                raise GameAuditFailed(
+                    version,
+                    f"served redacted, yet the log goes on to GameFinished at version "
+                    f"{later.version}: a finished game hides nothing",
+                )
 
     def _envelope(self, version: int, data: bytes, prev: bytes) -> events_pb2.EventEnvelope:
         try:
@@ -301,6 +420,14 @@ class _Audit:
             event = self.codec.loads(env.payload)
         except RulesError as err:
             raise GameAuditFailed(version, f"undecodable payload: {err.message}") from None
+        if self.codec.dumps(event) != env.payload:
+            # One event, one byte string: duplicate or unknown keys, or another layout,
+            # could make a reader in another language see another event than this audit.
+            raise GameAuditFailed(
+                version,
+                f"the payload is not the canonical JSON of the {type(event).__name__} it "
+                "decodes to (keys sorted, each once, no others, no whitespace)",
+            )
         if env.type != type(event).__name__:
             raise GameAuditFailed(
                 version, f"envelope type {env.type!r} but payload {type(event).__name__}"
@@ -345,6 +472,29 @@ class _Audit:
                 1,
                 f"GameCreated publishes dice commitment {created.seed_commitment}, the dice "
                 f"service recorded {commitment}",
+            )
+        opening = self.dice_opening
+        seat_commitments = tuple(s.seed_commitment for s in created.seats)
+        self.report.published = PublishedOpening(
+            created.seed_commitment,
+            seat_commitments,
+            reveal_deadline_unix_ms=created.reveal_deadline_unix_ms,
+        )
+        if opening is not None and opening.seat_commitments != seat_commitments:
+            # The server seed must have been drawn against the commitments the players
+            # made: with others (or none), the seeds they reveal change nothing.
+            raise GameAuditFailed(
+                1,
+                f"GameCreated binds the seats' seed commitments {list(seat_commitments)}, "
+                f"the dice service opened the game with {list(opening.seat_commitments)}",
+            )
+        deadline = None if opening is None else opening.reveal_deadline_unix_ms
+        if deadline is not None and deadline != created.reveal_deadline_unix_ms:
+            # The dice service counts a seat missing only after its own deadline.
+            raise GameAuditFailed(
+                1,
+                f"GameCreated gives the seats until {created.reveal_deadline_unix_ms} to "
+                f"reveal; the dice service opened the game with the deadline {deadline}",
             )
         if match_id is not None and created.match_id != match_id:
             raise GameAuditFailed(1, f"GameCreated names match {created.match_id!r}")
@@ -431,6 +581,9 @@ class _Audit:
             signature = bytes.fromhex(accepted.signature)
         except ValueError:
             raise GameAuditFailed(version, "action or signature is not hex") from None
+        if (accepted.action, accepted.signature) != (action_bytes.hex(), signature.hex()):
+            # bytes.fromhex also reads spaces and capitals; other decoders do not.
+            raise GameAuditFailed(version, "action and signature must be lowercase hex only")
         message = command_signing_bytes(
             self.game_id,
             accepted.seat,
@@ -487,7 +640,24 @@ class _Audit:
         )
         if self.seeds_fixed or event.client_seeds != expected or event.missing_seats != missing:
             raise GameAuditFailed(version, "the fixed client seeds are not the revealed ones")
+        opening = self.dice_opening
+        if opening is not None and (
+            opening.client_seeds != event.client_seeds
+            or tuple(opening.missing_seats) != event.missing_seats
+        ):
+            raise GameAuditFailed(
+                version,
+                f"the log fixes the client seeds {list(event.client_seeds)} (missing "
+                f"{list(event.missing_seats)}); the dice service's outcomes use "
+                f"{list(opening.client_seeds or ())} (missing {list(opening.missing_seats)})",
+            )
         self.seeds_fixed = True
+        assert self.report.published is not None
+        self.report.published = replace(
+            self.report.published,
+            client_seeds=event.client_seeds,
+            missing_seats=event.missing_seats,
+        )
 
     def _chance(self, version: int, resolved: ChanceResolved) -> None:
         game = self.game
@@ -514,9 +684,21 @@ class _Audit:
                 raise GameAuditFailed(
                     version, f"outcome nonce {resolved.nonce} is not in the dice records"
                 )
-            if resolved.nonce in self.nonces_used or resolved.nonce <= self.last_nonce:
+            # Every outcome drawn is used, in the order drawn (docs/fairness.md, step 7): the
+            # engine asks again only with the same request id, which gets the same nonce, so
+            # a nonce the log steps over was drawn and thrown away — a re-roll.
+            following = self.last_nonce + 1
+            if resolved.nonce > following and following in self.dice:
                 raise GameAuditFailed(
-                    version, f"outcome nonce {resolved.nonce} used twice or out of order"
+                    version,
+                    f"outcome nonce {following} was drawn but the game never used it (a burned "
+                    f"or re-rolled outcome): the log goes on with nonce {resolved.nonce}",
+                )
+            if resolved.nonce != following:
+                raise GameAuditFailed(
+                    version,
+                    f"outcome nonce {resolved.nonce} used twice or out of order "
+                    f"(nonce {following} was next)",
                 )
             if record.values != resolved.values or record.kind != resolved.kind.value:
                 raise GameAuditFailed(
@@ -525,10 +707,31 @@ class _Audit:
                     f"{resolved.nonce}; the log uses {resolved.kind.value} "
                     f"{list(resolved.values)}",
                 )
+            used = (resolved.sides if roll else 0, resolved.purpose)
+            drawn = (
+                used[0] if record.sides is None else record.sides,
+                used[1] if record.purpose is None else record.purpose,
+            )
+            if drawn != used:
+                raise GameAuditFailed(
+                    version,
+                    f"outcome nonce {resolved.nonce} was drawn for (sides, purpose) {drawn}; "
+                    f"the game used it for {used}",
+                )
             self.nonces_used.add(resolved.nonce)
             self.last_nonce = resolved.nonce
         self.state = game.evolve(self.state, resolved)
         self.report.chance += 1
+        self.report.cited.append(
+            RecordedOutcome(
+                resolved.nonce,
+                resolved.kind.value,
+                len(resolved.values),
+                resolved.sides,
+                resolved.values,
+                resolved.purpose,
+            )
+        )
 
     def _finished(self, version: int, finished: GameFinished) -> None:
         game, created = self.game, self.created

@@ -60,6 +60,10 @@ app.add_typer(game_app, name="game")
 app.add_typer(ledger_app, name="ledger")
 
 
+# Relative to where the command runs: `boulevard login` in another folder finds no issuer.
+_DATA_DIR = " (default: BOULEVARD_DATA_DIR, else .data in the current folder)"
+
+
 def _examples(*lines: str) -> str:
     """An epilog: the command's examples, one per paragraph (rich keeps them apart)."""
     return "[bold]Examples[/bold]\n\n" + "\n\n".join(f"  {line}" for line in lines)
@@ -78,6 +82,17 @@ def _known_game(name: str) -> str:
     if name not in REGISTRY:
         raise typer.BadParameter(
             f"unknown game {name!r}; choose from {', '.join(sorted(REGISTRY))}"
+        )
+    return name
+
+
+def _known_game_or_any(name: str) -> str:
+    """A `--game` filter: empty (any game) or a registry name. A game id or a typo would
+    otherwise list nothing and exit 0, as if there were no such games."""
+    if name and name not in REGISTRY:
+        raise typer.BadParameter(
+            f"unknown game {name!r}; choose from {', '.join(sorted(REGISTRY))} "
+            "(one game by its id: boulevard game show <game_id>)"
         )
     return name
 
@@ -111,7 +126,11 @@ def _root(
 )
 def up(
     data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="where NATS keeps its store")
+        Path | None,
+        typer.Option(
+            "--data-dir",
+            help="the platform's folder: NATS's store, keys, the token issuer, logs" + _DATA_DIR,
+        ),
     ] = None,
     services: Annotated[
         str, typer.Option("--services", help="comma-separated services to start")
@@ -173,7 +192,7 @@ def login(
     role: Annotated[str, typer.Option("--role", help="player, operator or auditor")] = "player",
     ttl: Annotated[float, typer.Option("--ttl", help="seconds the token is valid")] = 3600.0,
     data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`")
+        Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`" + _DATA_DIR)
     ] = None,
 ) -> None:
     """Print a bearer token from the local issuer `boulevard up` made."""
@@ -188,7 +207,7 @@ def login(
 @issuer_app.command("rotate", epilog=_examples("boulevard issuer rotate"))
 def issuer_rotate(
     data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`")
+        Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`" + _DATA_DIR)
     ] = None,
 ) -> None:
     """Add a new signing key to the local issuer.
@@ -329,10 +348,15 @@ def play(
         typer.Option("--player", help="with a local issuer: your player id (default: your login)"),
     ] = None,
     data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`")
+        Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`" + _DATA_DIR)
     ] = None,
     seats: Annotated[
-        int, typer.Option("--seats", help="table size (default: the game's usual)")
+        int,
+        typer.Option(
+            "--seats",
+            help="table size (default: 3, or the nearest the game allows)",
+            show_default=False,
+        ),
     ] = 0,
     bot_fill: Annotated[
         int,
@@ -413,7 +437,8 @@ AnonymousOption = Annotated[
     bool, typer.Option("--anonymous", help="call with no token (what anyone may see)")
 ]
 DataDirOption = Annotated[
-    Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up` (its issuer)")
+    Path | None,
+    typer.Option("--data-dir", help="the data dir of `boulevard up` (its issuer)" + _DATA_DIR),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON document (docs/cli.md)")]
 TimeoutOption = Annotated[float, typer.Option("--timeout", help="seconds per call")]
@@ -433,8 +458,15 @@ def _read(what: str, address: str, call: Callable[[], Any]) -> Any:
     try:
         return asyncio.run(call())
     except grpc.aio.AioRpcError as err:
+        hint = output.hint(err.code().name)
+        if err.code() == grpc.StatusCode.UNAUTHENTICATED:  # no token found, or a bad one
+            hint = (
+                "; pass --token (e.g. $(boulevard login NAME)), or run in the folder where "
+                "`boulevard up` runs (or give --data-dir) to call as its operator"
+            )
         output.console(stderr=True).print(
-            f"cannot read {what} at {address}: {err.code().name}: {err.details()}", markup=False
+            f"cannot read {what} at {address}: {err.code().name}: {err.details()}{hint}",
+            markup=False,
         )
         raise typer.Exit(ExitCode.CANNOT) from None
 
@@ -462,7 +494,13 @@ def _status_value(name: str, enum: Any, prefix: str) -> int:
 def games(
     status: Annotated[str, typer.Option("--status", help="active or finished (default: any)")] = "",
     game: Annotated[
-        str, typer.Option("--game", help="only this game", autocompletion=_game_names)
+        str,
+        typer.Option(
+            "--game",
+            help="only games of this kind: " + ", ".join(sorted(REGISTRY)),
+            autocompletion=_game_names,
+            callback=_known_game_or_any,
+        ),
     ] = "",
     player: Annotated[
         str,
@@ -548,7 +586,13 @@ def tickets(
         typer.Option("--status", help="waiting, matched, assigned, cancelled or expired"),
     ] = "",
     game: Annotated[
-        str, typer.Option("--game", help="only this game", autocompletion=_game_names)
+        str,
+        typer.Option(
+            "--game",
+            help="only games of this kind: " + ", ".join(sorted(REGISTRY)),
+            autocompletion=_game_names,
+            callback=_known_game_or_any,
+        ),
     ] = "",
     player: Annotated[
         str, typer.Option("--player", help="operators: only this player's tickets")

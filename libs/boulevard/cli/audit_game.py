@@ -29,10 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError
 
-from boulevard.accounting import decode_entry
-from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.accounting import JournalEntry, decode_entry
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.game_log import (
+    DiceOpening,
     DiceRecord,
     GameAuditFailed,
     GameAuditReport,
@@ -47,6 +49,8 @@ from boulevard.client.dice import DiceReader, kind_name
 from boulevard.client.ledger import LedgerClient
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
+
+ANCHOR_WAIT = 10.0  # seconds to wait for the ledger to anchor a game that just ended
 
 
 @dataclass
@@ -99,36 +103,73 @@ async def fetch_log(
     return log, frozenset(redacted), finished
 
 
-async def fetch_dice(address: str, game_id: str, timeout: float) -> tuple[dict[int, Any], str]:
+async def fetch_dice(
+    address: str, game_id: str, timeout: float
+) -> tuple[dict[int, Any], str, DiceOpening]:
+    """The outcomes the dice service recorded, its server commitment, and the opening it
+    recorded (the seats' commitments, the client seeds its outcomes use)."""
     async with tls.channel(address) as channel:
         reader = DiceReader(channel, timeout=timeout)
-        commitment = (await reader.get_commitment(game_id)).commitment.commitment
+        got = await reader.get_commitment(game_id)
         records = {
-            o.nonce: DiceRecord(o.nonce, kind_name(o.kind), tuple(o.values))
+            o.nonce: DiceRecord(
+                o.nonce, kind_name(o.kind), tuple(o.values), sides=o.sides, purpose=o.purpose
+            )
             async for o in reader.outcomes(game_id)
         }
-    return records, commitment
+    fixed = got.HasField("seeds")
+    opening = DiceOpening(
+        seat_commitments=tuple(got.commitment.client_seed_commitments),
+        client_seeds=tuple(got.seeds.client_seeds) if fixed else None,
+        missing_seats=tuple(got.seeds.missing_seats) if fixed else (),
+        reveal_deadline_unix_ms=got.commitment.reveal_deadline_unix_ms,
+    )
+    return records, got.commitment.commitment, opening
 
 
 async def fetch_ledger(
     address: str, game_id: str, timeout: float
-) -> tuple[dict[int, list[tuple[str, int]]], list[tuple[int, bytes]]]:
+) -> tuple[dict[int, list[tuple[str, int]]], list[tuple[int, bytes]], list[int]]:
     """The game's postings per event version, checked from each entry's canonical bytes,
-    and the chain heads the ledger anchored for it."""
-    postings: dict[int, list[tuple[str, int]]] = {}
-    anchors: list[tuple[int, bytes]] = []
+    the chain heads the ledger anchored for it, and the seqs of the entries listed (for
+    the whole-journal audit to check: the listing is the ledger's word)."""
     async with tls.channel(address) as channel:
-        async for e in LedgerClient(channel, timeout=timeout).entries(game_id=game_id):
-            entry = decode_entry(bytes(e.canonical))
-            if entry.source.game_id != game_id:
-                continue
-            if entry.anchor is not None:
-                anchors.append((entry.source.version, entry.anchor))
-                continue
-            postings.setdefault(entry.source.version, []).extend(
-                (p.account.name, p.amount) for p in entry.postings if p.account.book == game_id
-            )
-    return postings, anchors
+        entries = [
+            decode_entry(bytes(e.canonical))
+            async for e in LedgerClient(channel, timeout=timeout).entries(game_id=game_id)
+        ]
+    anchors = [
+        (e.source.version, e.anchor)
+        for e in entries
+        if e.source.game_id == game_id and e.anchor is not None
+    ]
+    return postings_by_version(game_id, entries), anchors, [e.seq for e in entries]
+
+
+def postings_by_version(
+    game_id: str, entries: Sequence[JournalEntry]
+) -> dict[int, list[tuple[str, int]]]:
+    """The money the ledger posted for each version of the game, as (account, amount); an
+    account of another book keeps its book in its name ("book/name"), so it matches no
+    transfer of the game's events and the audit names it (it used to be left out, and money
+    an entry of this game moved in another book went unseen)."""
+    postings: dict[int, list[tuple[str, int]]] = {}
+    for entry in entries:
+        if entry.source.game_id != game_id or entry.anchor is not None:
+            continue
+        postings.setdefault(entry.source.version, []).extend(
+            (p.account.name if p.account.book == game_id else str(p.account), p.amount)
+            for p in entry.postings
+        )
+    return postings
+
+
+def ends_finished(log: Sequence[bytes]) -> bool:
+    """Whether the last envelope served is a GameFinished (the audit checks it is true)."""
+    try:
+        return bool(log) and events_pb2.EventEnvelope.FromString(log[-1]).type == "GameFinished"
+    except DecodeError:
+        return False
 
 
 async def audit_one(
@@ -138,8 +179,11 @@ async def audit_one(
     receipts: Sequence[Receipt] = (),
     engine_key_hex: str = "",
     timeout: float = 30.0,
+    listed_finished: bool = False,
 ) -> GameAuditReport:
-    """Fetch everything public about one game and audit it; raises GameAuditFailed."""
+    """Fetch everything public about one game and audit it; raises GameAuditFailed.
+    `listed_finished`: the caller found the game among the finished ones (audit all), so
+    its log must show its end, whatever GetGameLog says."""
     async with tls.channel(addresses.engine) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         log, redacted, finished = await fetch_log(stub, game_id, timeout)
@@ -148,24 +192,38 @@ async def audit_one(
         else:
             key = await stub.GetEngineKey(engine_pb2.GetEngineKeyRequest(), timeout=timeout)
             engine_key = bytes.fromhex(key.public_key)
-    dice, commitment = (
-        await fetch_dice(addresses.dice, game_id, timeout) if addresses.dice else (None, None)
+    dice, commitment, opening = (
+        await fetch_dice(addresses.dice, game_id, timeout) if addresses.dice else (None, None, None)
     )
-    ledger, anchors = (
-        await fetch_ledger(addresses.ledger, game_id, timeout) if addresses.ledger else (None, [])
+    over = finished or listed_finished or ends_finished(log)
+    ledger, anchors, seqs = (
+        await fetch_ledger(addresses.ledger, game_id, timeout)
+        if addresses.ledger
+        else (None, [], [])
     )
-    return audit_game_log(
+    # The ledger anchors a game's end as it reads GameFinished, a moment after the game
+    # ends: an audit run right then waits for it; a ledger that never anchors fails it.
+    deadline = time.monotonic() + ANCHOR_WAIT
+    while addresses.ledger and over and not anchors and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+        ledger, anchors, seqs = await fetch_ledger(addresses.ledger, game_id, timeout)
+    report = audit_game_log(
         game_id,
         log,
         dice=dice,
         commitment=commitment,
         engine_key=engine_key,
         receipts=receipts,
-        # A live game's money may not be posted yet; compare once it is over.
-        ledger=ledger if finished else None,
+        # A live game's money may not be posted yet; compare once it is over — as the log
+        # shows it, not only as GetGameLog says (its flag is the server's word).
+        ledger=ledger if over else None,
         anchors=anchors,
         redacted=redacted,
+        finished=finished or listed_finished,
+        dice_opening=opening,
     )
+    report.ledger_seqs = seqs
+    return report
 
 
 # -- commands -------------------------------------------------------------------------------
@@ -287,17 +345,27 @@ async def _audit_all(args: argparse.Namespace) -> int:
     failures = 0
     started = time.monotonic()
     logs: list[GameLogAudit] = []  # for --html and --json
+    listed: dict[str, list[int]] = {}  # each game's ledger entries as its audit saw them
     with output.progress(f"auditing {len(games)} games", len(games), stderr=as_json) as step:
         for i, game_id in enumerate(games, start=1):
             verdict = "ok"
+            notes: tuple[str, ...] = ()
             failed_at: int | None = None
             try:
-                await audit_one(game_id, addresses, timeout=args.timeout)
+                report = await audit_one(
+                    game_id, addresses, timeout=args.timeout, listed_finished=True
+                )
+                listed[game_id] = report.ledger_seqs
                 if addresses.dice:
+                    # The dice log against the chain-checked game log: every outcome used
+                    # as drawn, the opening the one the game published.
                     async with tls.channel(addresses.dice) as channel:
-                        dice = await DiceReader(channel, timeout=args.timeout).audit_game(game_id)
+                        dice = await DiceReader(channel, timeout=args.timeout).audit_game(
+                            game_id, cited=report.cited, published=report.published
+                        )
                     if not dice.ok:
                         verdict = f"FAIL dice: {dice.describe()}"
+                    notes = dice.notes
             except GameAuditFailed as failed:
                 verdict = f"FAIL game at version {failed.version}: {failed.message}"
                 failed_at = failed.version
@@ -305,19 +373,35 @@ async def _audit_all(args: argparse.Namespace) -> int:
                 verdict = f"ERROR {err.code().name}: {err.details()}"
             if verdict != "ok":
                 failures += 1
-            logs.append(GameLogAudit(game_id, verdict == "ok", verdict, failed_at))
+            # A pass with notes (a seat that never revealed its seed) says them: the note
+            # is what makes a dropped reveal visible (docs/fairness.md, "Threats").
+            said = verdict + "".join(f" (note: {n})" for n in notes)
+            logs.append(GameLogAudit(game_id, verdict == "ok", said, failed_at))
             rate = i / max(time.monotonic() - started, 1e-9)
-            say(f"[{i}/{len(games)}] {game_id} {verdict}  ({rate:.1f} games/s, "
+            say(f"[{i}/{len(games)}] {game_id} {said}  ({rate:.1f} games/s, "
                 f"{failures} failed)")  # fmt: skip
             step()
     ledger_ok = True
     ledger_said = ""
     if addresses.ledger:
         ledger = await audit_ledger.audit_address(
-            addresses.ledger, reconcile_games=False, say=lambda _: None
+            addresses.ledger, reconcile_games=False, say=lambda _: None, listed=listed
         )
         ledger_ok = ledger.ok
         ledger_said = ("PASS" if ledger.ok else "FAIL") + f" ledger: {ledger.failure or 'ok'}"
+        if ledger.ok and not (args.limit or since or args.game_name):
+            # Every finished game: the ledger anchors each one's end, so a game the engine
+            # leaves out of its listing (ListGames is its word) cannot escape the audit.
+            # Listed again now: a game may have ended while the others were audited.
+            now = await _finished_games(addresses.engine, "", args.timeout)
+            hidden = unlisted(ledger.anchored, [*games, *now])
+            if hidden:
+                ledger_ok = False
+                ledger_said = (
+                    f"FAIL ledger: it anchors the end of game {hidden[0]}"
+                    + (f" (and {len(hidden) - 1} more)" if len(hidden) > 1 else "")
+                    + ", which the engine does not list among the finished games"
+                )
         say(ledger_said)
     written = None
     if args.html:
@@ -335,6 +419,12 @@ async def _audit_all(args: argparse.Namespace) -> int:
     else:
         print(f"{'PASS' if ok else 'FAIL'}: {len(games)} games audited, {failures} failed")
     return EXIT_PASS if ok else EXIT_FAIL
+
+
+def unlisted(anchored: Sequence[str], listed: Sequence[str]) -> list[str]:
+    """The games the verified journal anchors as finished that the engine's listing of
+    finished games leaves out."""
+    return sorted(set(anchored) - set(listed))
 
 
 def all_json(

@@ -25,7 +25,7 @@ import itertools
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,7 @@ from boulevard.accounting import (
     JournalEntry,
     LedgerError,
     SignedTreeHead,
+    check_own_book,
     decode_entry,
     may_go_negative,
     reconcile,
@@ -71,6 +72,7 @@ class AuditReport:
     entries: int = 0
     heads: int = 0
     games: int = 0
+    anchored: list[str] = field(default_factory=list)  # games whose end the journal anchors
 
 
 def run(args: argparse.Namespace) -> int:
@@ -133,10 +135,16 @@ async def audit_address(
     *,
     reconcile_games: bool = True,
     say: Callable[[str], None] = print,
+    listed: Mapping[str, Sequence[int]] | None = None,
 ) -> AuditReport:
     async with tls.channel(address) as channel:
         return await audit(
-            LedgerClient(channel), game, public_key, reconcile_games=reconcile_games, say=say
+            LedgerClient(channel),
+            game,
+            public_key,
+            reconcile_games=reconcile_games,
+            say=say,
+            listed=listed,
         )
 
 
@@ -147,10 +155,13 @@ async def audit(
     *,
     reconcile_games: bool = True,
     say: Callable[[str], None] = print,
+    listed: Mapping[str, Sequence[int]] | None = None,
 ) -> AuditReport:
+    """`listed`: the seqs of each game's entries as other audits were served them (audit
+    all's game audits); the whole-journal audit checks they are the journal's."""
     report = AuditReport()
     try:
-        await _audit(client, game, public_key, reconcile_games, say, report)
+        await _audit(client, game, public_key, reconcile_games, say, report, listed)
     except (AuditFailed, LedgerError) as exc:
         report.ok = False
         report.failure = _describe(exc)
@@ -175,6 +186,7 @@ async def _audit(
     reconcile_games: bool,
     say: Callable[[str], None],
     report: AuditReport,
+    listed: Mapping[str, Sequence[int]] | None = None,
 ) -> None:
     _, served_key, _ = await client.tree_head()
     if public_key is None:
@@ -190,9 +202,11 @@ async def _audit(
         for prev, sth in itertools.pairwise(heads):
             await _check_consistency(client, prev, sth)
         say(f"ok   {len(heads)} signed heads: signatures and consistency")
-        _check_game_rules(game, entries)
+        check_game_rules(game, entries)
         say(f"ok   {len(entries)} entries of game {game}: canonical, balanced, account rules")
-        games = [game] if entries else []
+        # Reconciled even when the ledger lists nothing for it: an empty listing of a game
+        # that moved money is the divergence to find, not a pass.
+        games = [game]
     else:
         auditor = JournalAuditor(public_key)
         await _feed(client, auditor)
@@ -220,6 +234,7 @@ async def _audit(
             prev = sth
         say(f"ok   {len(heads)} signed heads: signatures, roots, consistency")
         report.entries = auditor.ledger.size
+        report.anchored = sorted(auditor.anchored)
         games = sorted(b for b in auditor.ledger.books() if b != PLATFORM_BOOK)
     final = heads[-1]
     size = final.head.tree_size
@@ -239,9 +254,19 @@ async def _audit(
     say(f"ok   {len(leaves)} inclusion proofs against the head of size {size}")
     report.heads = len(heads)
 
+    if not game:
+        # What the game audits were served for each game (audit all) is the journal's (up
+        # to the entries read here: more may have been posted since).
+        fed = auditor.ledger.size
+        for g, seqs in sorted((listed or {}).items()):
+            check_game_listing(g, [s for s in seqs if s <= fed], auditor.seqs_by_game.get(g, []))
     if reconcile_games:
         for g in games:
             game_entries = entries if game else await _game_entries(client, g, None)
+            if not game:
+                game_entries = [e for e in game_entries if e.seq <= auditor.ledger.size]
+                served = [e.seq for e in game_entries]
+                check_game_listing(g, served, auditor.seqs_by_game.get(g, []))
             await _reconcile(client, g, game_entries)
             report.games += 1
         say(f"ok   {len(games)} games reconciled with their replayed state")
@@ -319,8 +344,27 @@ async def _check_consistency(
         ) from None
 
 
-def _check_game_rules(game: str, entries: list[JournalEntry]) -> None:
-    """One game's book replayed alone: keys unique, no account below its floor."""
+def check_game_listing(game: str, served: Sequence[int], journal: Sequence[int]) -> None:
+    """A game's entries as the ledger listed them (ListEntries game_id=…, the seqs) must be
+    exactly the game's entries in the journal just verified: a listing that hides one
+    hides its money from the reconciliation and from `audit game`."""
+    if list(served) == list(journal):
+        return
+    hidden = sorted(set(journal) - set(served))
+    extra = sorted(set(served) - set(journal))
+    what = (
+        f"hides entry {hidden[0]} of the journal"
+        if hidden
+        else f"adds entry {extra[0]}, not the game's in the journal"
+        if extra
+        else "lists its entries out of order"
+    )
+    raise AuditFailed(f"game {game}: the ledger's listing of the game's entries {what}")
+
+
+def check_game_rules(game: str, entries: list[JournalEntry]) -> None:
+    """One game's book replayed alone: keys unique, money only in the game's own book, no
+    account below its floor."""
     balances: dict[AccountId, int] = {}
     seen: set[int] = set()
     last = 0
@@ -328,6 +372,10 @@ def _check_game_rules(game: str, entries: list[JournalEntry]) -> None:
         if e.seq <= last:
             raise AuditFailed(f"entry {e.seq}: out of order after entry {last}")
         last = e.seq
+        try:
+            check_own_book(e)
+        except LedgerError as exc:
+            raise AuditFailed(f"entry {e.seq}: {exc.code.value}: {exc.message}") from None
         if e.source.version in seen:
             raise AuditFailed(f"entry {e.seq}: game {game} version {e.source.version} posted twice")
         seen.add(e.source.version)

@@ -11,8 +11,10 @@ provider's JWKS instead and never uses these commands.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+from boulevard.cli.exits import ExitCode
 from boulevard.platform.errors import Unauthenticated
 from boulevard.platform.identity import LocalIssuer, check_subject
 from boulevard.platform.settings import Settings
@@ -33,7 +35,14 @@ def local_issuer(settings: Settings, data_dir: Path) -> LocalIssuer:
 
 def _existing(settings: Settings, data_dir: Path) -> LocalIssuer | None:
     if not (issuer_folder(data_dir) / "jwks.json").exists():
-        print(f"no local issuer in {data_dir}; start the platform with `boulevard up` first")
+        # On stderr: `--token "$(boulevard login alice)"` must not pass this on as a token.
+        # The data dir is relative to where the command runs, so name the folder looked in.
+        print(
+            f"no local issuer in {data_dir.resolve()}: run this in the folder where "
+            "`boulevard up` runs, or give --data-dir (or BOULEVARD_DATA_DIR); if the platform "
+            "is not running, start it with `boulevard up` first",
+            file=sys.stderr,
+        )
         return None
     return local_issuer(settings, data_dir)
 
@@ -41,16 +50,16 @@ def _existing(settings: Settings, data_dir: Path) -> LocalIssuer | None:
 def login(args: argparse.Namespace) -> int:
     settings = Settings()
     if not 0 < args.ttl <= MAX_TTL_SECONDS:
-        print(f"--ttl must be between 1 and {MAX_TTL_SECONDS} seconds")
-        return 2
+        print(f"--ttl must be between 1 and {MAX_TTL_SECONDS} seconds", file=sys.stderr)
+        return ExitCode.CANNOT
     try:
         check_subject(args.name)
     except Unauthenticated as exc:
-        print(str(exc).replace("the token's sub", "the name"))
-        return 2
+        print(str(exc).replace("the token's sub", "the name"), file=sys.stderr)
+        return ExitCode.CANNOT
     issuer = _existing(settings, args.data_dir or settings.data_dir)
     if issuer is None:
-        return 1
+        return ExitCode.CANNOT
     print(issuer.mint(args.name, (args.role,), args.ttl))
     return 0
 
@@ -59,6 +68,6 @@ def rotate_key(args: argparse.Namespace) -> int:
     settings = Settings()
     issuer = _existing(settings, args.data_dir or settings.data_dir)
     if issuer is None:
-        return 1
+        return ExitCode.CANNOT
     print(f"new signing key {issuer.rotate()}; {issuer.jwks_path} lists the previous one too")
     return 0

@@ -21,6 +21,18 @@ from rich.table import Table
 
 PIPE_WIDTH = 200  # a pipe has no width: do not wrap rows at 80 columns
 
+# After an UNAVAILABLE, whose own words ("failed to connect to all addresses", or "Socket
+# closed" from a TLS port spoken to in plaintext) do not say what to do.
+UNREACHABLE_HINT = (
+    " — is the platform up (make run, or boulevard up)? One started with --tls needs "
+    "boulevard --tls-ca <data-dir>/tls/ca.pem"
+)
+
+
+def hint(code_name: str) -> str:
+    """What a person can do after a call failed with this status ('' when its words say)."""
+    return UNREACHABLE_HINT if code_name == "UNAVAILABLE" else ""
+
 
 def console(stderr: bool = False) -> Console:
     out = sys.stderr if stderr else sys.stdout

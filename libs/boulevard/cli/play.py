@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import getpass
 import os
+import sys
 
 from textual.markup import escape
 
@@ -100,12 +101,29 @@ class PlayApp(GameScreen):
                 return
 
 
+def needs_a_terminal(command: str) -> bool:
+    """The full-screen app draws with escape codes: piped or redirected, it wrote them into
+    the pipe and could read no key. Say so instead (False) of starting it."""
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return True
+    print(
+        f"{command} is a full-screen app: run it in a terminal, with neither its input nor "
+        "its output redirected (`boulevard watch <game_id>` without --tui prints plain text)",
+        file=sys.stderr,
+    )
+    return False
+
+
 def run(args: argparse.Namespace) -> int:
     settings = Settings()
     definition = get_game(args.game)
     seats = args.seats or min(max(3, definition.min_players), definition.max_players)
     if not definition.min_players <= seats <= definition.max_players:
-        print(f"{definition.title} seats {definition.min_players}-{definition.max_players}")
+        low, high = definition.min_players, definition.max_players
+        print(
+            f"{definition.title} seats {low}-{high} players: --seats {low} to {high}",
+            file=sys.stderr,
+        )
         return 2
     token = args.token or os.environ.get("BOULEVARD_PLAYER_TOKEN", "")
     player = args.player or getpass.getuser()
@@ -116,10 +134,13 @@ def run(args: argparse.Namespace) -> int:
         if not (issuer_folder(data_dir) / "jwks.json").exists():
             print(
                 "no token: pass --token (from your identity provider, or `boulevard login`), "
-                "or run next to a local `boulevard up`"
+                "or run next to a local `boulevard up`",
+                file=sys.stderr,
             )
             return 2
         token = local_issuer(settings, data_dir).mint(player, ("player",), 6 * 3600)
+    if not needs_a_terminal("boulevard play"):
+        return 2
     app = PlayApp(
         args.game,
         player,

@@ -297,6 +297,10 @@ async def fetch_game(address: str, game_id: str, timeout: float = 10.0) -> GameS
 # -- for people -------------------------------------------------------------------------------
 
 
+def _many(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+
+
 def show_games(document: dict[str, Any], caller: Caller) -> None:
     out = output.console()
     rows = [
@@ -307,7 +311,7 @@ def show_games(document: dict[str, Any], caller: Caller) -> None:
         "", ("game id", "game", "status", "version", "players"), rows, out=out, right=("version",)
     )
     more = " (more left out: raise --limit)" if document["truncated"] else ""
-    out.print(f"{document['count']} games{more}; as: {caller.source}")
+    out.print(f"{_many(document['count'], 'game')}{more}; as: {caller.source}")
     if document["games"] and not any(g["player_ids"] for g in document["games"]):
         out.print("player ids are shown to operators only")
 
@@ -329,15 +333,20 @@ def show_tickets(document: dict[str, Any], caller: Caller) -> None:
     columns = ("ticket id", "player", "game", "status", "seats", "game id", "seat")
     output.table("", columns, rows, out=out)
     more = " (more left out: raise --limit)" if document["truncated"] else ""
-    out.print(f"{document['count']} tickets{more}; as: {caller.source}")
+    out.print(f"{_many(document['count'], 'ticket')}{more}; as: {caller.source}")
 
 
 def show_balances(document: dict[str, Any]) -> None:
     out = output.console()
     rows = [(b["account"], b["kind"], f"{b['amount']:,}") for b in document["balances"]]
-    title = f"book {document['book']} (the first {document['tree_size']} ledger entries)"
+    title = f"book {document['book']} (after the ledger's first {document['tree_size']:,} entries)"
     output.table(title, ("account", "kind", "amount"), rows, out=out, right=("amount",))
-    out.print(f"total {document['total']:,} over {len(rows)} accounts")
+    out.print(f"total {document['total']:,} over {_many(len(rows), 'account')}")
+    if not rows:  # a mistyped game id is a book nobody wrote to, not an error of the ledger
+        out.print(
+            f"no ledger entry names book {document['book']!r} yet (a game's book is its game "
+            "id: boulevard games lists them)"
+        )
 
 
 def show_game(shown: GameShown) -> None:

@@ -416,9 +416,12 @@ async def write_audit_report(
     dice_games = []
     if dice is not None:
         for g in games:
+            # A game whose audit failed has no dice to vouch for, whatever they re-derive to:
+            # its dice section says so (the failed audit may be an outcome it misused).
+            said = "" if g.ok else f"{g.game_id}: the game's audit failed: {g.verdict}"
             dice_games.append(
                 await dice_game(
-                    dice, g.game_id, engine=engine, audit_ok=True, audit_said="", timeout=timeout
+                    dice, g.game_id, engine=engine, audit_ok=g.ok, audit_said=said, timeout=timeout
                 )
             )
     ledger_report = None

@@ -25,6 +25,7 @@ from textual.widgets import Footer, Header, OptionList, RichLog, Static
 from textual.widgets.option_list import Option
 
 from boulevard.api.v1 import engine_pb2
+from boulevard.cli.output import hint
 from boulevard.client.dice import DiceReader
 from boulevard.client.mapping import proto_to_view
 from boulevard.client.table import Table
@@ -171,7 +172,7 @@ class GameScreen(App[int]):
         try:
             await self.session()
         except grpc.aio.AioRpcError as err:
-            self.stop(f"stopped: {err.code().name}: {err.details()}")
+            self.stop(f"stopped: {err.code().name}: {err.details()}{hint(err.code().name)}")
         except Exception as err:  # told to the person, not a traceback over the screen
             self.stop(f"stopped: {err}")
 
@@ -259,7 +260,8 @@ class GameScreen(App[int]):
         menu.add_options(Option(action_label(c), id=str(i)) for i, c in enumerate(commands))
         menu.highlighted = 0
         menu.display = True
-        menu.border_title = f"your move — {len(commands)} choices (enter: play, s: suggest)"
+        choices = "1 choice" if len(commands) == 1 else f"{len(commands)} choices"
+        menu.border_title = f"your move — {choices} (enter: play, s: suggest)"
         menu.focus()
         self.say("your move")
         try:
@@ -294,6 +296,10 @@ class GameScreen(App[int]):
         _, commands, future = self._menu
         if not future.done():
             future.set_result(commands[int(message.option.id)])
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A spectator has no moves: `s` is not offered in the footer (it did nothing)."""
+        return not (action == "suggest" and self.seat is None)
 
     def action_suggest(self) -> None:
         """Highlight the move the game's heuristic bot would make from this seat's view."""

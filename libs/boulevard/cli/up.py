@@ -25,6 +25,7 @@ import asyncio
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -54,7 +55,17 @@ SERVICES = ("matchmaking", "engine", "dice", "ledger")
 
 
 def say(text: str) -> None:
-    print(text, flush=True)
+    """Print a line now. Once nobody reads our output (Ctrl-C also ends the `| tee` that
+    read `boulevard up | tee up.log`), carry on without it: a BrokenPipeError here left
+    `stop()` unrun and the NATS server, in a session of its own, running."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Python's own recipe: point stdout at /dev/null, so no later write or the flush at
+        # exit raises again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 async def wait_serving(
@@ -270,6 +281,36 @@ async def update_streams(platform: Platform, settings: Settings) -> None:
         await nc.close()
 
 
+def _listening(host: str, port: int) -> bool:
+    """Whether something accepts connections on host:port (a connect, not a bind: a port
+    in TIME_WAIT after a stop is free to use again)."""
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def ports_in_use(settings: Settings, names: list[str], cluster: int) -> list[str]:
+    """The ports this `up` would listen on that something else already answers on. With the
+    default ports a second `boulevard up` found the first one's NATS and services answering
+    there, took them for its own, said "platform up" and restarted its own services (which
+    could not bind) forever."""
+    wanted: list[tuple[str, str, int]] = []
+    first_nats = settings.embedded_nats_port
+    if "NATS_URL" not in os.environ and first_nats:
+        wanted += [("nats-server", "127.0.0.1", first_nats + i) for i in range(cluster)]
+    for name in names:
+        wanted.append((name, settings.grpc_host, settings.port_of(name)))
+        if metrics := settings.metrics_port_of(name):
+            wanted.append((f"{name} metrics", settings.metrics_host, metrics))
+    return [
+        f"{host}:{port} ({who})"
+        for who, host, port in wanted
+        if _listening("127.0.0.1" if host in ("0.0.0.0", "") else host, port)
+    ]
+
+
 async def start_platform(
     settings: Settings,
     names: list[str],
@@ -382,6 +423,15 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_demo and args.demo not in REGISTRY:
         say(f"unknown game {args.demo!r}; choose from {', '.join(sorted(REGISTRY))}")
         return 2
+    busy = ports_in_use(settings, names, args.cluster)
+    if busy:
+        say(
+            f"cannot start: something already listens on {', '.join(busy)}. Is another "
+            "`boulevard up` running? Stop it (Ctrl-C), or give this one other ports "
+            "(BOULEVARD_EMBEDDED_NATS_PORT, BOULEVARD_<SERVICE>_PORT, "
+            "BOULEVARD_<SERVICE>_METRICS_PORT)"
+        )
+        return 1
     say("Boulevard — starting the platform on this machine")
     try:
         platform, addresses = asyncio.run(

@@ -17,6 +17,7 @@ import sys
 import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.cli import output
 from boulevard.cli.screen import GameScreen
 from boulevard.client.dice import DiceReader
 from boulevard.client.table import Table
@@ -65,8 +66,10 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings()
     address = args.engine or f"{settings.grpc_host}:{settings.engine_port}"
     if args.tui:
-        from boulevard.cli.play import exit_code
+        from boulevard.cli.play import exit_code, needs_a_terminal
 
+        if not needs_a_terminal("boulevard watch --tui"):
+            return 2
         app = WatchApp(
             args.game_id,
             engine=address,
@@ -79,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     except grpc.aio.AioRpcError as exc:
-        print(f"cannot watch {args.game_id} at {address}: {exc.code().name}: {exc.details()}")
+        why = f"{exc.code().name}: {exc.details()}{output.hint(exc.code().name)}"
+        print(f"cannot watch {args.game_id} at {address}: {why}", file=sys.stderr)
         return 2
     print(f"game over — {table.ranking()}" if table.finished else "the stream ended")
     return 0

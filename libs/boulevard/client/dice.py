@@ -21,7 +21,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from boulevard.api.v1 import dice_pb2, dice_pb2_grpc
-from boulevard.client.dice_log import check_log, parse_log
+from boulevard.client.dice_log import PublishedOpening, check_log, check_published, parse_log
 from boulevard.fairness import (
     ROLL,
     SHUFFLE,
@@ -262,6 +262,7 @@ class DiceReader:
         cited: Sequence[RecordedOutcome] | None = None,
         public_key: bytes | None = None,
         held_heads: Sequence[dice_pb2.DiceTreeHead] = (),
+        published: PublishedOpening | None = None,
     ) -> VerificationReport:
         """Audit a finished game's dice from the raw log, trusting nothing the service
         computes: the log's records must be exactly what its signed heads cover (under
@@ -269,7 +270,9 @@ class DiceReader:
         caller kept during the game), in the order the opening prescribes; every outcome
         must re-derive from the revealed seed and the seeds the seats committed to; and,
         given the outcomes the game's log `cited` (its ChanceResolved events in order),
-        every recorded outcome must be used exactly once, as drawn."""
+        every recorded outcome must be used exactly once, as drawn; given what the game's
+        log `published` (its commitments and fixed seeds), the dice log's opening must be
+        that one."""
         served = await self.log_heads(game_id)
         key = public_key if public_key is not None else bytes(served.public_key)
         records = await self.log_records(game_id)
@@ -283,6 +286,10 @@ class DiceReader:
             return VerificationReport(
                 0, Mismatch("not_revealed", None, "the log holds no commitment or no reveal")
             )
+        if published is not None:
+            mismatch = check_published(game, published)
+            if mismatch is not None:
+                return VerificationReport(0, mismatch)
         seeds = game.seeds or dice_pb2.DiceClientSeeds(
             client_seeds=[""] * len(game.opened.client_seed_commitments)
         )

@@ -24,6 +24,7 @@ from boulevard.accounting.treehead import (
     verify_tree_head,
 )
 from boulevard.api.v1 import dice_pb2
+from boulevard.fairness import Mismatch
 
 DICE_TREE_HEAD_TYPE = "boulevard.dice.tree_head.v1"
 LEAF_KINDS = ("opened", "seeds", "outcome", "revealed")
@@ -89,6 +90,52 @@ class GameLog:
     seeds: dice_pb2.DiceClientSeeds | None = None
     outcomes: list[dice_pb2.DiceOutcome] = field(default_factory=list)
     revealed: dice_pb2.DiceReveal | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedOpening:
+    """What a game's own log publishes about its dice: GameCreated's server commitment and
+    seats' seed commitments, and ClientSeedsFixed's seeds (`None` until they are fixed)."""
+
+    server_commitment: str
+    seat_commitments: tuple[str, ...]
+    client_seeds: tuple[str, ...] | None = None
+    missing_seats: tuple[int, ...] = ()
+    reveal_deadline_unix_ms: int | None = None  # GameCreated's; None: not compared
+
+
+def check_published(game: GameLog, published: PublishedOpening) -> Mismatch | None:
+    """Whether the dice log's opening is the one the game's log publishes: the server seed
+    committed, the seats' commitments it was drawn against (`commitment_mismatch`), and the
+    client seeds the outcomes use (`seeds_mismatch`). Otherwise the dice could run on other
+    seeds than the ones the players are seen revealing (none at all, or one dropped)."""
+    opened = game.opened
+    if opened is None:
+        return Mismatch("commitment_mismatch", None, "the dice log holds no commitment")
+    recorded = (opened.commitment, tuple(opened.client_seed_commitments))
+    deadline = published.reveal_deadline_unix_ms
+    if recorded != (published.server_commitment, published.seat_commitments) or (
+        deadline is not None and deadline != opened.reveal_deadline_unix_ms
+    ):
+        return Mismatch(
+            "commitment_mismatch",
+            None,
+            "the commitments (or the reveal deadline) in the game's GameCreated are not the "
+            "ones the dice log recorded",
+        )
+    if published.client_seeds is None:
+        return None
+    seeds = game.seeds
+    used = (tuple(seeds.client_seeds), tuple(seeds.missing_seats)) if seeds else None
+    if used != (published.client_seeds, published.missing_seats):
+        return Mismatch(
+            "seeds_mismatch",
+            None,
+            f"the game's ClientSeedsFixed fixes seeds {list(published.client_seeds)} (missing "
+            f"{list(published.missing_seats)}); the dice log's outcomes use "
+            f"{list(used[0]) if used else 'none'} (missing {list(used[1]) if used else []})",
+        )
+    return None
 
 
 def describe_record(record: dice_pb2.DiceRecord) -> str:

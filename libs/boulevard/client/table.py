@@ -147,13 +147,17 @@ class Table:
 
     def _plain_words(self, type_name: str, data: dict[str, Any]) -> str:
         """For a game without `describe`: the event's name in words and its simple fields,
-        seats by name ("horse moved: seat bob (seat 1), horse 5, spaces 3")."""
+        seats by name ("horse moved: seat bob (seat 1), horse 5, spaces 3"). A field the
+        event leaves unset (null) is left out: "horse None" tells a player nothing."""
         words = re.sub(r"(?<!^)(?=[A-Z])", " ", type_name).lower()
         fields = []
         for name, value in data.items():
-            if name in ("type", "transfers") or isinstance(value, dict | list):
+            if name in ("type", "transfers") or value is None or isinstance(value, dict | list):
                 continue
-            if name == "seat" and isinstance(value, int) and 0 <= value < len(self.names):
+            # Fields that hold a seat: whose turn follows (Long Shot), who was outbid and who
+            # holds the first-player button (Vegas Showdown).
+            is_seat = name in ("seat", "next", "outbid", "button")
+            if is_seat and isinstance(value, int) and 0 <= value < len(self.names):
                 value = self.names[value]
             fields.append(f"{name.replace('_', ' ')} {value}")
         return f"{words}: {', '.join(fields)}" if fields else words

@@ -149,6 +149,8 @@ class DoctoredLedger(ledger_pb2_grpc.LedgerServiceServicer):
                 if self.tamper == "amount":  # ... taken from the source: still balanced
                     doc["postings"][0]["amount"] -= 1
                 e.canonical = canonical_json(doc)
+        if self.tamper == "hide_game" and request.game_id:
+            del reply.entries[:]  # a game's listing empty, the journal whole
         if self.tamper == "drop":
             kept = [e for e in reply.entries if e.seq != 7]
             del reply.entries[:]
@@ -191,3 +193,32 @@ async def test_the_auditor_names_the_entry_that_fails(
             await server.stop(0)
         assert not report.ok
         assert expected in report.failure, report.failure
+
+
+async def test_a_game_whose_listing_is_empty_is_still_reconciled(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path
+) -> None:
+    """`audit ledger --game G` reconciled G only when the ledger listed entries for it: a
+    ledger that listed none for a game that moved money (never posted, or hid them) passed
+    with "0 entries". The game's money is compared with the ledger's whatever it lists; the
+    whole-journal audit names the entry the listing hides."""
+    envs = played_game("las_vegas", "lv-h", seed=9)
+    await publish_envelopes(nc, envs)
+    async with (
+        running_ledger(ledger_settings(nats_server.url, tmp_path)) as service,
+        ledger_client(service.address) as client,
+    ):
+        await wait_for_size(client, money_events(envs))
+        server = grpc.aio.server()
+        ledger_pb2_grpc.add_LedgerServiceServicer_to_server(
+            DoctoredLedger(client, "hide_game"), server
+        )
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        try:
+            alone = await audit_address(f"127.0.0.1:{port}", "lv-h", say=lambda _: None)
+            whole = await audit_address(f"127.0.0.1:{port}", say=lambda _: None)
+        finally:
+            await server.stop(0)
+        assert not alone.ok and "game lv-h at version" in alone.failure, alone.failure
+        assert not whole.ok and "game lv-h: the ledger's listing" in whole.failure, whole.failure

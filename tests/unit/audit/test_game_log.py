@@ -107,7 +107,10 @@ async def test_honest_games_pass(game_name: str) -> None:
     for e in envelopes(log):
         if e.transfers:
             ledger[e.version] = expected_postings(e.transfers)
-    report = audit_game_log(game_id_of(log), log, engine_key=key, receipts=receipts, ledger=ledger)
+    anchors = [(len(log), chain_hash(log[-1]))]  # what the ledger posts on GameFinished
+    report = audit_game_log(
+        game_id_of(log), log, engine_key=key, receipts=receipts, ledger=ledger, anchors=anchors
+    )
     assert report.finished and report.commands > 0 and report.versions == len(log)
     assert report.receipts == len(receipts)
     assert report.head == chain_hash(log[-1])

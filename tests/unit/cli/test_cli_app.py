@@ -90,6 +90,14 @@ def test_a_usage_error_is_exit_2_naming_the_problem(capsys: pytest.CaptureFixtur
     assert main(["games", "--status", "sleeping"]) == 2
     assert "active, finished" in capsys.readouterr().err
     assert main(["nope"]) == 2
+    assert main(["play", "long_shot", "--seats", "2"]) == 2  # before any network call
+    assert "Long Shot seats 3-8 players: --seats 3 to 8" in capsys.readouterr().err
+    # --game filters by kind; a game id (or a typo) listed nothing and exited 0
+    for command in ("games", "tickets"):
+        assert main([command, "--game", "g12ecfe4ee9c4c4baad5c792f5bc22cb"]) == 2
+        said = capsys.readouterr().err
+        assert "unknown game 'g12ecfe4ee9c4c4baad5c792f5bc22cb'" in said, said
+        assert "las_vegas" in said and "boulevard game show" in said
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -336,3 +344,66 @@ def test_colour_on_a_terminal_and_none_with_no_color(monkeypatch: pytest.MonkeyP
     assert "\x1b[1;36m" in shown()  # a coloured header
     monkeypatch.setenv("NO_COLOR", "1")
     assert not re.search(r"\x1b\[[0-9;]*3[0-9]m", shown())  # no colour at all
+
+
+def test_an_empty_book_says_how_books_are_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """`ledger balances --game <typo>` printed an empty table and "over 0 accounts": a book
+    nobody wrote to. It now says a game's book is its game id, and counts in the singular."""
+    reads.show_balances(reads.balances_json("gnope", ledger_pb2.GetBalancesResponse(tree_size=9)))
+    said = capsys.readouterr().out
+    assert "total 0 over 0 accounts" in said
+    assert "no ledger entry names book 'gnope' yet (a game's book is its game id" in said
+    one = ledger_pb2.Balance(book="g1", account="bank", kind=ledger_pb2.ACCOUNT_KIND_BANK)
+    reads.show_balances(reads.balances_json("g1", ledger_pb2.GetBalancesResponse(balances=[one])))
+    said = capsys.readouterr().out
+    assert "over 1 account\n" in said and "no ledger entry" not in said
+    caller = reads.Caller()
+    reads.show_games({"games": [], "count": 1, "truncated": False}, caller)
+    assert "1 game; as: no token" in capsys.readouterr().out
+
+
+def test_login_without_an_issuer_says_where_it_looked_on_stderr(tmp_path: Path) -> None:
+    """Run from another folder, `boulevard login` said "start the platform with `boulevard
+    up` first" on stdout, exit 1, though the platform was up: `$(boulevard login alice)` then
+    sent that sentence as a token. It names the folder and the way out, on stderr, exit 2."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "BOULEVARD_DATA_DIR"}
+    done = subprocess.run(
+        [sys.executable, "-m", "boulevard.cli.main", "login", "alice"],
+        capture_output=True, text=True, timeout=60, check=False, env=env, cwd=elsewhere,
+    )  # fmt: skip
+    assert done.returncode == ExitCode.CANNOT, done.stderr
+    assert done.stdout == ""
+    assert f"no local issuer in {elsewhere / '.data'}" in done.stderr
+    assert "--data-dir" in done.stderr
+    bad_ttl = _cli("login", "alice", "--ttl", "0")
+    assert bad_ttl.returncode == 2 and bad_ttl.stdout == "" and "--ttl" in bad_ttl.stderr
+
+
+def test_the_full_screen_apps_refuse_a_pipe(tmp_path: Path) -> None:
+    """`boulevard play` and `watch --tui` with their output piped wrote the screen's escape
+    codes into the pipe; they now say they need a terminal (exit 2) and start nothing."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BOULEVARD_")}
+    env["BOULEVARD_ENGINE_PORT"] = env["BOULEVARD_MATCHMAKING_PORT"] = "1"  # nothing there
+    for args in (["play", "las_vegas", "--token", "t"], ["watch", "g1", "--tui"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "boulevard.cli.main", *args],
+            capture_output=True, text=True, timeout=60, check=False, env=env,
+            stdin=subprocess.DEVNULL, cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert "\x1b" not in done.stdout + done.stderr
+        assert "is a full-screen app: run it in a terminal" in done.stderr
+
+
+def test_watch_says_why_it_cannot_on_stderr() -> None:
+    """`boulevard watch <id> > game.txt` put "cannot watch …" into the file, as if a move."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BOULEVARD_")}
+    done = _cli("watch", "g1", "--engine", "127.0.0.1:1", env=env)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("cannot watch g1 at 127.0.0.1:1: UNAVAILABLE")
+    assert "is the platform up (make run, or boulevard up)?" in done.stderr
+    assert "boulevard --tls-ca <data-dir>/tls/ca.pem" in done.stderr  # a TLS port says no more
+    shown = _cli("game", "show", "g1", "--engine", "127.0.0.1:1", env=env)
+    assert shown.returncode == 2 and "is the platform up" in shown.stderr

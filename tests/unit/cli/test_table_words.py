@@ -25,8 +25,32 @@ def test_an_event_without_a_describer_is_named_in_words_with_seats_by_name() -> 
     assert said == "horse moved: seat bob (seat 1), horse 5, spaces 3"
 
 
+def test_unset_fields_are_left_out_and_the_next_seat_is_named() -> None:
+    """Long Shot has no describer: its CardPlayed read "card 103, horse None, seat …, target
+    None" and TurnEnded "next 0" in `boulevard play`'s moves."""
+    table = Table("a_game_nobody_registered")
+    table.names = ["alice (seat 0)", "bob (seat 1)"]
+    played = table.words(
+        update({"type": "CardPlayed", "card": 103, "horse": None, "seat": 1, "target": None})
+    )
+    assert played == "card played: card 103, seat bob (seat 1)"
+    ended = table.words(update({"type": "TurnEnded", "next": 0, "seat": 1}))
+    assert ended == "turn ended: next alice (seat 0), seat bob (seat 1)"
+
+
 def test_a_described_game_speaks_its_own_words() -> None:
     table = Table("las_vegas")
     table.names = ["alice (seat 0)", "bob (seat 1)"]
     said = table.words(update({"type": "DicePlaced", "seat": 0, "casino": 4, "own": 2, "white": 0}))
     assert said == "alice (seat 0) places 2 dice on casino 4"
+
+
+def test_vegas_showdown_s_seat_fields_are_named() -> None:
+    table = Table("a_game_nobody_registered")
+    table.names = ["alice (seat 0)", "bob (seat 1)"]
+    bid = table.words(
+        update({"type": "BidPlaced", "amount": 7, "outbid": 0, "seat": 1, "track": "slots"})
+    )
+    assert bid == "bid placed: amount 7, outbid alice (seat 0), seat bob (seat 1), track slots"
+    ended = table.words(update({"type": "TurnEnded", "button": 1, "turn": 1}))
+    assert ended == "turn ended: button bob (seat 1), turn 1"

@@ -8,7 +8,10 @@ from boulevard.games.long_shot.types import LongShotView
 def render(view: LongShotView) -> str:
     lines = [f"Long Shot — turn {view.turn}, {view.phase.value}; deck {view.deck_size} cards"]
     if view.horse_die is not None or view.move_die is not None:
-        lines.append(f"  roll: horse {view.horse_die} moves {view.move_die}")
+        # One die is rolled before the other: the unrolled one is said so, not "None".
+        horse_die = "not rolled yet" if view.horse_die is None else view.horse_die
+        move_die = "not rolled yet" if view.move_die is None else view.move_die
+        lines.append(f"  roll: horse {horse_die}, moves {move_die}")
     for horse in view.horses:
         track = ["."] * view.track_length
         if horse.position < view.track_length:
