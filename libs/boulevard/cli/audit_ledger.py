@@ -188,7 +188,17 @@ async def _audit(
     report: AuditReport,
     listed: Mapping[str, Sequence[int]] | None = None,
 ) -> None:
-    _, served_key, _ = await client.tree_head()
+    first = await _first_head(client)
+    if first is None:
+        # A ledger that has posted nothing yet (a fresh platform) has nothing to prove;
+        # a game named here must still have moved no money.
+        say("ok   the ledger is empty: no entries, no signed head yet")
+        if game and reconcile_games:
+            await _reconcile(client, game, [])
+            report.games = 1
+            say(f"ok   game {game} reconciled with its replayed state: it moved no money")
+        return
+    _, served_key, _ = first
     if public_key is None:
         public_key = served_key
         say(f"note: trusting the key the ledger publishes: {served_key.hex()}")
@@ -270,6 +280,26 @@ async def _audit(
             await _reconcile(client, g, game_entries)
             report.games += 1
         say(f"ok   {len(games)} games reconciled with their replayed state")
+
+
+async def _first_head(client: LedgerClient) -> tuple[Any, bytes, int] | None:
+    """The ledger's latest signed head; None when it has signed none because it holds no
+    entry. Entries with no head over them get HEAD_WAIT for one (the ledger signs within
+    seconds of posting), then fail the audit."""
+    deadline = time.monotonic() + HEAD_WAIT
+    while True:
+        try:
+            return await client.tree_head()
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+        async for _ in client.entries(from_seq=1, page_size=1):
+            break
+        else:
+            return None
+        if time.monotonic() > deadline:
+            raise AuditFailed("the ledger serves entries but has signed no tree head over them")
+        await asyncio.sleep(0.5)
 
 
 async def _feed(client: LedgerClient, auditor: JournalAuditor) -> None:

@@ -59,7 +59,11 @@ async def backup_stream(nc: NATS, stream: str, path: Path, timeout: float = 30.0
         meta = {"config": header["config"], "state": header["state"]}
         tmp = path.with_name(path.name + ".partial")
         size = 0
-        with open(tmp, "wb") as out:  # noqa: ASYNC230 - a local file, written as chunks come
+        # Owner-only: a GAMES backup holds the hidden order of running games' shuffles,
+        # a LEDGER or KV one what only the services may read (docs/security.md).
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)  # an older .partial left behind keeps no wider mode
+        with open(fd, "wb") as out:  # noqa: ASYNC230 - a local file, written as chunks come
             out.write(MAGIC)
             out.write(json.dumps(meta, separators=(",", ":")).encode() + b"\n")
             while True:

@@ -123,6 +123,8 @@ class DoctoredLedger(ledger_pb2_grpc.LedgerServiceServicer):
         self.tamper = tamper
 
     async def GetTreeHead(self, request: Any, context: Any) -> Any:
+        if self.tamper == "no_heads":
+            await context.abort(grpc.StatusCode.NOT_FOUND, "no tree head has been signed yet")
         return await self.up.GetTreeHead(request)
 
     async def ListTreeHeads(self, request: Any, context: Any) -> Any:
@@ -222,3 +224,41 @@ async def test_a_game_whose_listing_is_empty_is_still_reconciled(
             await server.stop(0)
         assert not alone.ok and "game lv-h at version" in alone.failure, alone.failure
         assert not whole.ok and "game lv-h: the ledger's listing" in whole.failure, whole.failure
+
+
+async def test_a_fresh_ledger_passes_and_entries_without_a_head_fail(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A platform's first `audit ledger` said FAIL ("no tree head has been signed yet")
+    though nothing was wrong: an empty ledger has nothing to prove. A ledger that serves
+    entries but no head over them still fails."""
+    monkeypatch.setattr("boulevard.cli.audit_ledger.HEAD_WAIT", 1.0)
+    async with running_ledger(ledger_settings(nats_server.url, tmp_path)) as service:
+        said: list[str] = []
+        fresh = await audit_address(service.address, say=said.append)
+        assert fresh.ok and fresh.entries == 0, fresh.failure
+        assert any("the ledger is empty" in line for line in said), said
+        code = await asyncio.to_thread(
+            boulevard_cli, ["audit", "ledger", "--address", service.address, "--quiet"]
+        )
+        assert code == 0
+        # A game named on an empty ledger is still looked up: one GAMES never saw fails.
+        alone = await audit_address(service.address, "lv-none", say=lambda _: None)
+        assert not alone.ok and "no events on GAMES" in alone.failure, alone.failure
+
+        envs = played_game("las_vegas", "lv-n", seed=10)
+        await publish_envelopes(nc, envs)
+        async with ledger_client(service.address) as client:
+            await wait_for_size(client, money_events(envs))
+            server = grpc.aio.server()
+            ledger_pb2_grpc.add_LedgerServiceServicer_to_server(
+                DoctoredLedger(client, "no_heads"), server
+            )
+            port = server.add_insecure_port("127.0.0.1:0")
+            await server.start()
+            try:
+                hidden = await audit_address(f"127.0.0.1:{port}", say=lambda _: None)
+            finally:
+                await server.stop(0)
+        assert not hidden.ok and not hidden.unreachable
+        assert "signed no tree head" in hidden.failure, hidden.failure
