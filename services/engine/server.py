@@ -92,6 +92,33 @@ class Feed:
         return self.events[seen:]
 
 
+async def next_batch(
+    feed: Feed, seen: int, expires: float | None, resume_at: int
+) -> list[events_pb2.EventEnvelope]:
+    """The feed's events past `seen`, once there are any; a seat's stream (`expires`: its
+    token's expiry) ends UNAUTHENTICATED at expiry, naming the version to watch again from.
+    The feed's own failures (a NATS timeout among them) pass through as they are: they are
+    not the token's expiry."""
+    if expires is None:
+        return await feed.after(seen)
+    left = expires - time.time()
+    done: set[Any] = set()
+    if left > 0:
+        waiting = asyncio.ensure_future(feed.after(seen))
+        try:
+            done, _ = await asyncio.wait({waiting}, timeout=left)
+        finally:
+            if not waiting.done():
+                waiting.cancel()
+    if not done:
+        raise Unauthenticated(
+            "player token expired; renew it (RenewPlayerToken) and watch again from version "
+            f"{resume_at}"
+        )
+    batch: list[events_pb2.EventEnvelope] = done.pop().result()
+    return batch
+
+
 class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
     def __init__(
         self,
@@ -319,19 +346,8 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         feed = self._watch(session.game_id)
         try:
             while True:
-                if expires is None:
-                    batch = await feed.after(seen)  # what arrived together: one burst
-                else:
-                    try:
-                        left = expires - time.time()
-                        if left <= 0:
-                            raise TimeoutError
-                        batch = await asyncio.wait_for(feed.after(seen), left)
-                    except TimeoutError:
-                        raise Unauthenticated(
-                            "player token expired; renew it (RenewPlayerToken) and watch "
-                            f"again from version {max(sent + 1, request.from_version)}"
-                        ) from None
+                # What arrived together: one burst.
+                batch = await next_batch(feed, seen, expires, max(sent + 1, request.from_version))
                 seen += len(batch)
                 burst: list[events_pb2.EventEnvelope] = []  # bursts mode: not yet sent
                 for i, envelope in enumerate(batch):
