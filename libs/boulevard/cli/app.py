@@ -97,6 +97,18 @@ def _known_game_or_any(name: str) -> str:
     return name
 
 
+# `--game` on the list commands: a kind of game (any when empty), completed and checked.
+GameKindFilter = Annotated[
+    str,
+    typer.Option(
+        "--game",
+        help="only games of this kind: " + ", ".join(sorted(REGISTRY)),
+        autocompletion=_game_names,
+        callback=_known_game_or_any,
+    ),
+]
+
+
 @app.callback()
 def _root(
     tls_ca: Annotated[
@@ -493,15 +505,7 @@ def _status_value(name: str, enum: Any, prefix: str) -> int:
 )
 def games(
     status: Annotated[str, typer.Option("--status", help="active or finished (default: any)")] = "",
-    game: Annotated[
-        str,
-        typer.Option(
-            "--game",
-            help="only games of this kind: " + ", ".join(sorted(REGISTRY)),
-            autocompletion=_game_names,
-            callback=_known_game_or_any,
-        ),
-    ] = "",
+    game: GameKindFilter = "",
     player: Annotated[
         str,
         typer.Option("--player", help="only games this player sits in (operators, or yourself)"),
@@ -585,15 +589,7 @@ def tickets(
         str,
         typer.Option("--status", help="waiting, matched, assigned, cancelled or expired"),
     ] = "",
-    game: Annotated[
-        str,
-        typer.Option(
-            "--game",
-            help="only games of this kind: " + ", ".join(sorted(REGISTRY)),
-            autocompletion=_game_names,
-            callback=_known_game_or_any,
-        ),
-    ] = "",
+    game: GameKindFilter = "",
     player: Annotated[
         str, typer.Option("--player", help="operators: only this player's tickets")
     ] = "",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +167,19 @@ class DoctoredLedger(ledger_pb2_grpc.LedgerServiceServicer):
         return reply
 
 
+@asynccontextmanager
+async def doctored(client: LedgerClient, tamper: str) -> AsyncIterator[str]:
+    """The address of a DoctoredLedger in front of the real service."""
+    server = grpc.aio.server()
+    ledger_pb2_grpc.add_LedgerServiceServicer_to_server(DoctoredLedger(client, tamper), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        await server.stop(0)
+
+
 @pytest.mark.parametrize(
     ("tamper", "expected"),
     [
@@ -185,14 +200,8 @@ async def test_the_auditor_names_the_entry_that_fails(
         ledger_client(service.address) as client,
     ):
         await wait_for_size(client, money_events(envs))
-        server = grpc.aio.server()
-        ledger_pb2_grpc.add_LedgerServiceServicer_to_server(DoctoredLedger(client, tamper), server)
-        port = server.add_insecure_port("127.0.0.1:0")
-        await server.start()
-        try:
-            report = await audit_address(f"127.0.0.1:{port}", say=lambda _: None)
-        finally:
-            await server.stop(0)
+        async with doctored(client, tamper) as address:
+            report = await audit_address(address, say=lambda _: None)
         assert not report.ok
         assert expected in report.failure, report.failure
 
@@ -211,17 +220,9 @@ async def test_a_game_whose_listing_is_empty_is_still_reconciled(
         ledger_client(service.address) as client,
     ):
         await wait_for_size(client, money_events(envs))
-        server = grpc.aio.server()
-        ledger_pb2_grpc.add_LedgerServiceServicer_to_server(
-            DoctoredLedger(client, "hide_game"), server
-        )
-        port = server.add_insecure_port("127.0.0.1:0")
-        await server.start()
-        try:
-            alone = await audit_address(f"127.0.0.1:{port}", "lv-h", say=lambda _: None)
-            whole = await audit_address(f"127.0.0.1:{port}", say=lambda _: None)
-        finally:
-            await server.stop(0)
+        async with doctored(client, "hide_game") as address:
+            alone = await audit_address(address, "lv-h", say=lambda _: None)
+            whole = await audit_address(address, say=lambda _: None)
         assert not alone.ok and "game lv-h at version" in alone.failure, alone.failure
         assert not whole.ok and "game lv-h: the ledger's listing" in whole.failure, whole.failure
 
@@ -250,15 +251,7 @@ async def test_a_fresh_ledger_passes_and_entries_without_a_head_fail(
         await publish_envelopes(nc, envs)
         async with ledger_client(service.address) as client:
             await wait_for_size(client, money_events(envs))
-            server = grpc.aio.server()
-            ledger_pb2_grpc.add_LedgerServiceServicer_to_server(
-                DoctoredLedger(client, "no_heads"), server
-            )
-            port = server.add_insecure_port("127.0.0.1:0")
-            await server.start()
-            try:
-                hidden = await audit_address(f"127.0.0.1:{port}", say=lambda _: None)
-            finally:
-                await server.stop(0)
+            async with doctored(client, "no_heads") as address:
+                hidden = await audit_address(address, say=lambda _: None)
         assert not hidden.ok and not hidden.unreachable
         assert "signed no tree head" in hidden.failure, hidden.failure
