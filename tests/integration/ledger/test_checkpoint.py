@@ -123,7 +123,9 @@ async def test_a_restart_from_a_checkpoint_sees_what_a_full_rebuild_sees(
 async def test_sigkill_between_checkpoints_loses_nothing(
     nats_server: NatsHandle, nc: NATS, tmp_path: Path
 ) -> None:
-    envelopes, expected = synthetic_games(games=30, events_per_game=120, seed=13)
+    # Enough entries that the kill lands well before the end: with 30 games (2,362 entries)
+    # a CI run's ledger posted them all between the check below and the kill.
+    envelopes, expected = synthetic_games(games=120, events_per_game=120, seed=13)
     total = money_events(envelopes)
     await publish_envelopes(nc, envelopes)
     env = {"BOULEVARD_LEDGER_CHECKPOINT_EVERY": "500", "BOULEVARD_LOG_LEVEL": "info"}
