@@ -30,6 +30,7 @@ from boulevard.api.v1 import (
     ledger_pb2_grpc,
 )
 from boulevard.client.bots import SeatPlayer
+from boulevard.client.ledger import LedgerClient
 from boulevard.games import get_game
 from boulevard.messaging.cluster import ClusterNode, NatsCluster
 from boulevard.platform.identity import OPERATOR as OPERATOR_ROLE
@@ -200,6 +201,16 @@ def test_games_finish_while_cluster_nodes_die(cluster: NatsCluster, tmp_path: Pa
                     if rec.reconciled:
                         break
                     await asyncio.sleep(0.2)
+                if not rec.reconciled:  # what the next reader needs to find the cause
+                    versions = Counter(
+                        [e.version async for e in LedgerClient(channel).entries(c.game_id)]
+                    )
+                    twice = sorted(v for v, n in versions.items() if n > 1)
+                    alarms = [x for x in services[1].log().splitlines() if "ALARM" in x]
+                    print(
+                        f"entries of {c.game_id} posted twice at versions {twice}; "
+                        f"{len(versions)} versions posted; ledger alarms: {alarms[-5:]}"
+                    )
                 assert rec.reconciled, rec.message
 
     try:
