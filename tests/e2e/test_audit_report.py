@@ -24,8 +24,8 @@ import grpc
 import pytest
 
 from boulevard.api.v1 import engine_pb2_grpc
-from boulevard.cli.report import Failure, write_report
-from boulevard.cli.report_data import dice_game
+from boulevard.cli.report import Failure, GameLogAudit, write_report
+from boulevard.cli.report_data import dice_game, write_audit_report
 from boulevard.client.bots import play_game
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create, wait_reconciled
@@ -194,6 +194,19 @@ def test_audit_reports_of_a_real_game_open_in_a_browser(platform: Platform, tmp_
     assert dice_text.count('class="chart histogram"') >= 1
     assert "χ² = " in dice_text and "revealed server seed" in dice_text
     assert 'class="chart balances"' in ledger_html.read_text(encoding="utf-8")
+
+    # A game whose log audit failed gets no dice section that vouches for it, though its
+    # outcomes re-derive: its dice are only as good as the log that cites them.
+    failed_log = GameLogAudit(game_id, ok=False, verdict="forged at version 5", version=5)
+    failed_page = asyncio.run(
+        write_audit_report(
+            str(tmp_path / "failed-game.html"), "Audit", [failed_log],
+            dice=platform.address("dice"), engine=platform.address("engine"), ledger=None,
+        )
+    ).read_text(encoding="utf-8")  # fmt: skip
+    heading = failed_page.split(f'<h3 id="dice-{game_id}">', 1)[1].split("</h3>", 1)[0]
+    assert 'class="bad"' in heading and 'class="ok"' not in heading, heading
+    assert "the game&#x27;s audit failed: forged at version 5" in failed_page  # html-escaped
 
     browser = chromium()
     if browser is None:
