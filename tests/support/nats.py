@@ -12,7 +12,10 @@ to service processes)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -111,3 +114,18 @@ def start_test_nats(store_dir: Path) -> TestNats | DockerNats:
     if os.environ.get("BOULEVARD_TEST_NATS") == "docker":
         return DockerNats(store_dir).start()
     return TestNats(store_dir).start()
+
+
+@contextmanager
+def provisioned_nats(
+    store_dir: Path, provision: Callable[[TestNats], Awaitable[None]]
+) -> Iterator[TestNats]:
+    """A local nats-server (never Docker: the tests using this read its files) set up by
+    `provision` once, for a module of tests; stopped at the end."""
+    handle = start_test_nats(store_dir)
+    assert isinstance(handle, TestNats)
+    try:
+        asyncio.run(provision(handle))
+        yield handle
+    finally:
+        handle.stop()

@@ -21,7 +21,7 @@ from boulevard.api.v1 import events_pb2
 from boulevard.messaging.identities import IDENTITIES, SERVICE_IDENTITIES, inbox_prefix
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from boulevard.platform.settings import Settings
-from tests.support.nats import TestNats, start_test_nats
+from tests.support.nats import TestNats, provisioned_nats
 
 pytestmark = pytest.mark.integration
 
@@ -35,13 +35,8 @@ BUCKETS = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestNats]:
-    handle = start_test_nats(tmp_path_factory.mktemp("hostile") / "nats")
-    assert isinstance(handle, TestNats)
-    try:
-        asyncio.run(provision(handle))
+    with provisioned_nats(tmp_path_factory.mktemp("hostile") / "nats", provision) as handle:
         yield handle
-    finally:
-        handle.stop()
 
 
 async def provision(server: TestNats) -> None:

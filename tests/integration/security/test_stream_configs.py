@@ -25,7 +25,7 @@ from nats.js.api import KeyValueConfig, RePublish, StreamSource
 from boulevard.messaging.identities import SERVICE_IDENTITIES, inbox_prefix
 from boulevard.messaging.streams import StreamMismatch, ensure_stream, platform_streams
 from boulevard.platform.settings import Settings
-from tests.support.nats import TestNats, start_test_nats
+from tests.support.nats import TestNats, provisioned_nats
 
 pytestmark = pytest.mark.integration
 
@@ -42,13 +42,8 @@ BUCKETS = [s.removeprefix("KV_") for streams in OWNED.values() for s in streams 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestNats]:
-    handle = start_test_nats(tmp_path_factory.mktemp("configs") / "nats")
-    assert isinstance(handle, TestNats)
-    try:
-        asyncio.run(provision(handle))
+    with provisioned_nats(tmp_path_factory.mktemp("configs") / "nats", provision) as handle:
         yield handle
-    finally:
-        handle.stop()
 
 
 async def provision(server: TestNats) -> None:
