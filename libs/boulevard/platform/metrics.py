@@ -109,8 +109,9 @@ LEDGER_REJECTIONS = Counter(
 )
 LEDGER_CHECKPOINTS = Counter(
     "boulevard_ledger_checkpoints",
-    "Ledger checkpoints by outcome: written, write_failed, loaded, none, rejected (one that"
-    " does not match LEDGER: a LEDGER ALARM, the ledger rebuilt from the whole log)",
+    "Ledger checkpoints by outcome: written, write_failed, loaded, none, unreadable (the"
+    " bucket did not answer, a timeout or lost connection: read again, no alarm), rejected"
+    " (read and does not match LEDGER: a LEDGER ALARM, the ledger rebuilt from the whole log)",
     ["outcome", "reason"],
 )
 LEDGER_REBUILD_SECONDS = Gauge(
