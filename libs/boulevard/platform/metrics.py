@@ -92,6 +92,10 @@ GAMES_CACHED = Gauge(
 # -- dice
 
 DICE_OUTCOMES = Counter("boulevard_dice_outcomes", "Outcomes drawn and recorded on DICE", ["kind"])
+DICE_SEEDS_UNPURGED = Gauge(
+    "boulevard_dice_seeds_unpurged",
+    "Revealed seeds the vault still holds because their purge failed (retried every second)",
+)
 DICE_VERIFICATIONS = Counter(
     "boulevard_dice_verifications",
     "VerifyGame answers by result (a failure means recorded outcomes do not match the seed)",
