@@ -22,7 +22,8 @@ The rules, in full:
   never refilled). Time is taken from the allowance first, then from the bank, and never
   below zero.
 - A **move** is one accepted command of the seat (a `CommandAccepted`).
-- A running seat's **deadline** is the last envelope's time plus its remaining time. When it
+- A running seat's **deadline** is the last envelope's time plus its remaining time, or,
+  once its time has reached zero, the instant it did (later envelopes do not move it). When it
   passes, the engine records `SeatTimedOut` with that deadline; from then on the seat is
   absent (its clock stops) and the platform's bot plays it. A seat that takes its place back
   (`SeatReclaimed`, turn-based games) starts a fresh move's allowance with what is left of
@@ -134,10 +135,17 @@ class SeatClock:
     bank_ms: int
     absent: bool = False
     moves: int = 0  # moves made (each refills the allowance, adds the increment)
+    # When its time reached zero (its deadline, passed), 0 while it has time left: later
+    # envelopes before the timeout is recorded must not move the deadline along.
+    ran_out_ms: int = 0
 
     @property
     def remaining_ms(self) -> int:
         return self.allowance_ms + self.bank_ms
+
+    def deadline_from(self, time_ms: int) -> int:
+        """Its deadline if its clock runs from `time_ms` on."""
+        return self.ran_out_ms if self.ran_out_ms else time_ms + self.remaining_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,17 +197,21 @@ def elapse(clocks: Clocks, time_ms: int, asked: Iterable[Seat]) -> Clocks:
         return replace(clocks, time_ms=time_ms)
     seats = list(clocks.seats)
     for s in runs:
-        seats[s] = _charge(seats[s], spent)
+        seats[s] = _charge(seats[s], clocks.time_ms, spent)
     return Clocks(clocks.control, tuple(seats), time_ms)
 
 
-def _charge(clock: SeatClock, spent: int) -> SeatClock:
+def _charge(clock: SeatClock, since_ms: int, spent: int) -> SeatClock:
     from_allowance = min(clock.allowance_ms, spent)
     from_bank = min(clock.bank_ms, spent - from_allowance)
+    ran_out = clock.ran_out_ms
+    if not ran_out and spent >= clock.remaining_ms:
+        ran_out = since_ms + clock.remaining_ms
     return replace(
         clock,
         allowance_ms=clock.allowance_ms - from_allowance,
         bank_ms=clock.bank_ms - from_bank,
+        ran_out_ms=ran_out,
     )
 
 
@@ -213,6 +225,7 @@ def moved(clocks: Clocks, seat: Seat) -> Clocks:
         allowance_ms=control.per_move_ms,
         bank_ms=min(clock.bank_ms + control.increment_ms, MAX_CLOCK_MS),
         moves=clock.moves + 1,
+        ran_out_ms=0,
     )
     return _with_seat(clocks, seat, after)
 
@@ -225,7 +238,7 @@ def timed_out(clocks: Clocks, seat: Seat) -> Clocks:
 def reclaimed(clocks: Clocks, seat: Seat) -> Clocks:
     """The seat's player is back: a fresh move's allowance, what is left of the bank."""
     clock = clocks.seats[seat]
-    back = replace(clock, allowance_ms=clocks.control.per_move_ms, absent=False)
+    back = replace(clock, allowance_ms=clocks.control.per_move_ms, absent=False, ran_out_ms=0)
     return _with_seat(clocks, seat, back)
 
 
@@ -240,14 +253,14 @@ def deadline(clocks: Clocks, seat: Seat, asked: Iterable[Seat]) -> int | None:
     stopped (not asked to act, or absent)."""
     if seat not in running(clocks, asked):
         return None
-    return clocks.time_ms + clocks.seats[seat].remaining_ms
+    return clocks.seats[seat].deadline_from(clocks.time_ms)
 
 
 def overdue(clocks: Clocks, asked: Iterable[Seat], now_ms: int) -> list[tuple[Seat, int]]:
     """The running seats whose deadline is at or before `now_ms`, with their deadlines."""
     out = []
     for s in sorted(running(clocks, asked)):
-        due = clocks.time_ms + clocks.seats[s].remaining_ms
+        due = clocks.seats[s].deadline_from(clocks.time_ms)
         if due <= now_ms:
             out.append((s, due))
     return out
@@ -255,7 +268,7 @@ def overdue(clocks: Clocks, asked: Iterable[Seat], now_ms: int) -> list[tuple[Se
 
 def next_deadline(clocks: Clocks, asked: Iterable[Seat]) -> int | None:
     """The earliest deadline among the running seats (None: no clock runs)."""
-    dues = [clocks.time_ms + clocks.seats[s].remaining_ms for s in running(clocks, asked)]
+    dues = [clocks.seats[s].deadline_from(clocks.time_ms) for s in running(clocks, asked)]
     return min(dues) if dues else None
 
 
@@ -267,7 +280,7 @@ def seat_times(clocks: Clocks, asked: Iterable[Seat], now_ms: int) -> tuple[Seat
     out = []
     for s, clock in enumerate(clocks.seats):
         if s in runs:
-            due = clocks.time_ms + clock.remaining_ms
+            due = clock.deadline_from(clocks.time_ms)
             out.append(SeatTime(s, max(0, due - now_ms), True, due, clock.absent))
         else:
             out.append(SeatTime(s, clock.remaining_ms, False, 0, clock.absent))

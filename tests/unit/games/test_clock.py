@@ -174,9 +174,14 @@ def test_a_deadline_is_when_the_remaining_time_reaches_zero(
         assert t.deadline_unix_ms == deadline
         assert t.remaining_ms == max(0, deadline - now)
         assert (t.seat in due) == (deadline <= now)
+        if deadline < clocks.time_ms:  # it ran out earlier and stays where it ran out
+            assert clocks.seats[t.seat].remaining_ms == 0
+            assert deadline == clocks.seats[t.seat].ran_out_ms
+            continue
         # Folding up to the deadline leaves exactly nothing, and a moment before, something.
         at = clock.elapse(clocks, deadline, asked)
         assert at.seats[t.seat].remaining_ms == 0
+        assert at.seats[t.seat].ran_out_ms == deadline
         if deadline > clocks.time_ms:
             assert clock.elapse(clocks, deadline - 1, asked).seats[t.seat].remaining_ms == 1
 
@@ -255,3 +260,14 @@ def test_a_game_created_without_a_clock_encodes_as_it_always_did() -> None:
     )
     assert codec.loads(codec.dumps(timed)) == timed
     assert b'"time_control":{' in codec.dumps(timed)
+
+
+def test_a_passed_deadline_stays_where_it_was_when_more_envelopes_follow() -> None:
+    """Seat 0's time runs out while seat 1 plays on (both asked): the timeout recorded later
+    names the instant it ran out, not the later envelope's time."""
+    clocks = clock.start(TimeControl(ClockKind.REAL_TIME, base_ms=1_000), 2, 0)
+    clocks = clock.elapse(clocks, 1_500, {0, 1})
+    clocks = clock.elapse(clocks, 4_000, {0, 1})
+    assert clock.deadline(clocks, 0, {0, 1}) == 1_000
+    assert clock.overdue(clocks, {0, 1}, 4_000) == [(0, 1_000), (1, 1_000)]
+    assert clock.timed_out(clocks, 0).seats[0].ran_out_ms == 1_000
