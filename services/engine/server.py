@@ -13,7 +13,7 @@ import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.signing import chain_hash
-from boulevard.client import mapping
+from boulevard.contract import mapping
 from boulevard.eventlog.jetstream import JetStreamEventStore, follow
 from boulevard.platform.auth import authorize, verify_token
 from boulevard.platform.errors import (

@@ -39,8 +39,8 @@ from boulevard.audit.signing import (
     parse_public_key,
     verify,
 )
-from boulevard.client.dice_log import PublishedOpening
-from boulevard.client.mapping import action_to_command
+from boulevard.contract.dice_log import PublishedOpening
+from boulevard.contract.mapping import action_to_command
 from boulevard.fairness import RecordedOutcome, client_seed_commitment
 from boulevard.games import REGISTRY
 from boulevard.games.base import (

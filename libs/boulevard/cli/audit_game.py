@@ -45,8 +45,9 @@ from boulevard.cli import audit_ledger, output
 from boulevard.cli.audit_dice import EXIT_ERROR, EXIT_FAIL, EXIT_PASS
 from boulevard.cli.reads import paged
 from boulevard.cli.report import GameLogAudit
-from boulevard.client.dice import DiceReader, kind_name
+from boulevard.client.dice import DiceReader
 from boulevard.client.ledger import LedgerClient
+from boulevard.contract.dice import kind_name
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 

@@ -47,7 +47,8 @@ from boulevard.accounting import (
 )
 from boulevard.accounting.accounts import AccountId
 from boulevard.cli.exits import ExitCode
-from boulevard.client.ledger import LedgerClient, money_trail
+from boulevard.client.ledger import LedgerClient
+from boulevard.contract.ledger import money_trail
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 
