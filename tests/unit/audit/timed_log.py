@@ -16,7 +16,7 @@ from boulevard.audit.signing import (
     chain_hash,
     reclaim_signing_bytes,
 )
-from boulevard.client.mapping import command_to_action
+from boulevard.contract.mapping import command_to_action
 from boulevard.games import REGISTRY, clock
 from boulevard.games.base import (
     PLATFORM_EVENTS,
