@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from boulevard.client.dice import DiceClient
 from boulevard.games.base import ChanceRequest, ChanceResolved, RandomSource
 from boulevard.games.playout import resolve_locally
+from services.engine.dice_client import DiceClient
 
 
 @dataclass(frozen=True, slots=True)
