@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from boulevard.client.dice import DiceClient
 from boulevard.games.base import ChanceRequest, ChanceResolved, RandomSource
 from boulevard.games.playout import resolve_locally
+from services.engine.dice_client import DiceClient
 from services.engine.engine import Opened
 
 
