@@ -127,6 +127,9 @@ class SeedRevealed:
     version: int
     all_revealed: bool
     deadline_unix_ms: int
+    # The engine's signature over (game, version, head, time): the seat's proof that the
+    # log held its reveal by `version`, should it ever be dropped (docs/auditing.md).
+    receipt: engine_pb2.Receipt | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +151,18 @@ class _Existing:
 
     async def open(self) -> Session:
         raise NotFound(f"no game {self.game_id!r}")
+
+
+async def sign_receipt(
+    key: SigningKey, session: Session, read: ReadEnvelopes
+) -> engine_pb2.Receipt:
+    """The pipeline's `sign a receipt` step: the engine's signature over the game's version
+    now, its chain head and the time the envelope there was recorded (when the engine
+    accepted what the receipt is for)."""
+    (at,) = await read(session, session.version, session.version)
+    return receipt_pb(
+        key, session.game_id, session.version, session.head_hash, int(at.time_unix_ms)
+    )
 
 
 @dataclass
@@ -239,7 +254,7 @@ class Submit(_Existing):
             await self.read(session, first, last),
             session.finished is not None,
             session.head_hash,
-            receipt_pb(self.receipt_key, self.game_id, session.version, session.head_hash),
+            await sign_receipt(self.receipt_key, session, self.read),
         )
 
     def _retried(self, session: Session, result: Submitted) -> Submitted:
@@ -266,6 +281,8 @@ class Reveal(_Existing):
     claims: PlayerClaims
     client_seed: str
     clock: Callable[[], int]
+    read: ReadEnvelopes
+    receipt_key: SigningKey
     settles_first: ClassVar[bool] = False
     pinned: bool = False
 
@@ -315,6 +332,7 @@ class Reveal(_Existing):
             session.version,
             not session.unrevealed(),
             session.created.reveal_deadline_unix_ms,
+            await sign_receipt(self.receipt_key, session, self.read),
         )
 
 

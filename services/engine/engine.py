@@ -169,7 +169,16 @@ class Engine:
     ) -> SeedRevealed:
         """Record a seat's client seed, checked against the commitment it made before the
         server seed was drawn; once every seat has revealed, the game's dice can run."""
-        return await self.handle(Reveal(game_id, claims, client_seed, clock=self.clock))
+        return await self.handle(
+            Reveal(
+                game_id,
+                claims,
+                client_seed,
+                clock=self.clock,
+                read=self._envelopes,
+                receipt_key=self.receipt_key,
+            )
+        )
 
     async def create_game(
         self,

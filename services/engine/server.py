@@ -274,6 +274,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             version=revealed.version,
             all_revealed=revealed.all_revealed,
             deadline_unix_ms=revealed.deadline_unix_ms,
+            receipt=revealed.receipt,
         )
 
     async def GetGameLog(

@@ -30,7 +30,7 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from boulevard.api.v1 import events_pb2
+from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.signing import Receipt
 
 ACTION = "action"
@@ -107,6 +107,18 @@ class Evidence:
     def loads(cls, text: str) -> Evidence:
         """Raises ValueError (or KeyError) on a file that is not evidence."""
         return cls.from_json(json.loads(text))
+
+
+def receipt_from_pb(pb: engine_pb2.Receipt) -> Receipt:
+    """A receipt as the engine answers it (SubmitAction, RevealSeed), as kept."""
+    return Receipt(
+        pb.game_id,
+        pb.version,
+        bytes(pb.chain_head),
+        pb.key_id,
+        bytes(pb.signature),
+        pb.time_unix_ms,
+    )
 
 
 def contradiction(evidence: Evidence, log: Sequence[bytes]) -> tuple[int, str] | None:

@@ -8,12 +8,14 @@ import asyncio
 import json
 from typing import Any
 
-from boulevard.audit.evidence import ACTION, REVEAL, Accepted, Evidence
+from boulevard.audit.evidence import ACTION, REVEAL, Accepted, Evidence, receipt_from_pb
 from boulevard.audit.game_log import audit_game_log
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash
+from boulevard.platform.auth import verify_token
 from tests.unit.audit.test_game_log import envelopes, fails_at, game_id_of, lv_game, rechain
 from tests.unit.audit.test_operator_seats import opened
-from tests.unit.engine.test_opening import SEEDS, committed_seats
+from tests.unit.engine.test_opening import KEY as OPENING_KEY
+from tests.unit.engine.test_opening import SEEDS, Clock, committed_seats, make_engine
 
 __all__ = ["lv_game"]  # the module's honest game, a fixture
 
@@ -102,3 +104,26 @@ def test_evidence_files_round_trip() -> None:
         [b"\x01\x02"], [b"\x03"],
     )  # fmt: skip
     assert Evidence.loads(evidence.dumps()) == evidence
+
+
+def test_the_engine_answers_a_reveal_with_a_timed_receipt_the_audit_accepts() -> None:
+    """RevealSeed answered with no receipt, so a seat could not prove it had revealed."""
+
+    async def run() -> tuple[list[bytes], list[Evidence], bytes]:
+        clock = Clock()
+        engine = make_engine(clock)
+        created = await engine.create_game("m1", "las_vegas", committed_seats(), match_id="m1")
+        kept = []
+        for seat, seed in enumerate(SEEDS):
+            clock.now += 1000
+            claims = verify_token(OPENING_KEY, created.tokens[seat])
+            revealed = await engine.reveal_seed("m1", claims, seed)
+            assert revealed.receipt is not None
+            receipt = receipt_from_pb(revealed.receipt)
+            assert receipt.version == revealed.version and receipt.time_unix_ms == clock.now
+            kept.append(Evidence("m1", seat, [Accepted(REVEAL, receipt, client_seed=seed)]))
+        log = [r.data for r in await engine.store.read("m1")]
+        return log, kept, engine.receipt_key.public_key
+
+    log, kept, key = asyncio.run(run())
+    assert audit_game_log("m1", log, engine_key=key, evidence=kept).receipts == 2
