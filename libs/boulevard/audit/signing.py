@@ -110,8 +110,13 @@ def parse_public_key(text: str) -> bytes:
     """A seat's key as bound in GameCreated: 64 lowercase hex digits. Raises ValueError."""
     if len(text) != 2 * PUBLIC_KEY_SIZE or text != text.lower():
         raise ValueError("a public key is 64 lowercase hex digits (32 raw Ed25519 bytes)")
-    raw = bytes.fromhex(text)
-    Ed25519PublicKey.from_public_bytes(raw)  # raises ValueError when not a key
+    try:
+        raw = bytes.fromhex(text)
+        Ed25519PublicKey.from_public_bytes(raw)  # raises ValueError when not a key
+    except ValueError:
+        # Our own words: the library's ("non-hexadecimal number found in fromhex() arg…")
+        # reached clients in a status message.
+        raise ValueError("a public key is 64 lowercase hex digits (32 raw Ed25519 bytes)") from None
     return raw
 
 
