@@ -210,6 +210,10 @@ async def start_service(app: App, settings: Settings, port: int | None = None) -
         options=[
             ("grpc.max_receive_message_length", settings.grpc_max_receive_bytes),
             ("grpc.max_send_message_length", settings.grpc_max_send_bytes),
+            # Soft and hard limit equal: a header block is refused always or never, not at
+            # random between the two (gRPC's behaviour when they differ).
+            ("grpc.max_metadata_size", settings.grpc_max_metadata_bytes),
+            ("grpc.absolute_max_metadata_size", settings.grpc_max_metadata_bytes),
         ],
     )
     app.register(server)

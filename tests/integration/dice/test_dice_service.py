@@ -213,23 +213,52 @@ async def test_bad_requests_get_precise_errors(
             with pytest.raises(grpc.aio.AioRpcError) as err:
                 await reader.verify_remote(game_id)
             assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            # The ledger's codes for the same questions (issue 27: past the tree was
+            # INVALID_ARGUMENT with an "out_of_range:" message here, OUT_OF_RANGE there).
+            out_of_range = grpc.StatusCode.OUT_OF_RANGE
             bad_proofs = (
-                stub.GetLogInclusionProof(
-                    dice_pb2.GetLogInclusionProofRequest(game_id=game_id, tree_size=3, leaf_index=3)
+                (
+                    stub.GetLogInclusionProof(
+                        dice_pb2.GetLogInclusionProofRequest(
+                            game_id=game_id, tree_size=1, leaf_index=1
+                        )
+                    ),
+                    out_of_range,
                 ),
-                stub.GetLogInclusionProof(
-                    dice_pb2.GetLogInclusionProofRequest(game_id=game_id, tree_size=99)
+                (
+                    stub.GetLogInclusionProof(
+                        dice_pb2.GetLogInclusionProofRequest(game_id=game_id, tree_size=99)
+                    ),
+                    out_of_range,
                 ),
-                stub.GetLogConsistencyProof(
-                    dice_pb2.GetLogConsistencyProofRequest(
-                        game_id=game_id, first_tree_size=0, second_tree_size=2
-                    )
+                (
+                    stub.GetLogInclusionProof(
+                        dice_pb2.GetLogInclusionProofRequest(game_id=game_id, tree_size=0)
+                    ),
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                ),
+                (
+                    stub.GetLogConsistencyProof(
+                        dice_pb2.GetLogConsistencyProofRequest(
+                            game_id=game_id, first_tree_size=0, second_tree_size=1
+                        )
+                    ),
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                ),
+                (
+                    stub.GetLogConsistencyProof(
+                        dice_pb2.GetLogConsistencyProofRequest(
+                            game_id=game_id, first_tree_size=1, second_tree_size=99
+                        )
+                    ),
+                    out_of_range,
                 ),
             )
-            for call in bad_proofs:
+            for call, code in bad_proofs:
                 with pytest.raises(grpc.aio.AioRpcError) as err:
                     await call
-                assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+                assert err.value.code() == code, err.value.details()
+                assert not err.value.details().startswith("out_of_range:")
             with pytest.raises(grpc.aio.AioRpcError) as err:
                 await reader.log_heads(game_id, tree_size=99)
             assert err.value.code() == grpc.StatusCode.NOT_FOUND
