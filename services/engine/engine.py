@@ -26,7 +26,7 @@ from boulevard.audit.signing import SigningKey, chain_hash
 from boulevard.eventlog.errors import ConcurrencyConflict
 from boulevard.eventlog.store import EventStore, NewEvent
 from boulevard.fairness import MAX_CLIENT_SEED_BYTES, client_seed_commitment, is_commitment
-from boulevard.games import REGISTRY, get_game
+from boulevard.games import REGISTRY
 from boulevard.games.base import (
     ChanceRequest,
     ChanceResolved,
@@ -41,6 +41,7 @@ from boulevard.games.base import (
     check_options,
 )
 from boulevard.games.codec import Codec
+from boulevard.games.versions import UnknownRulesVersion, newest
 from boulevard.platform import metrics, tracing
 from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
 from boulevard.platform.errors import (
@@ -60,7 +61,7 @@ from services.engine.chain import (
     open_snapshot,
     seal_snapshot,
 )
-from services.engine.sessions import Session, envelope_of
+from services.engine.sessions import Session, StaleSnapshot, envelope_of
 
 log = structlog.get_logger(__name__)
 
@@ -219,7 +220,8 @@ class Engine:
             raise InvalidArgument(
                 f"unknown game {game_name!r}; known: {', '.join(sorted(REGISTRY))}"
             )
-        game = get_game(game_name)
+        rules = newest(game_name)  # new games take the newest rules, for their whole life
+        game = rules.definition
         if not game.min_players <= len(seats) <= game.max_players:
             raise InvalidArgument(
                 f"{game.title} takes {game.min_players}-{game.max_players} players, "
@@ -277,6 +279,7 @@ class Engine:
                     seed_commitment=opened.commitment,
                     match_id=match_id,
                     reveal_deadline_unix_ms=opened.reveal_deadline_unix_ms,
+                    rules_version=rules.pin,
                 )
                 session = Session.new(game_id, created)
                 try:
@@ -364,6 +367,19 @@ class Engine:
             _LOADED_FROM_CACHE.inc()
             self._used(game_id)
             return cached
+        try:
+            session = await self._fold(game_id)
+        except UnknownRulesVersion as err:
+            # Never replayed with other rules: the game waits for an engine that has them.
+            raise FailedPrecondition(
+                f"game {game_id!r}: {err}; an engine of a release that hosts it must serve it"
+            ) from None
+        if session is not None:
+            self._cache(session)
+        return session
+
+    async def _fold(self, game_id: str) -> Session | None:
+        """The game from its sealed snapshot (if it can be trusted) and its log's tail."""
         session: Session | None = None
         raw = await self.snapshots.get(game_id)
         if raw is not None:
@@ -388,8 +404,6 @@ class Engine:
                 created = created_of(envelope)
                 session = Session.new(game_id, created)
             session.apply_envelope(envelope, recorded.data)
-        if session is not None:
-            self._cache(session)
         return session
 
     def _open_snapshot(self, game_id: str, raw: bytes) -> Session | None:
@@ -400,6 +414,13 @@ class Engine:
         body, _version, _head = opened
         try:
             return Session.from_snapshot(game_id, body)
+        except StaleSnapshot as stale:
+            log.info(
+                "snapshot of another schema: rebuilding from the log",
+                game_id=game_id,
+                why=str(stale),
+            )
+            return None
         except (ValueError, KeyError, TypeError, RulesError):
             self._forged_snapshot(game_id, "it does not decode")
             return None
