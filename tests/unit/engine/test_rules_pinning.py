@@ -16,7 +16,7 @@ from boulevard.games import REGISTRY
 from boulevard.games.upcasting import SCHEMA_VERSION
 from boulevard.games.versions import newest
 from boulevard.platform.errors import FailedPrecondition
-from services.engine import engine as engine_module
+from services.engine import commands as commands_module
 from services.engine import sessions as sessions_module
 from services.engine.chain import open_snapshot, seal_snapshot
 from tests.unit.engine.test_engine_core import make_engine, play_to_end, seats
@@ -39,7 +39,7 @@ async def test_a_game_of_rules_this_engine_does_not_host_is_refused_by_name(
     store = InMemoryEventStore()
     # An engine of a later release records a version this one does not have.
     later = dataclasses.replace(newest("las_vegas"), number=99, sha256="ab" * 32)
-    monkeypatch.setattr(engine_module, "newest", lambda game: later)
+    monkeypatch.setattr(commands_module, "newest", lambda game: later)
     monkeypatch.setattr(sessions_module, "rules_for", lambda game, pin: later)
     created = await make_engine(store).create_game("r2", "las_vegas", seats(2))
     monkeypatch.undo()
