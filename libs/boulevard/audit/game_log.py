@@ -266,6 +266,7 @@ class _Audit:
                 # only the shuffle its rules ask for at this point.
                 self._may_be_redacted(version, log[i + 1 :], finished)
                 self._hidden_shuffle(version, self._envelope(version, data, prev))
+                self._readable_after(version, log)
                 report.partial = f"version {version} is hidden until the game ends"
                 unchecked = sum(len(r) for v, r in self.receipts.items() if v >= version)
                 if unchecked:
@@ -371,6 +372,19 @@ class _Audit:
                 f"served redacted as a {env.type}, but only a running game's shuffle is "
                 "hidden, where its rules ask for one",
             )
+
+    def _readable_after(self, version: int, log: Sequence[bytes]) -> None:
+        """Past a hidden shuffle the audit cannot follow the rules, but every envelope must
+        still be an event of this game: an unreadable one (which halts the game) fails the
+        audit at its version, hidden shuffle or not."""
+        for later, data in enumerate(log[version:], start=version + 1):
+            try:
+                env = events_pb2.EventEnvelope.FromString(data)
+                self.codec.loads(env.payload)
+            except (DecodeError, RulesError) as err:
+                raise GameAuditFailed(
+                    later, f"not an event of this game, which halts it: {err}"
+                ) from None
 
     @staticmethod
     def _may_be_redacted(version: int, rest: Sequence[bytes], finished: bool) -> None:
