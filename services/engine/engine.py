@@ -21,11 +21,16 @@ from typing import Any, Protocol, TypeVar
 import structlog
 from google.protobuf.message import DecodeError
 
-from boulevard.api.v1 import events_pb2
+from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.signing import SigningKey, chain_hash
 from boulevard.eventlog.errors import ConcurrencyConflict
 from boulevard.eventlog.store import EventStore, NewEvent
-from boulevard.games.base import ClientSeedsFixed, GameCreated, GameFinished, RulesError
+from boulevard.games.base import (
+    ClientSeedsFixed,
+    GameCreated,
+    GameFinished,
+    RulesError,
+)
 from boulevard.games.codec import Codec
 from boulevard.platform import metrics, tracing
 from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
@@ -50,6 +55,7 @@ from services.engine.commands import (
     SeedRevealed,
     Submit,
     Submitted,
+    from_action,
 )
 from services.engine.sessions import Session, envelope_of
 
@@ -158,10 +164,36 @@ class Engine:
             Submit(
                 game_id,
                 claims,
-                command,
+                lambda _game: command,
                 expected_version,
                 idempotency_key,
                 action,
+                signature,
+                read=self._envelopes,
+                receipt_key=self.receipt_key,
+            )
+        )
+
+    async def submit_action(
+        self,
+        game_id: str,
+        claims: PlayerClaims,
+        action: engine_pb2.Action | None,
+        expected_version: int,
+        idempotency_key: str,
+        signature: bytes,
+    ) -> Submitted:
+        """Run one signed Action as the seat sent it (SubmitAction): mapped to the game's
+        command once the game is loaded; the seat signed its deterministic encoding."""
+        signed = action.SerializeToString(deterministic=True) if action is not None else b""
+        return await self.handle(
+            Submit(
+                game_id,
+                claims,
+                from_action(action),
+                expected_version,
+                idempotency_key,
+                signed,
                 signature,
                 read=self._envelopes,
                 receipt_key=self.receipt_key,

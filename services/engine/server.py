@@ -257,28 +257,20 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         claims = verify_token(self.engine.token_key, request.player_token)
         if claims.game_id != request.game_id:
             raise PermissionDenied("this token is for another game")
-        session = await self.engine.load(request.game_id)
-        if not request.HasField("action"):
-            raise InvalidArgument("action is required")
-        command = mapping.action_to_command(session.game, request.action)
-        result = await self.engine.submit(
+        result = await self.engine.submit_action(
             request.game_id,
             claims,
-            command,
+            request.action if request.HasField("action") else None,
             request.expected_version,
             request.idempotency_key,
-            # What the seat signed: the action's deterministic encoding (docs/auditing.md).
-            request.action.SerializeToString(deterministic=True),
             request.signature,
         )
         if result.finished:
             await self.index.put(
-                session.game_id, summary_json(await self.engine.load(session.game_id))
+                request.game_id, summary_json(await self.engine.load(request.game_id))
             )
         return engine_pb2.SubmitActionResponse(
-            version=result.version,
-            events=[redacted(session.game, e, result.finished) for e in result.envelopes],
-            receipt=result.receipt,
+            version=result.version, events=result.envelopes, receipt=result.receipt
         )
 
     async def RevealSeed(
