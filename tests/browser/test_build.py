@@ -4,6 +4,7 @@ one on the published vectors."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 from tests.browser.conftest import ROOT, STATIC, WebBuild
@@ -32,3 +33,14 @@ def test_the_typescript_verifier_passes_the_python_verifiers_vectors(web_build: 
     # Every vector of both files is checked: commands, chain, receipts, fairness cases,
     # openings and the uniform draws (122 checks over today's files).
     assert report["checked"] >= 122
+
+
+def test_the_lobby_offers_every_game_of_the_registry_with_its_table_sizes() -> None:
+    from boulevard.games import REGISTRY
+
+    source = (ROOT / "web" / "src" / "main.ts").read_text(encoding="utf-8")
+    offered = {
+        name: (int(lo), int(hi))
+        for name, lo, hi in re.findall(r'\["(\w+)", "[^"]+", (\d+), (\d+)\]', source)
+    }
+    assert offered == {n: (d.min_players, d.max_players) for n, d in REGISTRY.items()}

@@ -20,17 +20,26 @@ import { actionLabel, eventLine } from "./describe";
 import { dice, engine, ledger, matchmaking, playerOf, setToken, token } from "./rpc";
 import { allSeats, newSeat, retireKey, saveSeat, seatFor, sign, type Seat } from "./seats";
 
+// The registry's games and their table sizes (tests/browser/test_build.py checks them
+// against boulevard.games.REGISTRY).
 export const GAMES: [string, string, number, number][] = [
   // registry name, title, fewest seats, most seats
   ["las_vegas", "Las Vegas", 2, 5],
-  ["long_shot", "Long Shot", 2, 8],
+  ["long_shot", "Long Shot", 3, 8],
   ["lords_of_vegas", "Lords of Vegas", 2, 4],
-  ["vegas_showdown", "Vegas Showdown", 2, 5],
+  ["vegas_showdown", "Vegas Showdown", 3, 5],
 ];
 const TITLE = new Map(GAMES.map(([n, t]) => [n, t]));
 
 const app = document.getElementById("app") as HTMLElement;
 let leave: (() => void) | undefined; // stops the current page's streams
+
+/** Set an element's HTML if the page still shows it (a stream's answer may come after the
+ * reader moved to another page). */
+function setHtml(id: string, html: string): void {
+  const el = document.getElementById(id);
+  if (el) el.innerHTML = html;
+}
 
 function randomId(): string {
   return hex(crypto.getRandomValues(new Uint8Array(16)));
@@ -96,8 +105,7 @@ async function lobby(): Promise<void> {
   });
   bindGameIdForm();
   const mine = (await allSeats()).filter((s) => s.gameId).reverse();
-  document.getElementById("mine")!.innerHTML =
-    mine.map((s) => `<li>${gameLinks(s.gameId)} · seat ${s.seat}</li>`).join("") || "<li>none yet</li>";
+  setHtml("mine", mine.map((s) => `<li>${gameLinks(s.gameId)} · seat ${s.seat}</li>`).join("") || "<li>none yet</li>");
   try {
     const [active, finished] = await Promise.all([
       engine.listGames({ status: GameStatus.ACTIVE, pageSize: 20 }),
@@ -106,9 +114,9 @@ async function lobby(): Promise<void> {
     const items = [...active.games, ...finished.games]
       .map((g) => `<li>${esc(TITLE.get(g.game) ?? g.game)} ${g.status === GameStatus.FINISHED ? "finished" : "in play"}, v${g.version}: ${gameLinks(g.gameId)}</li>`)
       .join("");
-    document.getElementById("games")!.innerHTML = items || "<li>none yet</li>";
+    setHtml("games", items || "<li>none yet</li>");
   } catch (err) {
-    document.getElementById("games")!.innerHTML = `<li class="error">${esc(errorText(err))}</li>`;
+    setHtml("games", `<li class="error">${esc(errorText(err))}</li>`);
   }
 }
 
@@ -181,13 +189,14 @@ interface Table {
   view?: GameView;
   toAct: number[];
   legal: Action[];
+  legalAt: bigint; // the version `legal` was listed at
   finished: boolean;
   busy: boolean;
 }
 
 async function table(gameId: string): Promise<void> {
   const seat = await seatFor(gameId);
-  const t: Table = { gameId, seat, players: [], version: 0n, toAct: [], legal: [], finished: false, busy: false };
+  const t: Table = { gameId, seat, players: [], version: 0n, toAct: [], legal: [], legalAt: 0n, finished: false, busy: false };
   app.innerHTML = `<p class="nav"><a href="#/">lobby</a></p>
     <h1 id="title">game <code>${esc(gameId)}</code></h1>
     <p id="role">${seat ? `you play seat ${seat.seat}` : "watching as a spectator"}</p>
@@ -234,17 +243,16 @@ async function onWatch(t: Table, r: WatchGameResponse): Promise<void> {
     if (env.type === "GameCreated") {
       t.players = (p.seats as { player_id: string }[]).map((s) => s.player_id);
       const title = TITLE.get(String(p.game)) ?? String(p.game);
-      document.getElementById("title")!.innerHTML = `${esc(title)} <code>${esc(t.gameId)}</code>`;
-      document.getElementById("commitment")!.innerHTML =
-        `dice commitment <b id="dice-commitment">${esc(p.seed_commitment)}</b> (published before any roll)` +
-        (t.seat ? `<br>your client seed is committed as ${esc(await seedCommitment(t.seat.clientSeed))}` : "");
+      setHtml("title", `${esc(title)} <code>${esc(t.gameId)}</code>`);
+      const mine = t.seat ? `<br>your client seed is committed as ${esc(await seedCommitment(t.seat.clientSeed))}` : "";
+      setHtml("commitment", `dice commitment <b id="dice-commitment">${esc(p.seed_commitment)}</b> (published before any roll)${mine}`);
       if (t.seat && !t.seat.revealed) void reveal(t);
     }
     if (env.type === "GameFinished") {
       t.finished = true;
       const ranking = (p.ranking as number[][]).map((group, i) => `${i + 1}. ${group.map((s) => esc(t.players[s] ?? s)).join(" = ")}`).join(" · ");
       const g = encodeURIComponent(t.gameId);
-      document.getElementById("role")!.innerHTML = `<b id="game-over">game over</b>: ${ranking} · <a href="#/replay/${g}">replay</a> · <a id="audit-link" href="#/audit/${g}">audit it here</a>`;
+      setHtml("role", `<b id="game-over">game over</b>: ${ranking} · <a href="#/replay/${g}">replay</a> · <a id="audit-link" href="#/audit/${g}">audit it here</a>`);
       if (t.seat) await retireKey(t.seat);
     }
     story(`<span class="v">v${env.version}</span> ${esc(eventLine(env.type, p, t.players))}`);
@@ -253,8 +261,9 @@ async function onWatch(t: Table, r: WatchGameResponse): Promise<void> {
     t.view = r.view;
     t.toAct = r.toAct;
     t.legal = r.legalActions;
-    document.getElementById("board")!.innerHTML = board(r.view);
-    document.getElementById("status")!.innerHTML = statusLines(r.view, t.players);
+    t.legalAt = t.version;
+    setHtml("board", board(r.view));
+    setHtml("status", statusLines(r.view, t.players));
     drawControls(t);
   }
 }
@@ -343,10 +352,11 @@ async function submit(t: Table, action: Action): Promise<void> {
       seat.receipts.push({ gameId: r.gameId, version: Number(r.version), chainHead: hex(r.chainHead), keyId: r.keyId, signature: hex(r.signature) });
       await saveSeat(seat);
     }
-    t.legal = [];
+    // The move is played: its list is spent — unless the watch stream has already brought
+    // the next one (the others moved before this answer arrived).
+    if (t.legalAt === expectedVersion) t.legal = [];
   } catch (err) {
     story(`<span class="error">${esc(errorText(err))}</span>`);
-    t.legal = t.legal.slice();
   } finally {
     t.busy = false;
     drawControls(t);
@@ -373,7 +383,7 @@ async function replay(gameId: string): Promise<void> {
       if (env.type === "GameFinished") break;
     }
   } catch (err) {
-    if (!abort.signal.aborted) document.getElementById("replay-status")!.innerHTML = `<span class="error">${esc(errorText(err))}</span>`;
+    if (!abort.signal.aborted) setHtml("replay-status", `<span class="error">${esc(errorText(err))}</span>`);
   }
   if (frames.length === 0) return;
   const slider = document.getElementById("slider") as HTMLInputElement;
@@ -388,8 +398,8 @@ async function replay(gameId: string): Promise<void> {
     let view: GameView | undefined;
     for (let k = i; k >= 0 && !view; k--) view = frames[k]!.view;
     document.getElementById("at")!.textContent = `v${f.env.version}: ${eventLine(f.env.type, decodePayload(f.env), players)}`;
-    document.getElementById("board")!.innerHTML = board(view);
-    document.getElementById("status")!.innerHTML = statusLines(view, players);
+    setHtml("board", board(view));
+    setHtml("status", statusLines(view, players));
   };
   slider.addEventListener("input", show);
   show();
@@ -409,20 +419,21 @@ async function audit(gameId: string): Promise<void> {
     const evidence = await fetchEvidence({ engine, dice, ledger }, gameId, seat?.receipts ?? []);
     v = await verifyGame(evidence);
   } catch (err) {
-    document.getElementById("verdict")!.innerHTML = `<span class="error">could not audit: ${esc(errorText(err))}</span>`;
+    setHtml("verdict", `<span class="error">could not audit: ${esc(errorText(err))}</span>`);
     return;
   }
   renderVerdict(v);
 }
 
 function renderVerdict(v: Verdict): void {
-  const el = document.getElementById("verdict")!;
+  const el = document.getElementById("verdict");
+  const detail = document.getElementById("audit-detail");
+  if (!el || !detail) return; // the reader went to another page meanwhile
   el.className = `verdict ${v.ok ? "pass" : "fail"}`;
   const f = v.failure;
   el.innerHTML = v.ok
     ? `PASS <span>${v.events} events, ${v.commands} signed commands, ${v.outcomes} outcomes, ${v.receipts} receipts, ${v.ledgerEntries} ledger entries</span>`
     : `FAIL <span id="failed-at">${esc(f!.check)} at ${esc(f!.where)}</span>`;
-  const detail = document.getElementById("audit-detail")!;
   detail.innerHTML =
     (f ? `<section class="card failure"><h2>The first failure</h2><p id="failure-message">${esc(f.message)}</p>${f.record ? `<pre id="failure-record">${esc(f.record)}</pre>` : ""}</section>` : "") +
     `<section class="card"><h2>Passed</h2><ul>${v.passed.map((p) => `<li>${esc(p)}</li>`).join("")}</ul>${v.chainHead ? `<p class="mono">chain head ${esc(v.chainHead)}</p>` : ""}</section>` +

@@ -1,7 +1,7 @@
 // Fetch everything the audit needs about one finished game from the platform's public APIs
 // (engine, dice, ledger over Connect), and the receipts this browser kept while playing.
 
-import type { Client } from "@connectrpc/connect";
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { DiceService, DiceTreeHead, LogRecord } from "../gen/boulevard/v1/dice_pb";
 import type { EngineService, LoggedEnvelope } from "../gen/boulevard/v1/engine_pb";
 import type { LedgerEntry, LedgerService, SignedTreeHead } from "../gen/boulevard/v1/ledger_pb";
@@ -51,30 +51,57 @@ export async function fetchLog(engine: Services["engine"], gameId: string): Prom
   return { log, finished };
 }
 
-export async function fetchEvidence(s: Services, gameId: string, receipts: StoredReceipt[]): Promise<Evidence> {
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The evidence of a finished game. Right after its end, the dice reveal, the ledger's
+ * anchor and the signed head over it land within a second or two: this waits up to
+ * `waitMs` for them (the Python `audit game` waits likewise), then hands over what there
+ * is, for the verifier to judge. */
+export async function fetchEvidence(s: Services, gameId: string, receipts: StoredReceipt[], waitMs = 15_000): Promise<Evidence> {
+  const until = Date.now() + waitMs;
   const { log, finished } = await fetchLog(s.engine, gameId);
   const key = await s.engine.getEngineKey({});
-  const records = (await s.dice.listLogRecords({ gameId })).records;
+  let records: LogRecord[];
+  for (;;) {
+    try {
+      records = (await s.dice.listLogRecords({ gameId })).records;
+      break;
+    } catch (err) {
+      // FAILED_PRECONDITION until the dice service has revealed the seed.
+      if (!(err instanceof ConnectError && err.code === Code.FailedPrecondition) || Date.now() > until) throw err;
+      await sleep(300);
+    }
+  }
   const dh = await s.dice.getLogHeads({ gameId, treeSize: 0n });
 
-  const entries: LedgerEntry[] = [];
+  let entries: LedgerEntry[];
+  let latest;
+  for (;;) {
+    entries = [];
+    let pageToken = "";
+    do {
+      const page = await s.ledger.listEntries({ gameId, pageSize: 1000, pageToken });
+      entries.push(...page.entries);
+      pageToken = page.nextPageToken;
+    } while (pageToken !== "");
+    latest = await s.ledger.getTreeHead({ treeSize: 0n });
+    const lastSeq = entries.length > 0 ? entries[entries.length - 1]!.seq : 0n;
+    const anchored = entries.some((e) => e.eventType === "GameFinished");
+    if ((anchored && (latest.head?.treeSize ?? 0n) >= lastSeq) || !finished || Date.now() > until) break;
+    await sleep(300);
+  }
   let pageToken = "";
-  do {
-    const page = await s.ledger.listEntries({ gameId, pageSize: 1000, pageToken });
-    entries.push(...page.entries);
-    pageToken = page.nextPageToken;
-  } while (pageToken !== "");
-  const latest = await s.ledger.getTreeHead({ treeSize: 0n });
   const firstSeq = entries.length > 0 ? entries[0]!.seq : latest.head!.treeSize;
   // The signed heads over the game's lifetime: from the first covering its first entry.
   const all: SignedTreeHead[] = [];
-  pageToken = "";
   do {
     const page = await s.ledger.listTreeHeads({ pageSize: 1000, pageToken });
     all.push(...page.heads);
     pageToken = page.nextPageToken;
   } while (pageToken !== "");
   const latestHead = latest.head!;
+  // Entries posted after the latest signed head cannot be proven yet: the verifier says so.
+  entries = entries.filter((e) => e.seq <= latestHead.treeSize);
   const heads = all.filter((h) => h.treeSize >= firstSeq && h.treeSize <= latestHead.treeSize);
   if (heads.length === 0 || heads[heads.length - 1]!.treeSize !== latestHead.treeSize) heads.push(latestHead);
   const consistency: Uint8Array[][] = [];
