@@ -58,7 +58,7 @@ from engine import KEYS, NOOP_SERVER, create_game  # bench/engine.py
 from engine import measure as measure_calls
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
-from boulevard.client.signing import sign_submit
+from boulevard.seats.signing import sign_submit
 
 # -- the load generator: one process per worker, each an asyncio loop of game clients -------
 
@@ -377,7 +377,7 @@ async def session_memory(games: int, moves: int) -> dict[str, float]:
 
     import structlog
 
-    from boulevard.client.mapping import command_to_action, view_to_proto
+    from boulevard.contract.mapping import command_to_action, view_to_proto
     from boulevard.eventlog.store import InMemoryEventStore
     from boulevard.platform.auth import verify_token
     from services.engine.chance import LocalChance

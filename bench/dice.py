@@ -42,10 +42,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "libs")]
 
 from boulevard.api.v1 import dice_pb2  # noqa: E402
-from boulevard.client.dice import DiceClient  # noqa: E402
 from boulevard.fairness import client_seed_commitment  # noqa: E402
 from boulevard.messaging.server import NatsServer, free_port  # noqa: E402
 from boulevard.messaging.streams import StreamSpec, ensure_stream  # noqa: E402
+from services.engine.dice_client import DiceClient  # noqa: E402
 
 
 def cpu_seconds(pid: int) -> float:

@@ -50,10 +50,7 @@ from common import Timer, rate
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash, command_signing_bytes, verify
 from boulevard.cli.up import demo_operator_token, start_platform
-from boulevard.client.bots import play_game, reveal_seed
-from boulevard.client.mapping import command_to_action
-from boulevard.client.signing import sign_submit
-from boulevard.client.watching import last_event
+from boulevard.contract.mapping import command_to_action
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.fairness import client_seed_commitment
 from boulevard.games import get_game
@@ -64,6 +61,9 @@ from boulevard.messaging.server import free_port
 from boulevard.platform.auth import PlayerClaims
 from boulevard.platform.identity import bearer
 from boulevard.platform.settings import Settings
+from boulevard.seats.player import play_game, reveal_seed
+from boulevard.seats.signing import sign_submit
+from boulevard.seats.watching import last_event
 from services.engine.chance import LocalChance
 from services.engine.engine import Engine, MemoryKeyValue, SeatRequest
 

@@ -34,7 +34,7 @@ import structlog
 from boulevard.accounting.merkle import MerkleTree
 from boulevard.accounting.treehead import TreeHeadSigner
 from boulevard.api.v1 import dice_pb2
-from boulevard.client.dice_log import parse_log, sign_head, signed_view
+from boulevard.contract.dice_log import parse_log, signed_view
 from boulevard.fairness import (
     MAX_CLIENT_SEED_BYTES,
     ROLL,
@@ -52,6 +52,7 @@ from boulevard.fairness import (
 from boulevard.messaging.poison import poisoned
 from boulevard.platform import metrics
 from boulevard.platform.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
+from services.dice.heads import sign_head
 from services.dice.mapping import KIND_TO_PROTO, kind_name
 from services.dice.store import AppendConflict, DiceLog, SeedVault, StoredRecord
 

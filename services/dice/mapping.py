@@ -1,13 +1,13 @@
 """Protobuf at the dice service's edge: kinds, recorded outcomes, verification results.
 
-The wire↔domain conversions the public client also needs live in `boulevard.client.dice`
+The wire↔domain conversions the public client also needs live in `boulevard.contract.dice`
 (one definition); this module adds what only the service uses.
 """
 
 from __future__ import annotations
 
 from boulevard.api.v1 import dice_pb2
-from boulevard.client.dice import KIND_TO_PROTO, PROTO_TO_KIND, kind_name, to_recorded
+from boulevard.contract.dice import KIND_TO_PROTO, PROTO_TO_KIND, kind_name, to_recorded
 from boulevard.fairness import Mismatch, VerificationReport
 
 __all__ = [

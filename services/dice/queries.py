@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from boulevard.accounting.errors import VerificationFailed
 from boulevard.accounting.merkle import MerkleTree
 from boulevard.api.v1 import dice_pb2
-from boulevard.client.dice_log import parse_log, signed_view
+from boulevard.contract.dice_log import parse_log, signed_view
 from boulevard.fairness import seed_matches_commitment, verify_game
 from boulevard.platform import metrics
 from boulevard.platform.errors import FailedPrecondition, InvalidArgument, NotFound

@@ -15,7 +15,6 @@ from nats.aio.subscription import Subscription
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
-from boulevard.client.dice import DiceClient
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.messaging.poison import poisoned
 from boulevard.messaging.streams import ensure_stream, platform_streams
@@ -24,6 +23,7 @@ from boulevard.platform.errors import BoulevardError, Unavailable, nats_unavaila
 from boulevard.platform.identity import TokenVerifier
 from boulevard.platform.keys import load_key
 from services.engine.chance import DiceServiceChance
+from services.engine.dice_client import DiceClient
 from services.engine.engine import Engine, SeatRequest
 from services.engine.games_index import GamesIndex
 from services.engine.kv import JetStreamKeyValue

@@ -13,7 +13,7 @@ import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.signing import chain_hash
-from boulevard.client import mapping
+from boulevard.contract import mapping
 from boulevard.eventlog.jetstream import JetStreamEventStore, follow
 from boulevard.platform.auth import authorize, verify_token
 from boulevard.platform.errors import (
@@ -23,9 +23,8 @@ from boulevard.platform.errors import (
     Unauthenticated,
     Unavailable,
 )
-from boulevard.platform.identity import OPERATOR, PLAYER, TokenVerifier
+from boulevard.platform.identity import BOT_PREFIX, OPERATOR, PLAYER, TokenVerifier
 from boulevard.platform.wire import sent_unknown_field
-from services.engine.chain import receipt_pb
 from services.engine.engine import Engine, SeatRequest
 from services.engine.games_index import GamesIndex, IndexUnavailable
 from services.engine.sessions import Session, redacted
@@ -149,6 +148,15 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                 "seats carry client_seed_commitment (SHA-256 of the seed), not client_seed: "
                 "the seed is revealed with RevealSeed after the game is created"
             )
+        for s in request.seats:
+            if s.player_id.startswith(BOT_PREFIX):
+                # The platform's bots are seated by matchmaking only, with the bot key: a
+                # `bot-<n>` seat named here would be the operator's own seat passed off as
+                # the platform's bot (its token and key are the operator's).
+                raise InvalidArgument(
+                    f"seat {s.seat}: player ids starting with {BOT_PREFIX!r} are reserved "
+                    "for the platform's bots, which only matchmaking seats"
+                )
         created = await self.engine.create_game(
             request.request_id,
             request.game,
@@ -254,9 +262,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         return engine_pb2.SubmitActionResponse(
             version=result.version,
             events=[redacted(session.game, e, result.finished) for e in result.envelopes],
-            receipt=receipt_pb(
-                self.engine.receipt_key, request.game_id, result.version, result.head
-            ),
+            receipt=result.receipt,
         )
 
     async def RevealSeed(

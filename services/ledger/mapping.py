@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from boulevard.accounting import AccountId, AccountKind, Divergence, JournalEntry
 from boulevard.api.v1 import ledger_pb2
-from boulevard.client.ledger import head_from_pb, head_to_pb
+from boulevard.contract.ledger import head_from_pb, head_to_pb
 
 __all__ = ["balance_to_pb", "divergence_to_pb", "entry_to_pb", "head_from_pb", "head_to_pb"]
 

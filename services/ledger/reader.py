@@ -23,7 +23,7 @@ from boulevard.accounting import (
     reconcile,
 )
 from boulevard.api.v1 import events_pb2, ledger_pb2
-from boulevard.client.ledger import money_trail
+from boulevard.contract.ledger import money_trail
 from boulevard.eventlog.jetstream import decode_commit
 from boulevard.games.base import RulesError
 from boulevard.platform import metrics

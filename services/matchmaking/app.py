@@ -10,10 +10,10 @@ import grpc
 from nats.aio.client import Client as NATS
 
 from boulevard.api.v1 import matchmaking_pb2, matchmaking_pb2_grpc
-from boulevard.client.botrunner import BotRunner
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from boulevard.platform.identity import TokenVerifier
 from boulevard.platform.keys import load_key
+from services.matchmaking.botrunner import BotRunner
 from services.matchmaking.matcher import WindowPolicy
 from services.matchmaking.matchmaker import Config, Matchmaker
 from services.matchmaking.rating_feed import RatingFeed

@@ -38,7 +38,6 @@ from nats.js.kv import KeyValue
 from boulevard.api.v1 import events_pb2
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.audit.signing import parse_public_key
-from boulevard.client.bots import bot_client_seed
 from boulevard.fairness import client_seed_commitment, is_commitment
 from boulevard.games import REGISTRY
 from boulevard.messaging.poison import poisoned
@@ -53,6 +52,7 @@ from boulevard.platform.errors import (
     Unavailable,
 )
 from boulevard.platform.wire import sent_unknown_field
+from services.matchmaking.botrunner import bot_client_seed
 from services.matchmaking.matcher import (
     BOT_PREFIX,
     Candidate,

@@ -26,7 +26,7 @@ import pytest
 from boulevard.api.v1 import engine_pb2_grpc
 from boulevard.cli.report import Failure, GameLogAudit, write_report
 from boulevard.cli.report_data import dice_game, write_audit_report
-from boulevard.client.bots import play_game
+from boulevard.seats.player import play_game
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create, wait_reconciled
 from tests.support.keys import seat_key

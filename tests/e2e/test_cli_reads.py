@@ -17,10 +17,10 @@ import grpc
 import pytest
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, ledger_pb2, ledger_pb2_grpc
-from boulevard.client.bots import play_game, reveal_seed
 from boulevard.client.matchmaking import MatchmakingClient
 from boulevard.fairness import client_seed_commitment
 from boulevard.platform.identity import bearer
+from boulevard.seats.player import play_game, reveal_seed
 from tests.e2e.conftest import OPERATOR, Platform
 from tests.support.identity import mint
 from tests.support.keys import seat_key, seat_keys

@@ -29,11 +29,11 @@ from boulevard.api.v1 import (
     ledger_pb2,
     ledger_pb2_grpc,
 )
-from boulevard.client.bots import SeatPlayer
 from boulevard.client.ledger import LedgerClient
 from boulevard.games import get_game
 from boulevard.messaging.cluster import ClusterNode, NatsCluster
 from boulevard.platform.identity import OPERATOR as OPERATOR_ROLE
+from boulevard.seats.player import SeatPlayer
 from tests.e2e.test_engine_robustness import replay_hash
 from tests.support.identity import auth_env, mint
 from tests.support.keys import seat_key

@@ -11,13 +11,13 @@ import grpc
 import pytest
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
-from boulevard.client.bots import SeatPlayer
-from boulevard.client.mapping import command_to_action
-from boulevard.client.signing import sign_submit, signed_submit
+from boulevard.contract.mapping import command_to_action
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.games import get_game
 from boulevard.games.codec import Codec
 from boulevard.messaging.server import free_port
+from boulevard.seats.player import SeatPlayer
+from boulevard.seats.signing import sign_submit, signed_submit
 from services.engine.sessions import Session
 from tests.e2e.conftest import OPERATOR, Platform
 from tests.e2e.test_games import create

@@ -30,13 +30,13 @@ from boulevard.api.v1 import (
     matchmaking_pb2,
     matchmaking_pb2_grpc,
 )
-from boulevard.client import mapping
-from boulevard.client.signing import signed_submit
+from boulevard.contract import mapping
 from boulevard.games import REGISTRY
 from boulevard.games.base import GameConfig
 from boulevard.games.playout import playout
 from boulevard.messaging.server import free_port
 from boulevard.platform.identity import bearer
+from boulevard.seats.signing import signed_submit
 from tests.support.keys import seat_key
 from tests.support.processes import address, lines_until, service_env, stop_up
 from tests.unit.docs.test_clients_doc import vectors as DOC_VECTORS

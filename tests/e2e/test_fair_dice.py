@@ -24,11 +24,11 @@ from boulevard.api.v1 import (
     matchmaking_pb2,
     matchmaking_pb2_grpc,
 )
-from boulevard.client.bots import play_game, reveal_seed
-from boulevard.client.dice import DiceClient
 from boulevard.fairness import client_seed_commitment
 from boulevard.games import REGISTRY
 from boulevard.platform.errors import FailedPrecondition
+from boulevard.seats.player import play_game, reveal_seed
+from services.engine.dice_client import DiceClient
 from tests.e2e.conftest import REVEAL_SECONDS, Platform
 from tests.e2e.test_game_audit import audit_game
 from tests.e2e.test_games import OPERATOR_MD, create, game_seed

@@ -19,9 +19,9 @@ import pytest
 from boulevard.accounting import decode_entry
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.signing import chain_hash
-from boulevard.client.bots import play_game
 from boulevard.client.ledger import LedgerClient
 from boulevard.eventlog.jetstream import EXPECTED_LAST_SUBJECT_SEQ, MSG_ID
+from boulevard.seats.player import play_game
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create, wait_reconciled
 from tests.support.keys import seat_keys

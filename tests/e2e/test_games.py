@@ -20,8 +20,8 @@ from boulevard.api.v1 import (
     ledger_pb2,
     ledger_pb2_grpc,
 )
-from boulevard.client.bots import play_game, reveal_seed
 from boulevard.fairness import client_seed_commitment
+from boulevard.seats.player import play_game, reveal_seed
 from tests.e2e.conftest import OPERATOR, Platform
 from tests.support.keys import seat_key, seat_keys
 

@@ -16,10 +16,10 @@ from boulevard.api.v1 import (
     matchmaking_pb2,
     matchmaking_pb2_grpc,
 )
-from boulevard.client.bots import SeatPlayer
 from boulevard.client.dice import DiceReader
 from boulevard.fairness import client_seed_commitment
 from boulevard.games import get_game
+from boulevard.seats.player import SeatPlayer
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create
 from tests.support.identity import player_md
@@ -87,7 +87,7 @@ def test_ticket_with_bot_fill_to_a_finished_game(platform: Platform) -> None:
                         )
                     )
                 assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
-            from boulevard.client.mapping import command_to_action
+            from boulevard.contract.mapping import command_to_action
             from boulevard.games.las_vegas.types import PlaceDice
 
             another_seat = (ticket.seat + 1) % 3

@@ -22,8 +22,8 @@ from boulevard.api.v1 import (
     matchmaking_pb2,
     matchmaking_pb2_grpc,
 )
-from boulevard.client.bots import SeatPlayer, play_game
 from boulevard.games import get_game
+from boulevard.seats.player import SeatPlayer, play_game
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import OPERATOR_MD, create, wait_reconciled
 from tests.support.identity import player_md

@@ -18,8 +18,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2, ledger_pb2, ledger_pb2_grpc
 from boulevard.cli.up import wait_serving
-from boulevard.client.signing import signed_submit
 from boulevard.eventlog.jetstream import JetStreamEventStore
+from boulevard.seats.signing import signed_submit
 from tests.e2e.conftest import TOKEN_KEY
 from tests.e2e.test_games import create
 from tests.support.identity import auth_env

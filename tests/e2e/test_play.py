@@ -24,8 +24,8 @@ from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.cli.play import PlayApp
 from boulevard.cli.screen import GameScreen
 from boulevard.cli.watch import WatchApp
-from boulevard.client.bots import play_game
 from boulevard.games import REGISTRY, get_game
+from boulevard.seats.player import play_game
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create
 from tests.support.identity import mint

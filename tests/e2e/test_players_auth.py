@@ -27,9 +27,9 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, matchmaking_pb2, matchmaking_pb2_grpc
-from boulevard.client.signing import signed_submit
 from boulevard.platform.auth import PlayerClaims, issue_token, verify_token
 from boulevard.platform.identity import LocalIssuer, bearer
+from boulevard.seats.signing import signed_submit
 from tests.e2e.conftest import OPERATOR, TOKEN_KEY, Platform
 from tests.support.identity import mint, operator_md, player_md, session_issuer
 from tests.support.keys import TEST_PUBLIC_KEY, seat_key

@@ -11,8 +11,8 @@ import grpc
 import pytest
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
-from boulevard.client.signing import signed_submit
-from boulevard.client.watching import last_event
+from boulevard.seats.signing import signed_submit
+from boulevard.seats.watching import last_event
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create
 from tests.support.keys import seat_key

@@ -14,9 +14,9 @@ import grpc
 import pytest
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
-from boulevard.client.bots import SeatPlayer
 from boulevard.games import get_game
 from boulevard.platform.auth import PlayerClaims, issue_token
+from boulevard.seats.player import SeatPlayer
 from tests.e2e.conftest import TOKEN_KEY, Platform
 from tests.e2e.test_games import create
 from tests.support.identity import player_md

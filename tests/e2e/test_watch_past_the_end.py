@@ -12,7 +12,7 @@ import grpc
 import pytest
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
-from boulevard.client.bots import play_game
+from boulevard.seats.player import play_game
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create
 from tests.support.keys import seat_keys

@@ -30,11 +30,11 @@ import grpc
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.cli.exits import ExitCode
 from boulevard.client.dice import DiceReader
-from boulevard.client.dice_log import PublishedOpening
-from boulevard.client.watching import each_event
+from boulevard.contract.dice_log import PublishedOpening
 from boulevard.fairness import RecordedOutcome, VerificationReport
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
+from boulevard.seats.watching import each_event
 
 EXIT_PASS = ExitCode.OK
 EXIT_FAIL = ExitCode.FAILED

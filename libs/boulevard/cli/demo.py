@@ -14,12 +14,12 @@ from collections.abc import Callable
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.audit.signing import SigningKey
-from boulevard.client.bots import new_client_seed, play_game
 from boulevard.client.table import Table
 from boulevard.fairness import client_seed_commitment
 from boulevard.games import get_game
 from boulevard.platform import tls
 from boulevard.platform.identity import bearer
+from boulevard.seats.player import new_client_seed, play_game
 
 
 async def watch(stub: engine_pb2_grpc.EngineServiceStub, game_id: str, table: Table) -> None:
@@ -51,7 +51,7 @@ async def demo(
                 seats=[
                     engine_pb2.SeatAssignment(
                         seat=i,
-                        player_id=f"bot-{i}",
+                        player_id=f"demo-{i + 1}",  # `bot-<n>` is the matchmaker's bots'
                         client_seed_commitment=client_seed_commitment(seeds[i]),
                         public_key=keys[i].public_hex,
                     )

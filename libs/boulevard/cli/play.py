@@ -29,10 +29,10 @@ from boulevard.cli.login import issuer_folder, local_issuer
 from boulevard.cli.screen import GameScreen
 from boulevard.client.dice import DiceReader
 from boulevard.client.matchmaking import MatchmakingClient
-from boulevard.client.watching import each_event
 from boulevard.games import get_game
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
+from boulevard.seats.watching import each_event
 
 
 class PlayApp(GameScreen):

@@ -34,9 +34,9 @@ from boulevard.cli.report import (
     PostingRow,
     write_report,
 )
-from boulevard.client.dice import DiceReader, kind_name, to_recorded
+from boulevard.client.dice import DiceReader
 from boulevard.client.ledger import LedgerClient
-from boulevard.client.watching import each_event
+from boulevard.contract.dice import kind_name, to_recorded
 from boulevard.fairness import (
     FairnessError,
     GameSeeds,
@@ -45,6 +45,7 @@ from boulevard.fairness import (
     parse_server_seed,
 )
 from boulevard.platform import tls
+from boulevard.seats.watching import each_event
 
 _ENTRY = re.compile(r"\bentry (\d+)\b")
 

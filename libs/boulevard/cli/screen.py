@@ -27,8 +27,8 @@ from textual.widgets.option_list import Option
 from boulevard.api.v1 import engine_pb2
 from boulevard.cli.output import hint
 from boulevard.client.dice import DiceReader
-from boulevard.client.mapping import proto_to_view
 from boulevard.client.table import Table
+from boulevard.contract.mapping import proto_to_view
 from boulevard.games import REGISTRY
 from boulevard.games.base import GameDefinition
 

@@ -21,9 +21,9 @@ from boulevard.cli import output
 from boulevard.cli.screen import GameScreen
 from boulevard.client.dice import DiceReader
 from boulevard.client.table import Table
-from boulevard.client.watching import each_event
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
+from boulevard.seats.watching import each_event
 
 
 class WatchApp(GameScreen):

@@ -1,64 +1,21 @@
 """Client of the ledger service (`LedgerService`, gRPC), for apps and auditors.
 
 Pages and batches are handled here, so callers iterate entries and heads and ask proofs for
-any number of leaves. `money_trail` replays a game's events with its rules (the pure games
-package) to give the money per seat after every event: what a ledger is reconciled against.
+any number of leaves. What a ledger is reconciled against (`money_trail`) and the heads'
+wire form are the contract's (`boulevard.contract.ledger`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
 
 import grpc
 
-from boulevard.accounting import SignedTreeHead, TreeHead
-from boulevard.api.v1 import events_pb2, ledger_pb2, ledger_pb2_grpc
-from boulevard.games import REGISTRY
-from boulevard.games.base import PLATFORM_EVENTS
-from boulevard.games.codec import Codec
+from boulevard.accounting import SignedTreeHead
+from boulevard.api.v1 import ledger_pb2, ledger_pb2_grpc
+from boulevard.contract.ledger import head_from_pb
 
 MAX_PAGE = 1000
-
-
-def head_to_pb(sth: SignedTreeHead) -> ledger_pb2.SignedTreeHead:
-    h = sth.head
-    return ledger_pb2.SignedTreeHead(
-        tree_size=h.tree_size,
-        root_hash=h.root_hash,
-        timestamp_unix_ms=h.timestamp_unix_ms,
-        key_id=h.key_id,
-        signature=sth.signature,
-    )
-
-
-def head_from_pb(pb: ledger_pb2.SignedTreeHead) -> SignedTreeHead:
-    return SignedTreeHead(
-        TreeHead(pb.tree_size, bytes(pb.root_hash), pb.timestamp_unix_ms, pb.key_id),
-        bytes(pb.signature),
-    )
-
-
-def money_trail(envelopes: Iterable[events_pb2.EventEnvelope]) -> list[tuple[int, dict[int, int]]]:
-    """(version, money per seat after that event) for each event of one game, in order,
-    from the game's own rules: `REGISTRY[game].evolve` over the decoded payloads."""
-    trail: list[tuple[int, dict[int, int]]] = []
-    game: Any = None
-    codec: Codec | None = None
-    state: Any = None
-    for env in envelopes:
-        if game is None:
-            if env.game not in REGISTRY:
-                raise KeyError(f"unknown game {env.game!r}")
-            game = REGISTRY[env.game]
-            codec = Codec(game.event_types)
-            state = game.initial_state()
-        assert codec is not None
-        event = codec.loads(env.payload)
-        if not isinstance(event, PLATFORM_EVENTS):  # the engine's own, not the game's
-            state = game.evolve(state, event)
-        trail.append((env.version, dict(game.money(state))))
-    return trail
 
 
 class LedgerClient:

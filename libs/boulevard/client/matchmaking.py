@@ -4,7 +4,7 @@
         ticket = await mm.create_ticket("lords_of_vegas", 2, 4)
         assigned = await mm.wait_for_assignment(ticket.ticket_id)
         # assigned.game_id, assigned.seat, assigned.player_token -> the engine;
-        # sign each move with mm.key (boulevard.client.signing.signed_submit)
+        # sign each move with mm.key (boulevard.seats.signing.signed_submit)
 
 `token` is the player's bearer JWT (`boulevard login alice` prints one for development); the
 player id is its subject. Player tokens expire: `get_ticket` returns a fresh one.
@@ -24,11 +24,11 @@ from types import TracebackType
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, matchmaking_pb2_grpc
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.audit.signing import SigningKey
-from boulevard.client.bots import Chooser, SeatPlayer, new_client_seed, reveal_seed
 from boulevard.fairness import client_seed_commitment
 from boulevard.games import get_game
 from boulevard.platform import tls
 from boulevard.platform.identity import bearer
+from boulevard.seats.player import Chooser, SeatPlayer, new_client_seed, reveal_seed
 
 FINAL = (pb.TICKET_STATUS_ASSIGNED, pb.TICKET_STATUS_CANCELLED, pb.TICKET_STATUS_EXPIRED)
 

@@ -37,12 +37,12 @@ from boulevard.api.v1 import (
     matchmaking_pb2_grpc,
 )
 from boulevard.cli.nats_identities import secrets_lines
-from boulevard.client.bots import SeatPlayer
 from boulevard.games import get_game
 from boulevard.messaging.identities import IDENTITIES, inbox_prefix, key_variable
 from boulevard.messaging.server import NatsServer, free_port, nats_server_binary
 from boulevard.platform import tls
 from boulevard.platform.tls import Pki, client_ssl_context, make_pki
+from boulevard.seats.player import SeatPlayer
 from tests.support.identity import auth_env, player_md
 from tests.support.keys import TEST_KEY, TEST_PUBLIC_KEY
 from tests.support.processes import SERVICES, ServiceProcess

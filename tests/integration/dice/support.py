@@ -14,7 +14,6 @@ import grpc
 from nats.aio.client import Client as NATS
 
 from boulevard.api.v1 import dice_pb2, events_pb2
-from boulevard.client.dice import DiceClient
 from boulevard.fairness import GameSeeds, client_seed_commitment
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from boulevard.platform.server import RunningService, start_service
@@ -22,6 +21,7 @@ from boulevard.platform.settings import Settings
 from services.dice.app import DiceApp
 from services.dice.sealing import SeedSealer
 from services.dice.settings import DiceSettings
+from services.engine.dice_client import DiceClient
 
 TEST_KEY = "11" * 32
 

@@ -17,8 +17,8 @@ from nats.aio.client import Client as NATS
 from boulevard.api.v1 import dice_pb2
 from boulevard.cli import audit_dice
 from boulevard.cli.up import wait_serving
-from boulevard.client.dice import DiceClient
 from boulevard.messaging.identities import NOBODY
+from services.engine.dice_client import DiceClient
 from tests.integration.dice.support import (
     TEST_KEY,
     commitments,

@@ -12,10 +12,11 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from boulevard.api.v1 import dice_pb2, dice_pb2_grpc
-from boulevard.client.dice import DiceClient, DiceReader
+from boulevard.client.dice import DiceReader
 from boulevard.fairness import GameSeeds, commitment
 from boulevard.games.base import ChanceKind, ChanceRequest
 from boulevard.platform.errors import FailedPrecondition, InvalidArgument, NotFound
+from services.engine.dice_client import DiceClient
 from tests.integration.dice.support import (
     channel_to,
     commitments,

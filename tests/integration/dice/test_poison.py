@@ -10,8 +10,9 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from boulevard.api.v1 import dice_pb2
-from boulevard.client.dice import DiceClient, DiceReader
+from boulevard.client.dice import DiceReader
 from boulevard.messaging.poison import POISONED
+from services.engine.dice_client import DiceClient
 from tests.integration.dice.support import (
     channel_to,
     dice_settings,

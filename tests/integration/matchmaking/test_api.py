@@ -14,11 +14,11 @@ import pytest
 
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.audit.signing import SigningKey
-from boulevard.client.bots import bot_client_seed
 from boulevard.client.matchmaking import MatchmakingClient, TicketNotAssigned
 from boulevard.fairness import client_seed_commitment as C
 from boulevard.platform.auth import verify_token
 from boulevard.platform.errors import Unauthenticated
+from services.matchmaking.botrunner import bot_client_seed
 from tests.integration.matchmaking.support import (
     GAME,
     TOKEN_KEY,

@@ -19,9 +19,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
-from boulevard.client.signing import signed_submit
 from boulevard.platform import tracing
 from boulevard.platform.server import RunningService, start_service
+from boulevard.seats.signing import signed_submit
 from services.dice.app import DiceApp
 from services.engine.app import EngineApp
 from services.engine.settings import EngineSettings

@@ -20,7 +20,7 @@ from boulevard.audit.game_log import (
 )
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash
 from boulevard.cli import audit_game
-from boulevard.client.dice_log import PublishedOpening, check_published, parse_log
+from boulevard.contract.dice_log import PublishedOpening, check_published, parse_log
 from boulevard.fairness import client_seed_commitment
 from boulevard.platform.auth import verify_token
 from tests.unit.audit.test_game_log import (

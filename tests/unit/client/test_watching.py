@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from boulevard.api.v1 import engine_pb2, events_pb2
-from boulevard.client.watching import last_event, split
+from boulevard.seats.watching import last_event, split
 
 
 def envelope(version: int) -> events_pb2.EventEnvelope:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from boulevard.audit.signing import SigningKey
-from boulevard.client.mapping import command_to_action
+from boulevard.contract.mapping import command_to_action
 from boulevard.eventlog.store import InMemoryEventStore
 from boulevard.games import REGISTRY
 from boulevard.games.base import RulesError

@@ -8,7 +8,7 @@ from typing import Any
 
 from prometheus_client import REGISTRY
 
-from boulevard.client import mapping
+from boulevard.contract import mapping
 from boulevard.eventlog.store import InMemoryEventStore
 from boulevard.platform.auth import verify_token
 from services.engine.engine import Engine, MemoryKeyValue

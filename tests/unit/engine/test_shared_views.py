@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from boulevard.client import mapping
+from boulevard.contract import mapping
 from boulevard.games import get_game
 from boulevard.games.base import GameConfig, GameCreated, PlayerSeat
 from services.engine.server import EngineServicer

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from boulevard.api.v1 import engine_pb2
-from boulevard.client.mapping import (
+from boulevard.contract.mapping import (
     ProtoMappingError,
     action_to_command,
     check_mapping,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from boulevard.api.v1 import engine_pb2
-from boulevard.client.mapping import action_to_command, command_to_action, proto_to_view
+from boulevard.contract.mapping import action_to_command, command_to_action, proto_to_view
 from boulevard.games.base import RulesError
 from boulevard.games.las_vegas import GAME as LAS_VEGAS
 from boulevard.games.lords_of_vegas import GAME as LORDS_OF_VEGAS

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from boulevard.api.v1 import engine_pb2
-from boulevard.client.mapping import (
+from boulevard.contract.mapping import (
     action_to_command,
     command_to_action,
     game_view_type,

@@ -10,7 +10,7 @@ import pytest
 from boulevard.accounting.merkle import MerkleTree
 from boulevard.accounting.treehead import TreeHeadSigner
 from boulevard.api.v1 import dice_pb2
-from boulevard.client.dice_log import check_log, parse_log, sign_head
+from boulevard.contract.dice_log import check_log, parse_log
 from boulevard.fairness import (
     GameSeeds,
     RecordedOutcome,
@@ -19,6 +19,7 @@ from boulevard.fairness import (
     commitment,
     verify_game,
 )
+from services.dice.heads import sign_head
 
 SEED = bytes(range(32))
 GAME = "g-accounted"

@@ -35,7 +35,7 @@ class _LongShotPhaseEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_LongSho
 class LongShotPhase(_LongShotPhase, metaclass=_LongShotPhaseEnumTypeWrapper):
     """Long Shot on the wire: the player actions (one message per command of
     libs/boulevard/games/long_shot/types.py, same field names) and what a seat sees.
-    libs/boulevard/client/mapping.py maps these to and from the game's dataclasses by
+    libs/boulevard/contract/mapping.py maps these to and from the game's dataclasses by
     reflection: a dataclass `X` is message `LongShotX` (`LongShotView` stays itself), and a
     drift test fails when a field exists on one side only. Seats are 0-based; horses are
     numbered 1..10 like the horse die; cards are ids 0..103; money is in whole dollars.

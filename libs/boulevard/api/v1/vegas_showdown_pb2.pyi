@@ -35,7 +35,7 @@ class _VegasShowdownPhaseEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Ve
 class VegasShowdownPhase(_VegasShowdownPhase, metaclass=_VegasShowdownPhaseEnumTypeWrapper):
     """Vegas Showdown on the wire: the player actions (one message per command of
     libs/boulevard/games/vegas_showdown/types.py, same field names) and what a seat sees.
-    libs/boulevard/client/mapping.py maps these to and from the game's dataclasses by
+    libs/boulevard/contract/mapping.py maps these to and from the game's dataclasses by
     reflection: a dataclass `X` is message `VegasShowdownX` (`VegasShowdownView` stays
     itself), and a drift test fails when a field exists on one side only. Seats are 0-based;
     tiles are numbered as in the game's data file; money is in whole dollars.

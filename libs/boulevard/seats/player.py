@@ -1,4 +1,6 @@
-"""Bots that play through the engine's public gRPC API, like any client app.
+"""A seat played through the engine's public gRPC API, like any client app, by a game's bot
+or by a person choosing (`Chooser`): the one loop `play_game`, `boulevard play`, client
+apps and matchmaking's bot runner share.
 
 A bot seat waits for something to happen in its game (WatchGame); each update carries the
 seat's view and legal actions at that version, so the game's bot chooses from what its seat
@@ -9,8 +11,6 @@ A lost race (ABORTED) just means: look again.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import random
 import secrets
 import uuid
@@ -22,25 +22,16 @@ import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.audit.signing import SigningKey
-from boulevard.client.mapping import action_to_command, command_to_action, proto_to_view
-from boulevard.client.signing import signed_submit
-from boulevard.client.watching import last_event
+from boulevard.contract.mapping import action_to_command, command_to_action, proto_to_view
 from boulevard.games import get_game
 from boulevard.games.base import Bot
+from boulevard.seats.signing import signed_submit
+from boulevard.seats.watching import last_event
 
 OnEvent = Callable[[engine_pb2.WatchGameResponse], None]
 Chooser = Callable[[Any, Sequence[Any], int], Awaitable[Any | None]]
 """A person's choice: (the seat's view, its legal commands, the version they are legal at)
 -> one of the commands, or None when the game moved on before they chose (look again)."""
-
-
-def bot_client_seed(key: bytes, game_id: str, seat: int) -> str:
-    """The client seed of a bot seat: made by whoever plays the bots, from a key it holds,
-    so the matchmaker can commit to it at match time (SHA-256 in MatchFormed) and the bot
-    runner can reveal it after GameCreated, like any player. Unknown to the dice service
-    when it commits its server seed."""
-    message = f"boulevard bot client seed\0{game_id}\0{seat}".encode()
-    return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
 def new_client_seed() -> str:

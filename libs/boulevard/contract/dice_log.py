@@ -5,7 +5,8 @@ dice service signs a tree head after every leaf with Ed25519 (`boulevard.account
 type `boulevard.dice.tree_head.v1`, `log_id` = the game id).
 
 Pure: no I/O. The dice service uses the same functions to refuse a log that no longer
-matches its own signed heads.
+matches its own signed heads; signing a head is its own (`services/dice/heads.py`): the
+contract says what a head is, the key's holder makes one.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from boulevard.accounting.merkle import MerkleTree
 from boulevard.accounting.treehead import (
     SignedTreeHead,
     TreeHead,
-    TreeHeadSigner,
     verify_tree_head,
 )
 from boulevard.api.v1 import dice_pb2
@@ -28,27 +28,6 @@ from boulevard.fairness import Mismatch
 
 DICE_TREE_HEAD_TYPE = "boulevard.dice.tree_head.v1"
 LEAF_KINDS = ("opened", "seeds", "outcome", "revealed")
-
-
-def sign_head(
-    signer: TreeHeadSigner, game_id: str, tree: MerkleTree, timestamp_unix_ms: int
-) -> dice_pb2.DiceTreeHead:
-    """The service's signed head over the game's whole tree as it stands."""
-    sth = signer.sign(
-        tree.size,
-        tree.root(),
-        timestamp_unix_ms,
-        log_id=game_id,
-        head_type=DICE_TREE_HEAD_TYPE,
-    )
-    return dice_pb2.DiceTreeHead(
-        game_id=game_id,
-        tree_size=sth.head.tree_size,
-        root_hash=sth.head.root_hash,
-        timestamp_unix_ms=sth.head.timestamp_unix_ms,
-        key_id=sth.head.key_id,
-        signature=sth.signature,
-    )
 
 
 def signed_head_of(head: dice_pb2.DiceTreeHead) -> SignedTreeHead:

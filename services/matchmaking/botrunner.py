@@ -22,6 +22,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
+import hmac
 import random
 from pathlib import Path
 
@@ -35,12 +37,21 @@ from nats.js.errors import NotFoundError
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.signing import SigningKey
-from boulevard.client.bots import SeatPlayer, bot_client_seed
 from boulevard.games import REGISTRY
 from boulevard.platform import metrics, tls
 from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
+from boulevard.seats.player import SeatPlayer
 
 log = structlog.get_logger(__name__)
+
+
+def bot_client_seed(key: bytes, game_id: str, seat: int) -> str:
+    """The client seed of a bot seat: made by whoever plays the bots, from a key it holds,
+    so the matchmaker can commit to it at match time (SHA-256 in MatchFormed) and the bot
+    runner can reveal it after GameCreated, like any player. Unknown to the dice service
+    when it commits its server seed."""
+    message = f"boulevard bot client seed\0{game_id}\0{seat}".encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
 class BotRunner:
