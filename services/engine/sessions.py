@@ -65,6 +65,10 @@ class Session:
     # The chain hash of the envelope at `version` (docs/auditing.md): what the next
     # envelope names as its prev_hash, and what a receipt signs.
     head_hash: bytes = ZERO_HASH
+    # (version, why) of an event in the log this engine cannot read: the game stands as it
+    # was before it and takes no more commands (the engine's `halt` step). Not snapshotted:
+    # a reload finds the event again.
+    halted: tuple[int, str] | None = None
     # The latest envelopes this process appended or read, by version: a command's result
     # comes from here instead of re-reading the log (bounded; older results are read).
     recent: dict[int, events_pb2.EventEnvelope] = field(default_factory=dict)
@@ -157,11 +161,13 @@ class Session:
 
     def apply_envelope(self, envelope: events_pb2.EventEnvelope, stored: bytes = b"") -> None:
         """Fold one envelope read from the log; `stored` (its bytes as stored) moves the
-        chain head along."""
+        chain head along. Raises RulesError (and leaves the session as it was) when the
+        payload does not decode; evolve may raise on an event the rules cannot apply."""
+        event = self.codec.loads(envelope.payload)
+        self.apply(event, int(envelope.version), envelope.causation_id)
         if stored:
             self.head_hash = chain_hash(stored)
         self.remember(envelope)
-        self.apply(self.codec.loads(envelope.payload), int(envelope.version), envelope.causation_id)
 
     # Snapshots: the session's fold as canonical JSON, with the version it stands at.
     def snapshot(self) -> bytes:
