@@ -26,7 +26,7 @@ from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.signing import SigningKey
 from boulevard.contract import mapping
 from boulevard.fairness import MAX_CLIENT_SEED_BYTES, client_seed_commitment, is_commitment
-from boulevard.games import REGISTRY, get_game
+from boulevard.games import REGISTRY
 from boulevard.games.base import (
     ClientSeedRevealed,
     CommandAccepted,
@@ -37,6 +37,7 @@ from boulevard.games.base import (
     RulesError,
     check_options,
 )
+from boulevard.games.versions import newest
 from boulevard.platform.auth import PlayerClaims
 from boulevard.platform.errors import (
     Aborted,
@@ -392,7 +393,7 @@ class Create:
             raise InvalidArgument(
                 f"unknown game {self.game_name!r}; known: {', '.join(sorted(REGISTRY))}"
             )
-        game = get_game(self.game_name)
+        game = newest(self.game_name).definition  # a new game takes the newest rules
         seats = self.seats
         if not game.min_players <= len(seats) <= game.max_players:
             raise InvalidArgument(
@@ -445,6 +446,8 @@ class Create:
             seed_commitment=opened.commitment,
             match_id=self.match_id,
             reveal_deadline_unix_ms=opened.reveal_deadline_unix_ms,
+            # Pinned for the game's whole life (docs/architecture.md, "Rules versions").
+            rules_version=newest(self.game_name).pin,
         )
         return Session.new(self.game_id, created)
 

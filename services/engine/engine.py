@@ -32,6 +32,7 @@ from boulevard.games.base import (
     RulesError,
 )
 from boulevard.games.codec import Codec
+from boulevard.games.versions import UnknownRulesVersion
 from boulevard.platform import metrics, tracing
 from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
 from boulevard.platform.errors import (
@@ -57,7 +58,7 @@ from services.engine.commands import (
     Submitted,
     from_action,
 )
-from services.engine.sessions import Session, envelope_of
+from services.engine.sessions import Session, StaleSnapshot, envelope_of
 
 __all__ = ["Engine", "MemoryKeyValue", "OutcomeUnknown", "SeatRequest", "Submitted", "game_id_for"]
 
@@ -258,7 +259,9 @@ class Engine:
         command.authorize()  # who may ask, before anything is read
         for _attempt in range(MAX_RETRIES):
             async with self._lock(command.game_id):
-                session = await self._load_or_none(command.game_id)  # cache, snapshot, log
+                # The game from cache, snapshot and log, with the rules its GameCreated
+                # names: never other rules (FAILED_PRECONDITION when not hosted here).
+                session = await self._load_or_none(command.game_id)
                 if session is None:
                     session = await command.open()  # a new game, or NOT_FOUND
                 self.refuse_halted(session)  # an event it cannot read stopped the game
@@ -350,6 +353,20 @@ class Engine:
             _LOADED_FROM_CACHE.inc()
             self._used(game_id)
             return cached
+        try:
+            session = await self._fold(game_id)
+        except UnknownRulesVersion as err:
+            # Never replayed with other rules: the game waits for an engine that has them.
+            raise FailedPrecondition(
+                f"game {game_id!r}: {err}; an engine of a release that hosts it must serve it"
+            ) from None
+        if session is not None:
+            self._cache(session)
+        return session
+
+    async def _fold(self, game_id: str) -> Session | None:
+        """The game from its sealed snapshot (if it can be trusted) and its log's tail,
+        folded by the rules version its GameCreated names (`rules_of`, sessions.py)."""
         session: Session | None = None
         raw = await self.snapshots.get(game_id)
         if raw is not None:
@@ -385,8 +402,6 @@ class Engine:
                 session.apply_envelope(envelope, recorded.data)
             except Exception as exc:  # any event the rules cannot read or apply halts
                 await self._halt(session, recorded.version, f"{envelope.type or 'an event'}: {exc}")
-        if session is not None:
-            self._cache(session)
         return session
 
     async def _halt(self, session: Session, version: int, why: str) -> None:
@@ -427,6 +442,10 @@ class Engine:
         body, _version, _head = opened
         try:
             return Session.from_snapshot(game_id, body)
+        except StaleSnapshot as stale:
+            log.info("snapshot of another schema: rebuilding from the log", game_id=game_id)
+            log.debug("stale snapshot", why=str(stale))
+            return None
         except (ValueError, KeyError, TypeError, RulesError):
             self._forged_snapshot(game_id, "it does not decode")
             return None
