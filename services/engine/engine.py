@@ -25,6 +25,7 @@ from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.signing import SigningKey, chain_hash
 from boulevard.eventlog.errors import ConcurrencyConflict
 from boulevard.eventlog.store import EventStore, NewEvent
+from boulevard.games import REGISTRY
 from boulevard.games.base import (
     ClientSeedsFixed,
     GameCreated,
@@ -32,7 +33,7 @@ from boulevard.games.base import (
     RulesError,
 )
 from boulevard.games.codec import Codec
-from boulevard.games.versions import UnknownRulesVersion
+from boulevard.games.versions import UnknownRulesVersion, for_release
 from boulevard.platform import metrics, tracing
 from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
 from boulevard.platform.errors import (
@@ -117,7 +118,13 @@ class Engine:
         reveal_seconds: float = 60.0,
         receipt_key: SigningKey | None = None,
         idle_trim_seconds: float = 30.0,
+        rules_release: str = "",
     ) -> None:
+        # New games take this release's rules ("": the newest recorded). Checked now, so a
+        # misspelt release fails the start, not the first CreateGame.
+        for name in REGISTRY:
+            for_release(name, rules_release)
+        self.rules_release = rules_release
         self.store = store
         self.chance = chance
         self.snapshots = snapshots
@@ -240,6 +247,7 @@ class Engine:
                 clock=self.clock,
                 reveal_ms=self.reveal_ms,
                 issue_token=self.seat_token,
+                rules_release=self.rules_release,
             )
         )
 
