@@ -258,12 +258,10 @@ class Engine:
         command pipeline"). A lost race with another writer reloads the game and runs the
         steps again, unless the caller pinned the version it decided on (ABORTED).
 
-        Where this wave's other steps go: a game whose log holds an event this engine cannot
-        read is halted right after the load; the rules a game runs by are chosen from its
-        GameCreated where the session is made (`Session.new`, `Session.from_snapshot`); a
-        receipt for each call is its command's `receipt` step; a seat's timeout and a bot's
-        move for an absent seat are commands of their own (commands.py), which a sweeper
-        hands to `handle` as a player's call does."""
+        The rules a game runs by are the ones its GameCreated names, chosen where the session
+        is made (`Session.new`, `Session.from_snapshot`); a command that is not a player's
+        (a seat's timeout, a bot's move for an absent seat) is a class of its own in
+        commands.py, handed to `handle` by a sweeper as a player's call is by the server."""
         command.authorize()  # who may ask, before anything is read
         for _attempt in range(MAX_RETRIES):
             async with self._lock(command.game_id):
