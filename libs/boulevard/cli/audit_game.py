@@ -42,7 +42,7 @@ from boulevard.audit.game_log import (
 )
 from boulevard.audit.signing import Receipt
 from boulevard.cli import audit_ledger, output
-from boulevard.cli.audit_dice import EXIT_ERROR, EXIT_FAIL, EXIT_PASS
+from boulevard.cli.exits import ExitCode
 from boulevard.cli.reads import paged
 from boulevard.cli.report import GameLogAudit
 from boulevard.client.dice import DiceReader
@@ -232,12 +232,12 @@ async def audit_one(
 
 def run_game(args: argparse.Namespace) -> int:
     code, verdict, version = _run_game(args)
-    if args.html and code != EXIT_ERROR:
+    if args.html and code != ExitCode.CANNOT:
         from boulevard.cli.report import GameLogAudit
         from boulevard.cli.report_data import write_audit_report
 
         addresses = addresses_of(args)
-        log = GameLogAudit(args.game_id, code == EXIT_PASS, verdict, version)
+        log = GameLogAudit(args.game_id, code == ExitCode.OK, verdict, version)
         written = asyncio.run(
             write_audit_report(
                 args.html, f"Audit of game {args.game_id}", [log], dice=addresses.dice,
@@ -255,7 +255,7 @@ def _run_game(args: argparse.Namespace) -> tuple[int, str, int | None]:
         receipts = load_receipts(args.receipts) if args.receipts else []
     except (OSError, ValueError, KeyError) as err:
         print(f"cannot read receipts: {err}", file=sys.stderr)
-        return EXIT_ERROR, "", None
+        return ExitCode.CANNOT, "", None
     try:
         report = asyncio.run(
             audit_one(
@@ -272,14 +272,18 @@ def _run_game(args: argparse.Namespace) -> tuple[int, str, int | None]:
                               "message": failed.message}))  # fmt: skip
         else:
             print(f"FAIL game {args.game_id} at version {failed.version}: {failed.message}")
-        return EXIT_FAIL, f"FAIL at version {failed.version}: {failed.message}", failed.version
+        return (
+            ExitCode.FAILED,
+            f"FAIL at version {failed.version}: {failed.message}",
+            failed.version,
+        )
     except grpc.aio.AioRpcError as err:
         message = f"cannot audit game {args.game_id}: {err.code().name}: {err.details()}"
         # Said on stderr either way; with --json also as the one document on stdout.
         print(message, file=sys.stderr)
         if args.json:
             print(json.dumps({"game_id": args.game_id, "ok": False, "error": message}))
-        return EXIT_ERROR, "", None
+        return ExitCode.CANNOT, "", None
     if args.json:
         print(json.dumps({"game_id": args.game_id, "ok": True, "versions": report.versions,
                           "commands": report.commands, "chance": report.chance,
@@ -287,7 +291,7 @@ def _run_game(args: argparse.Namespace) -> tuple[int, str, int | None]:
                           "partial": report.partial}))  # fmt: skip
     else:
         print(f"PASS {report.summary()}")
-    return EXIT_PASS, f"PASS {report.summary()}", None
+    return ExitCode.OK, f"PASS {report.summary()}", None
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -419,7 +423,7 @@ async def _audit_all(args: argparse.Namespace) -> int:
         print(json.dumps(all_json(logs, ledger_said if addresses.ledger else None, ok, written)))
     else:
         print(f"{'PASS' if ok else 'FAIL'}: {len(games)} games audited, {failures} failed")
-    return EXIT_PASS if ok else EXIT_FAIL
+    return ExitCode.OK if ok else ExitCode.FAILED
 
 
 def unlisted(anchored: Sequence[str], listed: Sequence[str]) -> list[str]:
@@ -455,4 +459,4 @@ def run_all(args: argparse.Namespace) -> int:
         print(message, file=sys.stderr)
         if getattr(args, "json", False):
             print(json.dumps({"ok": False, "error": message}))
-        return EXIT_ERROR
+        return ExitCode.CANNOT
