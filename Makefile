@@ -3,6 +3,7 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
+BUF     := tools/buf/node_modules/.bin/buf
 
 .DEFAULT_GOAL := help
 .PHONY: help setup proto proto-check nats-config run test test-unit test-integration explore lint format bench clean
@@ -15,6 +16,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# The buf CLI from npm (@bufbuild/buf ships its binary), pinned by the committed lock file.
+$(BUF): tools/buf/package.json tools/buf/package-lock.json
+	npm ci --prefix tools/buf --no-audit --no-fund --silent
+	touch $(BUF)
 
 setup: $(STAMP) ## create .venv and install Boulevard with its dev tools
 
@@ -39,10 +45,12 @@ test-unit: $(STAMP) ## pure tests only, no I/O
 explore: $(STAMP) ## the property tests with fresh random examples (make test draws the same ones each run)
 	HYPOTHESIS_PROFILE=explore $(BIN)/pytest tests/unit
 
-lint: $(STAMP) ## ruff (lint + format check) and mypy --strict
+lint: $(STAMP) $(BUF) ## ruff, mypy --strict, rules versions, buf lint + breaking vs the last release
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy libs services tools
+	$(BIN)/python tools/rules_versions.py check
+	$(BIN)/python tools/buf_check.py
 
 format: $(STAMP) ## apply ruff's formatting and safe fixes
 	$(BIN)/ruff check --fix .

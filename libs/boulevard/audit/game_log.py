@@ -12,7 +12,10 @@ and the ledger's postings for the game. One forward pass checks, version by vers
   replayed state; a `ChanceResolved` the state asked for and the dice service recorded; a
   `GameFinished` that is what `outcome` says. Anything else is a forgery;
 - receipts: the log's hash at each receipt's version is the one the engine signed;
-- money: each event's transfers are what the ledger posted for it, and nothing else.
+- money: each event's transfers are what the ledger posted for it, and nothing else;
+- clocks (a game with a time control): every seat's clock re-derived from the envelopes'
+  times, every timeout at or after its deadline, bot moves only for absent seats
+  (boulevard.audit.clocks).
 
 The first version that does not follow raises `GameAuditFailed(version, what was expected)`.
 """
@@ -27,6 +30,7 @@ from typing import Any
 from google.protobuf.message import DecodeError
 
 from boulevard.api.v1 import engine_pb2, events_pb2
+from boulevard.audit.clocks import ClockAudit, ClockAuditFailed
 from boulevard.audit.signing import (
     ZERO_HASH,
     Receipt,
@@ -49,6 +53,8 @@ from boulevard.games.base import (
     GameDefinition,
     GameFinished,
     RulesError,
+    SeatReclaimed,
+    SeatTimedOut,
     transfers_of,
 )
 from boulevard.games.codec import Codec
@@ -119,6 +125,8 @@ class GameAuditReport:
     cited: list[RecordedOutcome] = field(default_factory=list)
     published: PublishedOpening | None = None
     ledger_seqs: list[int] = field(default_factory=list)  # the entries the ledger listed
+    timeouts: int = 0  # SeatTimedOut events, each at or after its deadline
+    stand_in_moves: int = 0  # moves the platform's bot played for absent seats
 
     def summary(self) -> str:
         state = "finished" if self.finished else "in progress"
@@ -142,6 +150,11 @@ class GameAuditReport:
             text += (
                 f"; seats {list(missing)} did not reveal their client seed by the deadline "
                 "and played with an empty one"
+            )
+        if self.timeouts:
+            text += (
+                f"; {self.timeouts} seat(s) timed out at their deadlines, "
+                f"{self.stand_in_moves} move(s) played for them by the platform's bot"
             )
         if self.partial:
             text += f"; stopped early: {self.partial}"
@@ -223,6 +236,7 @@ class _Audit:
         self.revealed_seeds: dict[int, str] = {}
         self.seeds_fixed = False
         self.dice_opening = dice_opening
+        self.clocks: ClockAudit | None = None  # set by the opening
 
     def run(
         self,
@@ -255,7 +269,10 @@ class _Audit:
             if version == 1:
                 self._opening(env, commitment, match_id, match_seats)
             else:
-                self._event(version, env)
+                try:
+                    self._event(version, env)
+                except ClockAuditFailed as err:
+                    raise GameAuditFailed(err.version, err.message) from None
             self._check_receipts(version, prev)
             self._check_money(version, env)
         end = report.versions + 1
@@ -453,6 +470,7 @@ class _Audit:
         if game is None or env.game != created.game:
             raise GameAuditFailed(1, f"unknown game {created.game!r}")
         self.game, self.created = game, created
+        self.clocks = ClockAudit.open(self.game_id, game, created, env.time_unix_ms)
         self.report.game = game.name
         self.codec = Codec((*game.event_types, *game.command_types))
         if [s.seat for s in created.seats] != list(range(len(created.seats))):
@@ -515,6 +533,9 @@ class _Audit:
         event = self._decode(version, env)
         if self.report.finished:
             raise GameAuditFailed(version, f"{env.type} after GameFinished")
+        clocks = self.clocks
+        assert clocks is not None
+        clocks.elapse(version, env.time_unix_ms, lambda: self.state)
         if self.expected:
             want = self.expected.popleft()
             if self.codec.dumps(want) != env.payload:
@@ -538,6 +559,11 @@ class _Audit:
                 self._seed_revealed(version, event)
             case ClientSeedsFixed():
                 self._seeds_fixed(version, event)
+            case SeatTimedOut():
+                clocks.timed_out(version, event, self.state)
+                self.report.timeouts = clocks.timeouts
+            case SeatReclaimed():
+                clocks.reclaimed(version, event)
             case _:
                 raise GameAuditFailed(
                     version,
@@ -591,10 +617,12 @@ class _Audit:
             accepted.idempotency_key,
             action_bytes,
         )
-        if not verify(bytes.fromhex(seat.public_key), signature, message):
-            raise GameAuditFailed(
-                version, f"the signature does not verify under seat {seat.seat}'s key"
-            )
+        assert self.clocks is not None
+        # A seat's own key, or the stand-in key of the timeout when the bot plays it.
+        signer = self.clocks.signing_key(version, accepted, seat.public_key)
+        if not verify(bytes.fromhex(signer), signature, message):
+            whose = "the stand-in key" if accepted.stand_in else f"seat {seat.seat}'s key"
+            raise GameAuditFailed(version, f"the signature does not verify under {whose}")
         try:
             action = engine_pb2.Action.FromString(action_bytes)
             command = action_to_command(game, action)
@@ -613,6 +641,8 @@ class _Audit:
         self.expected = deque(events)
         self.cause = f"the command at version {version} ({type(command).__name__})"
         self.report.commands += 1
+        self.clocks.moved(accepted)
+        self.report.stand_in_moves = self.clocks.stand_in_moves
 
     def _seed_revealed(self, version: int, event: ClientSeedRevealed) -> None:
         """A seat's client seed: before the seeds are fixed, once, and the one its

@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 COMMAND_DOMAIN = b"boulevard.game.command.v1"
 CHAIN_DOMAIN = b"boulevard.game.chain.v1"
 RECEIPT_DOMAIN = b"boulevard.game.receipt.v1"
+RECLAIM_DOMAIN = b"boulevard.game.reclaim.v1"
 ZERO_HASH = bytes(32)
 PUBLIC_KEY_SIZE = 32
 SIGNATURE_SIZE = 64
@@ -52,6 +53,19 @@ def command_signing_bytes(
             struct.pack(">Q", expected_version),
             _lp(idempotency_key.encode()),
             _lp(action),
+        )
+    )
+
+
+def reclaim_signing_bytes(game_id: str, seat: int, expected_version: int) -> bytes:
+    """What a seat signs to take its place back from the platform's bot (SeatReclaimed):
+    "in game `game_id`, after version `expected_version`, I play seat `seat` again"."""
+    return b"".join(
+        (
+            _lp(RECLAIM_DOMAIN),
+            _lp(game_id.encode()),
+            struct.pack(">I", seat),
+            struct.pack(">Q", expected_version),
         )
     )
 

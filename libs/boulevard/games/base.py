@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic, Protocol, TypeVar
 
+from boulevard.games.clock import TimeControl
+
 Seat = int
 """A player's seat, 0-based, in turn order of the table (not of play)."""
 
@@ -21,6 +23,14 @@ BANK = "bank"
 def seat_account(seat: Seat) -> str:
     """The ledger account name of a seat's money inside one game."""
     return f"seat:{seat}"
+
+
+# A field added to a recorded type after logs holding that type were written: the codec
+# leaves it out while it has its default, so every older record encodes to the very bytes
+# it was stored as (the audit re-encodes each payload and compares bytes).
+# Use: `name: T = field(default=..., metadata=ADDED_LATER)`.
+OMITTED_AT_DEFAULT = "boulevard.omitted_at_default"
+ADDED_LATER: Mapping[str, bool] = {OMITTED_AT_DEFAULT: True}
 
 
 class RulesError(Exception):
@@ -114,6 +124,8 @@ class GameCreated:
     # Seats reveal their client seeds (ClientSeedRevealed) until this time; then the seeds
     # are fixed (ClientSeedsFixed) and chance may run. 0: no deadline (every seat must).
     reveal_deadline_unix_ms: int = 0
+    # Each seat's clock (boulevard.games.clock); None: no clock, seats wait forever.
+    time_control: TimeControl | None = field(default=None, metadata=ADDED_LATER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +169,32 @@ class CommandAccepted:
     expected_version: int
     action: str
     signature: str
+    # Played by the platform's bot for a seat that timed out (SeatTimedOut): signed with the
+    # stand-in key that event names, not the seat's own. The money stays the seat's.
+    stand_in: bool = field(default=False, metadata=ADDED_LATER)
+
+
+@dataclass(frozen=True, slots=True)
+class SeatTimedOut:
+    """A seat's clock reached zero at `deadline_unix_ms` (re-derived from the log by anyone:
+    boulevard.games.clock); the seat is absent from now on and the platform's bot plays it,
+    signing with `stand_in_key` (lowercase hex of a raw Ed25519 public key)."""
+
+    seat: Seat
+    deadline_unix_ms: int
+    stand_in_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class SeatReclaimed:
+    """The seat's player took the seat back from the platform's bot (turn-based games): a
+    signed request by the seat's own key (docs/auditing.md, "Clocks"), for the version it
+    follows. The seat's clock starts a fresh move."""
+
+    seat: Seat
+    player_id: str
+    expected_version: int
+    signature: str
 
 
 PLATFORM_EVENTS: tuple[type, ...] = (
@@ -165,6 +203,8 @@ PLATFORM_EVENTS: tuple[type, ...] = (
     CommandAccepted,
     ClientSeedRevealed,
     ClientSeedsFixed,
+    SeatTimedOut,
+    SeatReclaimed,
 )
 
 

@@ -16,14 +16,18 @@ from enum import Enum
 from functools import cache
 from typing import Any, Union
 
-from boulevard.games.base import PLATFORM_EVENTS, ChanceResolved, RulesError
+from boulevard.games.base import OMITTED_AT_DEFAULT, PLATFORM_EVENTS, ChanceResolved, RulesError
 
 JSON = Any
 
 
 def to_plain(value: Any) -> JSON:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {
+            f.name: to_plain(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if not (f.metadata.get(OMITTED_AT_DEFAULT) and getattr(value, f.name) == f.default)
+        }
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, tuple | list):
