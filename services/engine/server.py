@@ -23,9 +23,8 @@ from boulevard.platform.errors import (
     Unauthenticated,
     Unavailable,
 )
-from boulevard.platform.identity import OPERATOR, PLAYER, TokenVerifier
+from boulevard.platform.identity import BOT_PREFIX, OPERATOR, PLAYER, TokenVerifier
 from boulevard.platform.wire import sent_unknown_field
-from services.engine.chain import receipt_pb
 from services.engine.engine import Engine, SeatRequest
 from services.engine.games_index import GamesIndex, IndexUnavailable
 from services.engine.sessions import Session, redacted
@@ -149,6 +148,15 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                 "seats carry client_seed_commitment (SHA-256 of the seed), not client_seed: "
                 "the seed is revealed with RevealSeed after the game is created"
             )
+        for s in request.seats:
+            if s.player_id.startswith(BOT_PREFIX):
+                # The platform's bots are seated by matchmaking only, with the bot key: a
+                # `bot-<n>` seat named here would be the operator's own seat passed off as
+                # the platform's bot (its token and key are the operator's).
+                raise InvalidArgument(
+                    f"seat {s.seat}: player ids starting with {BOT_PREFIX!r} are reserved "
+                    "for the platform's bots, which only matchmaking seats"
+                )
         created = await self.engine.create_game(
             request.request_id,
             request.game,
@@ -233,30 +241,20 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         claims = verify_token(self.engine.token_key, request.player_token)
         if claims.game_id != request.game_id:
             raise PermissionDenied("this token is for another game")
-        session = await self.engine.load(request.game_id)
-        if not request.HasField("action"):
-            raise InvalidArgument("action is required")
-        command = mapping.action_to_command(session.game, request.action)
-        result = await self.engine.submit(
+        result = await self.engine.submit_action(
             request.game_id,
             claims,
-            command,
+            request.action if request.HasField("action") else None,
             request.expected_version,
             request.idempotency_key,
-            # What the seat signed: the action's deterministic encoding (docs/auditing.md).
-            request.action.SerializeToString(deterministic=True),
             request.signature,
         )
         if result.finished:
             await self.index.put(
-                session.game_id, summary_json(await self.engine.load(session.game_id))
+                request.game_id, summary_json(await self.engine.load(request.game_id))
             )
         return engine_pb2.SubmitActionResponse(
-            version=result.version,
-            events=[redacted(session.game, e, result.finished) for e in result.envelopes],
-            receipt=receipt_pb(
-                self.engine.receipt_key, request.game_id, result.version, result.head
-            ),
+            version=result.version, events=result.envelopes, receipt=result.receipt
         )
 
     async def RevealSeed(
@@ -268,6 +266,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             version=revealed.version,
             all_revealed=revealed.all_revealed,
             deadline_unix_ms=revealed.deadline_unix_ms,
+            receipt=revealed.receipt,
         )
 
     async def GetGameLog(

@@ -31,6 +31,8 @@ from google.protobuf.message import DecodeError
 
 from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.clocks import ClockAudit, ClockAuditFailed
+from boulevard.audit.evidence import Evidence, contradiction
+from boulevard.audit.seats import seat_problem, withheld_bot_reveal
 from boulevard.audit.signing import (
     ZERO_HASH,
     Receipt,
@@ -189,15 +191,23 @@ def audit_game_log(
     redacted: frozenset[int] = frozenset(),
     finished: bool = False,
     dice_opening: DiceOpening | None = None,
+    evidence: Sequence[Evidence] = (),
 ) -> GameAuditReport:
     """Check `log` (envelope bytes as stored, version 1 first); raise GameAuditFailed at the
     first version that does not follow. Optional inputs are checked when given; versions
     in `redacted` (a live game's hidden shuffles) end the audit there. `finished`: the
     caller was told the game is over (GetGameLog, ListGames), so the log must end with
-    GameFinished and nothing may be redacted."""
-    return _Audit(game_id, dice, engine_key, receipts, ledger, anchors, bot_key, dice_opening).run(
-        log, commitment, match_id, match_seats, redacted, finished
-    )
+    GameFinished and nothing may be redacted. `evidence`: what seats kept (their receipts
+    are checked with `receipts`, and what each was given for must be in the log)."""
+    kept = [r for e in evidence for r in e.receipts]
+    report = _Audit(
+        game_id, dice, engine_key, [*receipts, *kept], ledger, anchors, bot_key, dice_opening
+    ).run(log, commitment, match_id, match_seats, redacted, finished)
+    for e in evidence:
+        found = contradiction(e, log)
+        if found is not None:
+            raise GameAuditFailed(*found)
+    return report
 
 
 class _Audit:
@@ -481,6 +491,9 @@ class _Audit:
             except ValueError as err:
                 raise GameAuditFailed(1, f"seat {s.seat} has no valid key: {err}") from None
         self.report.bot_seats = tuple(s.seat for s in created.seats if s.bot)
+        problem = seat_problem(created, self.bot_key)
+        if problem:
+            raise GameAuditFailed(1, problem)
         if self.bot_key:
             self.report.operator_key_seats = tuple(
                 s.seat for s in created.seats if s.public_key == self.bot_key
@@ -670,6 +683,9 @@ class _Audit:
         )
         if self.seeds_fixed or event.client_seeds != expected or event.missing_seats != missing:
             raise GameAuditFailed(version, "the fixed client seeds are not the revealed ones")
+        withheld = withheld_bot_reveal(created, event.missing_seats)
+        if withheld:
+            raise GameAuditFailed(version, withheld)
         opening = self.dice_opening
         if opening is not None and (
             opening.client_seeds != event.client_seeds

@@ -31,7 +31,7 @@ app = typer.Typer(
     epilog="[bold]Examples[/bold]\n\n"
     "  boulevard up                      start everything and watch a demo game\n\n"
     "  boulevard games --status finished the games played so far\n\n"
-    "  boulevard audit all --html r.html audit every finished game and the ledger",
+    "  boulevard audit all --html r.html audit every game and the ledger",
     rich_markup_mode="rich",
     no_args_is_help=True,
     pretty_exceptions_enable=False,  # plain tracebacks, and never a token shown as a local

@@ -10,9 +10,11 @@ ledger's entries for the game (`LedgerService.ListEntries`); checked locally wit
 log. Prints PASS with a summary, or FAIL naming the first version that does not follow and
 what was expected. Exit codes: 0 pass, 1 a check failed, 2 could not audit.
 
-`audit all` runs the game audit and the dice audit over every finished game (those that
-ended --since a time, or the first --limit), printing one progress line per game, then the
-ledger audit once.
+`audit all` runs the game audit over every game the engine lists, running ones included
+(their log so far), and the dice audit over the finished ones (those created or ended
+--since a time, or the first --limit), printing one progress line per game, then the whole
+ledger audit once (`audit ledger`, reconciliation included); unfiltered, it fails when the
+verified journal holds a game the listing leaves out.
 """
 
 from __future__ import annotations
@@ -31,8 +33,15 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError
 
-from boulevard.accounting import JournalEntry, decode_entry
-from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+from boulevard.accounting import (
+    JournalEntry,
+    LedgerError,
+    decode_entry,
+    verify_consistency,
+    verify_tree_head,
+)
+from boulevard.api.v1 import dice_pb2, engine_pb2, engine_pb2_grpc, events_pb2, ledger_pb2
+from boulevard.audit.evidence import Evidence
 from boulevard.audit.game_log import (
     DiceOpening,
     DiceRecord,
@@ -42,12 +51,13 @@ from boulevard.audit.game_log import (
 )
 from boulevard.audit.signing import Receipt
 from boulevard.cli import audit_ledger, output
-from boulevard.cli.exits import ExitCode
+from boulevard.cli.audit_dice import EXIT_ERROR, EXIT_FAIL, EXIT_PASS
 from boulevard.cli.reads import paged
 from boulevard.cli.report import GameLogAudit
 from boulevard.client.dice import DiceReader
 from boulevard.client.ledger import LedgerClient
 from boulevard.contract.dice import kind_name
+from boulevard.contract.ledger import head_from_pb
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 
@@ -68,6 +78,53 @@ def addresses_of(args: argparse.Namespace) -> Addresses:
         dice=None if args.no_dice else (args.dice or f"{s.grpc_host}:{s.dice_port}"),
         ledger=None if args.no_ledger else (args.ledger or f"{s.grpc_host}:{s.ledger_port}"),
     )
+
+
+class EvidenceFailed(Exception):
+    """A head a player kept is not a prefix of what the service serves now."""
+
+
+def load_evidence(path: Path) -> list[Evidence]:
+    """`--evidence`: one evidence file, or every `*.json` file of a folder (audit all)."""
+    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+    return [Evidence.loads(f.read_text(encoding="utf-8")) for f in files]
+
+
+async def check_kept_ledger_heads(address: str, kept: Sequence[bytes], timeout: float) -> None:
+    """Each ledger head a player kept must verify under the key the ledger serves and be a
+    prefix of its latest head (a consistency proof): else the ledger's history was rewritten
+    and re-signed (two histories under one key). Raises EvidenceFailed."""
+    if not kept:
+        return
+    async with tls.channel(address) as channel:
+        client = LedgerClient(channel, timeout=timeout)
+        latest, key, _ = await client.tree_head()
+        for data in kept:
+            try:
+                sth = head_from_pb(ledger_pb2.SignedTreeHead.FromString(data))
+                verify_tree_head(sth, key)
+            except (DecodeError, LedgerError) as err:
+                raise EvidenceFailed(f"a kept ledger head does not verify: {err}") from None
+            first, second = sth.head.tree_size, latest.head.tree_size
+            if first > second:
+                raise EvidenceFailed(
+                    f"a kept ledger head covers {first} entries; the ledger now signs only "
+                    f"{second}: its history was cut"
+                )
+            proof = await client.consistency_proof(first, second) if first < second else []
+            try:
+                verify_consistency(first, second, sth.head.root_hash, latest.head.root_hash, proof)
+            except LedgerError as err:
+                raise EvidenceFailed(
+                    f"the ledger head of size {first} a player kept is not a prefix of its "
+                    f"latest (size {second}): the journal was rewritten and re-signed "
+                    f"({err.message})"
+                ) from None
+
+
+def dice_heads_of(evidence: Sequence[Evidence]) -> list[dice_pb2.DiceTreeHead]:
+    """The dice log heads the players kept, for the dice audit's held heads."""
+    return [dice_pb2.DiceTreeHead.FromString(h) for e in evidence for h in e.dice_heads]
 
 
 def load_receipts(path: Path) -> list[Receipt]:
@@ -181,10 +238,13 @@ async def audit_one(
     engine_key_hex: str = "",
     timeout: float = 30.0,
     listed_finished: bool = False,
+    evidence: Sequence[Evidence] = (),
 ) -> GameAuditReport:
-    """Fetch everything public about one game and audit it; raises GameAuditFailed.
+    """Fetch everything public about one game and audit it; raises GameAuditFailed, or
+    EvidenceFailed when a head in the players' `evidence` is not what is served.
     `listed_finished`: the caller found the game among the finished ones (audit all), so
     its log must show its end, whatever GetGameLog says."""
+    evidence = [e for e in evidence if e.game_id == game_id]
     async with tls.channel(addresses.engine) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         log, redacted, finished = await fetch_log(stub, game_id, timeout)
@@ -222,8 +282,21 @@ async def audit_one(
         redacted=redacted,
         finished=finished or listed_finished,
         dice_opening=opening,
+        evidence=evidence,
     )
     report.ledger_seqs = seqs
+    if addresses.ledger:
+        await check_kept_ledger_heads(
+            addresses.ledger, [h for e in evidence for h in e.ledger_heads], timeout
+        )
+    held = dice_heads_of(evidence)
+    if addresses.dice and held and report.finished:
+        async with tls.channel(addresses.dice) as channel:
+            dice_report = await DiceReader(channel, timeout=timeout).audit_game(
+                game_id, cited=report.cited, published=report.published, held_heads=held
+            )
+        if not dice_report.ok:
+            raise EvidenceFailed(f"the dice log: {dice_report.describe()}")
     return report
 
 
@@ -232,12 +305,12 @@ async def audit_one(
 
 def run_game(args: argparse.Namespace) -> int:
     code, verdict, version = _run_game(args)
-    if args.html and code != ExitCode.CANNOT:
+    if args.html and code != EXIT_ERROR:
         from boulevard.cli.report import GameLogAudit
         from boulevard.cli.report_data import write_audit_report
 
         addresses = addresses_of(args)
-        log = GameLogAudit(args.game_id, code == ExitCode.OK, verdict, version)
+        log = GameLogAudit(args.game_id, code == EXIT_PASS, verdict, version)
         written = asyncio.run(
             write_audit_report(
                 args.html, f"Audit of game {args.game_id}", [log], dice=addresses.dice,
@@ -253,9 +326,11 @@ def _run_game(args: argparse.Namespace) -> tuple[int, str, int | None]:
     """The audit as before; (exit code, its verdict, the version it failed at)."""
     try:
         receipts = load_receipts(args.receipts) if args.receipts else []
+        evidence_path = getattr(args, "evidence", None)
+        evidence = load_evidence(evidence_path) if evidence_path else []
     except (OSError, ValueError, KeyError) as err:
-        print(f"cannot read receipts: {err}", file=sys.stderr)
-        return ExitCode.CANNOT, "", None
+        print(f"cannot read receipts or evidence: {err}", file=sys.stderr)
+        return EXIT_ERROR, "", None
     try:
         report = asyncio.run(
             audit_one(
@@ -264,26 +339,29 @@ def _run_game(args: argparse.Namespace) -> tuple[int, str, int | None]:
                 receipts=receipts,
                 engine_key_hex=args.engine_key,
                 timeout=args.timeout,
+                evidence=evidence,
             )
         )
+    except EvidenceFailed as failed:
+        if args.json:
+            print(json.dumps({"game_id": args.game_id, "ok": False, "evidence": str(failed)}))
+        else:
+            print(f"FAIL game {args.game_id}: a player's evidence: {failed}")
+        return EXIT_FAIL, f"FAIL a player's evidence: {failed}", None
     except GameAuditFailed as failed:
         if args.json:
             print(json.dumps({"game_id": args.game_id, "ok": False, "version": failed.version,
                               "message": failed.message}))  # fmt: skip
         else:
             print(f"FAIL game {args.game_id} at version {failed.version}: {failed.message}")
-        return (
-            ExitCode.FAILED,
-            f"FAIL at version {failed.version}: {failed.message}",
-            failed.version,
-        )
+        return EXIT_FAIL, f"FAIL at version {failed.version}: {failed.message}", failed.version
     except grpc.aio.AioRpcError as err:
         message = f"cannot audit game {args.game_id}: {err.code().name}: {err.details()}"
         # Said on stderr either way; with --json also as the one document on stdout.
         print(message, file=sys.stderr)
         if args.json:
             print(json.dumps({"game_id": args.game_id, "ok": False, "error": message}))
-        return ExitCode.CANNOT, "", None
+        return EXIT_ERROR, "", None
     if args.json:
         print(json.dumps({"game_id": args.game_id, "ok": True, "versions": report.versions,
                           "commands": report.commands, "chance": report.chance,
@@ -291,7 +369,7 @@ def _run_game(args: argparse.Namespace) -> tuple[int, str, int | None]:
                           "partial": report.partial}))  # fmt: skip
     else:
         print(f"PASS {report.summary()}")
-    return ExitCode.OK, f"PASS {report.summary()}", None
+    return EXIT_PASS, f"PASS {report.summary()}", None
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -316,26 +394,26 @@ def since_unix_ms(text: str, now: float) -> int:
     return int(when.timestamp() * 1000)
 
 
-async def _finished_games(
+async def _listed_games(
     address: str, game_name: str, timeout: float, since_ms: int = 0
-) -> list[str]:
-    """Finished games' ids, oldest id first; with `since_ms`, only those whose summary the
-    engine wrote (their end) at or after it."""
+) -> list[tuple[str, bool]]:
+    """Every game the engine lists, running and finished, as (id, finished), in the
+    listing's order; with `since_ms`, only those whose summary the engine wrote (their
+    creation, then their end) at or after it."""
     async with tls.channel(address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         games, _ = await paged(
             lambda token: stub.ListGames(
-                engine_pb2.ListGamesRequest(
-                    status=engine_pb2.GAME_STATUS_FINISHED,
-                    game=game_name,
-                    page_size=500,
-                    page_token=token,
-                ),
+                engine_pb2.ListGamesRequest(game=game_name, page_size=500, page_token=token),
                 timeout=timeout,
             ),
             "games",
         )
-    return [g.game_id for g in games if g.updated_unix_ms >= since_ms]
+    return [
+        (g.game_id, g.status == engine_pb2.GAME_STATUS_FINISHED)
+        for g in games
+        if g.updated_unix_ms >= since_ms
+    ]
 
 
 async def _audit_all(args: argparse.Namespace) -> int:
@@ -344,7 +422,11 @@ async def _audit_all(args: argparse.Namespace) -> int:
     addresses = addresses_of(args)
     since = getattr(args, "since", None)
     since_ms = since_unix_ms(since, time.time()) if since else 0
-    games = await _finished_games(addresses.engine, args.game_name, args.timeout, since_ms)
+    evidence_path = getattr(args, "evidence", None)
+    evidence = load_evidence(evidence_path) if evidence_path else []
+    listing = await _listed_games(addresses.engine, args.game_name, args.timeout, since_ms)
+    over = dict(listing)
+    games = [g for g, _ in listing]
     if args.limit:
         games = games[: args.limit]
     failures = 0
@@ -358,22 +440,32 @@ async def _audit_all(args: argparse.Namespace) -> int:
             failed_at: int | None = None
             try:
                 report = await audit_one(
-                    game_id, addresses, timeout=args.timeout, listed_finished=True
-                )
+                    game_id, addresses, timeout=args.timeout, listed_finished=over[game_id],
+                    evidence=evidence,
+                )  # fmt: skip
                 listed[game_id] = report.ledger_seqs
-                if addresses.dice:
+                if not report.finished:
+                    # A running game: its log so far (the dice service reveals its seed,
+                    # and so its whole dice log, only at the end).
+                    notes = (f"running: its log audited to version {report.versions}",)
+                elif addresses.dice:
                     # The dice log against the chain-checked game log: every outcome used
                     # as drawn, the opening the one the game published.
                     async with tls.channel(addresses.dice) as channel:
                         dice = await DiceReader(channel, timeout=args.timeout).audit_game(
-                            game_id, cited=report.cited, published=report.published
-                        )
+                            game_id, cited=report.cited, published=report.published,
+                            held_heads=dice_heads_of(
+                                [e for e in evidence if e.game_id == game_id]
+                            ),
+                        )  # fmt: skip
                     if not dice.ok:
                         verdict = f"FAIL dice: {dice.describe()}"
                     notes = dice.notes
             except GameAuditFailed as failed:
                 verdict = f"FAIL game at version {failed.version}: {failed.message}"
                 failed_at = failed.version
+            except EvidenceFailed as failed:
+                verdict = f"FAIL a player's evidence: {failed}"
             except grpc.aio.AioRpcError as err:
                 verdict = f"ERROR {err.code().name}: {err.details()}"
             if verdict != "ok":
@@ -389,23 +481,25 @@ async def _audit_all(args: argparse.Namespace) -> int:
     ledger_ok = True
     ledger_said = ""
     if addresses.ledger:
+        # The whole `audit ledger`, reconciliation included: without it this step said
+        # "PASS ledger: ok" where `audit ledger` on the same data failed.
         ledger = await audit_ledger.audit_address(
-            addresses.ledger, reconcile_games=False, say=lambda _: None, listed=listed
+            addresses.ledger, say=lambda _: None, listed=listed
         )
         ledger_ok = ledger.ok
         ledger_said = ("PASS" if ledger.ok else "FAIL") + f" ledger: {ledger.failure or 'ok'}"
         if ledger.ok and not (args.limit or since or args.game_name):
-            # Every finished game: the ledger anchors each one's end, so a game the engine
-            # leaves out of its listing (ListGames is its word) cannot escape the audit.
-            # Listed again now: a game may have ended while the others were audited.
-            now = await _finished_games(addresses.engine, "", args.timeout)
-            hidden = unlisted(ledger.anchored, [*games, *now])
+            # Every game: the ledger anchors each one's end and books each one's money, so
+            # a game the engine leaves out of its listing (ListGames is its word) cannot
+            # escape the audit. Listed again now: a game may have begun meanwhile.
+            now = [g for g, _ in await _listed_games(addresses.engine, "", args.timeout)]
+            hidden = unlisted([*ledger.anchored, *ledger.books], [*games, *now])
             if hidden:
                 ledger_ok = False
                 ledger_said = (
-                    f"FAIL ledger: it anchors the end of game {hidden[0]}"
+                    f"FAIL ledger: it holds game {hidden[0]}"
                     + (f" (and {len(hidden) - 1} more)" if len(hidden) > 1 else "")
-                    + ", which the engine does not list among the finished games"
+                    + ", which the engine does not list"
                 )
         say(ledger_said)
     written = None
@@ -423,13 +517,13 @@ async def _audit_all(args: argparse.Namespace) -> int:
         print(json.dumps(all_json(logs, ledger_said if addresses.ledger else None, ok, written)))
     else:
         print(f"{'PASS' if ok else 'FAIL'}: {len(games)} games audited, {failures} failed")
-    return ExitCode.OK if ok else ExitCode.FAILED
+    return EXIT_PASS if ok else EXIT_FAIL
 
 
-def unlisted(anchored: Sequence[str], listed: Sequence[str]) -> list[str]:
-    """The games the verified journal anchors as finished that the engine's listing of
-    finished games leaves out."""
-    return sorted(set(anchored) - set(listed))
+def unlisted(journal: Sequence[str], listed: Sequence[str]) -> list[str]:
+    """The games the verified journal knows of (anchors, books) that the engine's listing
+    leaves out."""
+    return sorted(set(journal) - set(listed))
 
 
 def all_json(
@@ -459,4 +553,4 @@ def run_all(args: argparse.Namespace) -> int:
         print(message, file=sys.stderr)
         if getattr(args, "json", False):
             print(json.dumps({"ok": False, "error": message}))
-        return ExitCode.CANNOT
+        return EXIT_ERROR

@@ -92,6 +92,10 @@ GAMES_CACHED = Gauge(
 # -- dice
 
 DICE_OUTCOMES = Counter("boulevard_dice_outcomes", "Outcomes drawn and recorded on DICE", ["kind"])
+DICE_SEEDS_UNPURGED = Gauge(
+    "boulevard_dice_seeds_unpurged",
+    "Revealed seeds the vault still holds because their purge failed (retried every second)",
+)
 DICE_VERIFICATIONS = Counter(
     "boulevard_dice_verifications",
     "VerifyGame answers by result (a failure means recorded outcomes do not match the seed)",
@@ -109,8 +113,9 @@ LEDGER_REJECTIONS = Counter(
 )
 LEDGER_CHECKPOINTS = Counter(
     "boulevard_ledger_checkpoints",
-    "Ledger checkpoints by outcome: written, write_failed, loaded, none, rejected (one that"
-    " does not match LEDGER: a LEDGER ALARM, the ledger rebuilt from the whole log)",
+    "Ledger checkpoints by outcome: written, write_failed, loaded, none, unreadable (the"
+    " bucket did not answer, a timeout or lost connection: read again, no alarm), rejected"
+    " (read and does not match LEDGER: a LEDGER ALARM, the ledger rebuilt from the whole log)",
     ["outcome", "reason"],
 )
 LEDGER_REBUILD_SECONDS = Gauge(

@@ -45,11 +45,19 @@ class Settings(BaseSettings):
     engine_port: int = Field(default=50052, ge=0, le=65535)
     dice_port: int = Field(default=50053, ge=0, le=65535)
     ledger_port: int = Field(default=50054, ge=0, le=65535)
+    # The browser gateway (services/gateway): Connect and gRPC-Web over HTTP/1.1 on this port
+    # of `grpc_host`, forwarding to the four gRPC services above; it also serves the web app.
+    gateway_port: int = Field(default=8080, ge=0, le=65535)
     shutdown_grace_seconds: float = Field(default=5.0, ge=0)
     # The largest gRPC message a service reads (every request field is bounded far below
     # this, docs/security.md "Limits") and writes (a Reconcile with a long game's events).
     grpc_max_receive_bytes: int = Field(default=256 * 1024, ge=4096)
     grpc_max_send_bytes: int = Field(default=16 * 1024 * 1024, ge=4096)
+    # The largest header block (metadata) a service reads. gRPC's own default (8 KiB soft,
+    # 16 KiB hard, refused at random between the two) answered RESOURCE_EXHAUSTED to a
+    # bearer token just over 8 KiB before auth could say UNAUTHENTICATED; one fixed limit
+    # well above MAX_TOKEN_CHARS lets auth answer for every token a client can send under it.
+    grpc_max_metadata_bytes: int = Field(default=64 * 1024, ge=16 * 1024)
 
     # Prometheus /metrics, one port per service (0: any free port); loopback unless opened
     # on purpose (compose and k8s set 0.0.0.0 so the scraper can reach it).

@@ -575,6 +575,7 @@ class Receipt(_message.Message):
     CHAIN_HEAD_FIELD_NUMBER: _builtins.int
     KEY_ID_FIELD_NUMBER: _builtins.int
     SIGNATURE_FIELD_NUMBER: _builtins.int
+    TIME_UNIX_MS_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     version: _builtins.int
     chain_head: _builtins.bytes
@@ -583,6 +584,11 @@ class Receipt(_message.Message):
     """hex SHA-256 of the engine's raw public key"""
     signature: _builtins.bytes
     """Ed25519 over the receipt's signing bytes"""
+    time_unix_ms: _builtins.int
+    """When the engine accepted what the receipt is for (ms since the epoch): the time of the
+    envelope at `version`. 0: a receipt from before receipts were timed (the v1 signing
+    bytes, which do not cover it); otherwise the signature covers it (v2).
+    """
     def __init__(
         self,
         *,
@@ -591,10 +597,11 @@ class Receipt(_message.Message):
         chain_head: _builtins.bytes = ...,
         key_id: _builtins.str = ...,
         signature: _builtins.bytes = ...,
+        time_unix_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_head", b"chain_head", "game_id", b"game_id", "key_id", b"key_id", "signature", b"signature", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_head", b"chain_head", "game_id", b"game_id", "key_id", b"key_id", "signature", b"signature", "time_unix_ms", b"time_unix_ms", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -861,22 +868,30 @@ class RevealSeedResponse(_message.Message):
     VERSION_FIELD_NUMBER: _builtins.int
     ALL_REVEALED_FIELD_NUMBER: _builtins.int
     DEADLINE_UNIX_MS_FIELD_NUMBER: _builtins.int
+    RECEIPT_FIELD_NUMBER: _builtins.int
     version: _builtins.int
     """the game's version after the reveal was recorded"""
     all_revealed: _builtins.bool
     """every seat has revealed: the game's chance can run"""
     deadline_unix_ms: _builtins.int
     """after this, seats that did not reveal play with "" """
+    @_builtins.property
+    def receipt(self) -> Global___Receipt:
+        """The engine's signed statement that the log holds this seat's reveal at `receipt.version`
+        (its ClientSeedRevealed): the seat's proof, should the reveal ever be dropped.
+        """
+
     def __init__(
         self,
         *,
         version: _builtins.int = ...,
         all_revealed: _builtins.bool = ...,
         deadline_unix_ms: _builtins.int = ...,
+        receipt: Global___Receipt | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["receipt", b"receipt"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_revealed", b"all_revealed", "deadline_unix_ms", b"deadline_unix_ms", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_revealed", b"all_revealed", "deadline_unix_ms", b"deadline_unix_ms", "receipt", b"receipt", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -161,6 +161,14 @@ def audit_game(
             help="the engine's receipt key (hex) obtained out of band (default: GetEngineKey)",
         ),
     ] = "",
+    evidence: Annotated[
+        Path | None,
+        typer.Option(
+            "--evidence",
+            metavar="FILE",
+            help="a player's evidence file (receipts, dice and ledger heads kept in play)",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
     html: HtmlOption = None,
 ) -> None:
@@ -172,7 +180,7 @@ def audit_game(
     invoke(
         command.run_game, game_id=game_id, engine=engine, dice=dice, ledger=ledger,
         no_dice=no_dice, no_ledger=no_ledger, timeout=timeout, receipts=receipts,
-        engine_key=engine_key, json=as_json, html=html,
+        engine_key=engine_key, json=as_json, html=html, evidence=evidence,
     )  # fmt: skip
 
 
@@ -216,15 +224,23 @@ def audit_all(
         typer.Option(
             "--since",
             metavar="WHEN",
-            help="only games that ended since WHEN: a span back from now (24h, 7d, 90m) or "
+            help="only games created or ended since WHEN: a span back from now (24h, 7d, 90m) or "
             "an ISO date/time (2026-11-30, 2026-11-30T12:00:00Z; UTC when no zone)",
             callback=_check_since,
+        ),
+    ] = None,
+    evidence: Annotated[
+        Path | None,
+        typer.Option(
+            "--evidence",
+            metavar="DIR",
+            help="a folder of players' evidence files (*.json), each checked with its game",
         ),
     ] = None,
     html: HtmlOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Audit every finished game (rules, dice), then the ledger.
+    """Audit every game, running ones to their last version (rules, dice), then the ledger.
 
     One line per game (a progress bar too on a terminal). Exit 0 all pass, 1 any failed, 2
     cannot audit."""
@@ -233,5 +249,5 @@ def audit_all(
     invoke(
         command.run_all, engine=engine, dice=dice, ledger=ledger, no_dice=no_dice,
         no_ledger=no_ledger, timeout=timeout, limit=limit, game_name=game_name, html=html,
-        json=as_json, since=since,
+        json=as_json, since=since, evidence=evidence,
     )  # fmt: skip
