@@ -62,6 +62,11 @@ current_service = ""  # this process's service (start_service sets it), for modu
 
 GAMES_STARTED = Counter("boulevard_games_started", "Games created by the engine", ["game"])
 GAMES_FINISHED = Counter("boulevard_games_finished", "Games that reached GameFinished", ["game"])
+GAMES_HALTED = Counter(
+    "boulevard_games_halted",
+    "Games the engine halted on loading them: their log holds an event it cannot read",
+    ["game"],
+)
 GAMES_LIVE = Gauge(
     "boulevard_games_live",
     "Unfinished games this engine process holds in memory (sum over replicas for the total)",
@@ -110,6 +115,11 @@ LEDGER_REJECTIONS = Counter(
     "boulevard_ledger_rejections",
     "Game events the ledger refused to post (the LEDGER ALARM), by reason code",
     ["code"],
+)
+LEDGER_UNEXPLAINED = Counter(
+    "boulevard_ledger_unexplained_entries",
+    "Entries read back from LEDGER that no game event explains (the LEDGER ALARM): the "
+    "ledger stops signing heads",
 )
 LEDGER_CHECKPOINTS = Counter(
     "boulevard_ledger_checkpoints",
