@@ -116,6 +116,11 @@ LEDGER_REJECTIONS = Counter(
     "Game events the ledger refused to post (the LEDGER ALARM), by reason code",
     ["code"],
 )
+LEDGER_UNEXPLAINED = Counter(
+    "boulevard_ledger_unexplained_entries",
+    "Entries read back from LEDGER that no game event explains (the LEDGER ALARM): the "
+    "ledger stops signing heads",
+)
 LEDGER_CHECKPOINTS = Counter(
     "boulevard_ledger_checkpoints",
     "Ledger checkpoints by outcome: written, write_failed, loaded, none, unreadable (the"
