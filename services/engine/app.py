@@ -85,8 +85,10 @@ class EngineApp:
             token_ttl_seconds=s.seat_token_ttl_seconds,
             cache_size=s.engine_cache_games,
             on_finished=self._finished,
+            on_halted=self._finished,  # the index says "halted" (summary_json)
             reveal_seconds=s.engine_reveal_seconds,
             idle_trim_seconds=s.engine_idle_trim_seconds,
+            rules_release=s.engine_new_games_rules_release,
             receipt_key=load_key(
                 s.engine_signing_key.get_secret_value(),
                 s.engine_signing_key_file or s.data_dir / "engine" / "signing-key",
@@ -133,6 +135,7 @@ class EngineApp:
             self.engine.trim_idle()  # idle games' caches go, so ten thousand fit
 
     async def _finished(self, session: Session) -> None:
+        """Write the game's summary to the games index: at its end, or when it halts."""
         assert self.index is not None
         await self.index.put(session.game_id, summary_json(session))
 

@@ -24,17 +24,20 @@ import structlog
 
 from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.signing import SigningKey
+from boulevard.contract import mapping
 from boulevard.fairness import MAX_CLIENT_SEED_BYTES, client_seed_commitment, is_commitment
-from boulevard.games import REGISTRY, get_game
+from boulevard.games import REGISTRY
 from boulevard.games.base import (
     ClientSeedRevealed,
     CommandAccepted,
     GameConfig,
     GameCreated,
+    GameDefinition,
     PlayerSeat,
     RulesError,
     check_options,
 )
+from boulevard.games.versions import RulesVersion, for_release
 from boulevard.platform.auth import PlayerClaims
 from boulevard.platform.errors import (
     Aborted,
@@ -46,7 +49,7 @@ from boulevard.platform.errors import (
 )
 from services.engine.chain import accept_command, check_public_key, receipt_pb
 from services.engine.chance import ChanceSource
-from services.engine.sessions import Session
+from services.engine.sessions import Session, redacted
 
 log = structlog.get_logger(__name__)
 
@@ -165,15 +168,28 @@ async def sign_receipt(
     )
 
 
+def from_action(
+    action: engine_pb2.Action | None,
+) -> Callable[[GameDefinition[Any, Any, Any, Any]], Any]:
+    """How a SubmitAction's Action becomes the game's command, once the game is known."""
+
+    def to_command(game: GameDefinition[Any, Any, Any, Any]) -> Any:
+        if action is None:
+            raise InvalidArgument("action is required")
+        return mapping.action_to_command(game, action)
+
+    return to_command
+
+
 @dataclass
 class Submit(_Existing):
     """A seat's signed move (SubmitAction): `action` is the exact bytes the seat signed
-    (the Action message's deterministic encoding) and `command` the game command it maps
-    to."""
+    (the Action message's deterministic encoding) and `to_command` gives the game command
+    they stand for, once the game is loaded (the mapping depends on the game)."""
 
     game_id: str
     claims: PlayerClaims
-    command: Any
+    to_command: Callable[[GameDefinition[Any, Any, Any, Any]], Any]
     expected_version: int
     idempotency_key: str
     action: bytes
@@ -181,6 +197,7 @@ class Submit(_Existing):
     read: ReadEnvelopes
     receipt_key: SigningKey
     settles_first: ClassVar[bool] = True
+    _command: Any = None
     _accepted: CommandAccepted | None = None
 
     @property
@@ -194,12 +211,17 @@ class Submit(_Existing):
     def authorize(self) -> None:
         if self.claims.game_id != self.game_id:
             raise PermissionDenied("this token is for another game")
-        if getattr(self.command, "seat", self.claims.seat) != self.claims.seat:
-            raise PermissionDenied(
-                f"you play seat {self.claims.seat}; you cannot act for seat {self.command.seat}"
-            )
+        if not GAME_ID.match(self.game_id):
+            raise InvalidArgument(f"malformed game id {self.game_id!r}")
 
     def verify(self, session: Session) -> None:
+        """The action is one of this game's commands, for the token's seat, signed with
+        the seat's key (INVALID_ARGUMENT, PERMISSION_DENIED, UNAUTHENTICATED)."""
+        command = self._command = self.to_command(session.game)
+        if getattr(command, "seat", self.claims.seat) != self.claims.seat:
+            raise PermissionDenied(
+                f"you play seat {self.claims.seat}; you cannot act for seat {command.seat}"
+            )
         self._accepted = accept_command(
             self.game_id,
             session.created,
@@ -221,7 +243,7 @@ class Submit(_Existing):
                 f"the game is at version {session.version}, not {self.expected_version}: "
                 "reload and decide again"
             )
-        events = session.game.decide(self.command, session.state)
+        events = session.game.decide(self._command, session.state)
         if not events:
             raise FailedPrecondition("that action changes nothing")
         assert self._accepted is not None, "verify() runs before decide()"
@@ -249,10 +271,13 @@ class Submit(_Existing):
         return await self._result(session, first, session.version)
 
     async def _result(self, session: Session, first: int, last: int) -> Submitted:
+        finished = session.finished is not None
+        envelopes = await self.read(session, first, last)
         return Submitted(
             session.version,
-            await self.read(session, first, last),
-            session.finished is not None,
+            # As the seat may see them: a shuffle's order stays hidden until the end.
+            tuple(redacted(session.game, e, finished) for e in envelopes),
+            finished,
             session.head_hash,
             await sign_receipt(self.receipt_key, session, self.read),
         )
@@ -352,6 +377,8 @@ class Create:
     clock: Callable[[], int]
     reveal_ms: int
     issue_token: Callable[[str, int, str], str]
+    # New games take this release's rules ("": the newest; engine_new_games_rules_release).
+    rules_release: str = ""
     settles_first: ClassVar[bool] = False
     pinned: bool = False
 
@@ -368,7 +395,7 @@ class Create:
             raise InvalidArgument(
                 f"unknown game {self.game_name!r}; known: {', '.join(sorted(REGISTRY))}"
             )
-        game = get_game(self.game_name)
+        game = self.rules().definition
         seats = self.seats
         if not game.min_players <= len(seats) <= game.max_players:
             raise InvalidArgument(
@@ -396,6 +423,11 @@ class Create:
         if self.match_id and not GAME_ID.match(self.match_id):
             raise InvalidArgument("malformed match id")
 
+    def rules(self) -> RulesVersion:
+        """The rules a new game takes: the newest, or during a rolling upgrade the ones of
+        the release the engine was told to keep creating games with."""
+        return for_release(self.game_name, self.rules_release)
+
     async def open(self) -> Session:
         """A new game: the dice service draws and commits its seed knowing only the seats'
         commitments (the seeds themselves come later, with RevealSeed)."""
@@ -421,6 +453,8 @@ class Create:
             seed_commitment=opened.commitment,
             match_id=self.match_id,
             reveal_deadline_unix_ms=opened.reveal_deadline_unix_ms,
+            # Pinned for the game's whole life (docs/architecture.md, "Rules versions").
+            rules_version=self.rules().pin,
         )
         return Session.new(self.game_id, created)
 

@@ -19,17 +19,26 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 import structlog
+from google.protobuf.message import DecodeError
 
-from boulevard.api.v1 import events_pb2
+from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.signing import SigningKey, chain_hash
 from boulevard.eventlog.errors import ConcurrencyConflict
 from boulevard.eventlog.store import EventStore, NewEvent
-from boulevard.games.base import ClientSeedsFixed, GameCreated, GameFinished, RulesError
+from boulevard.games import REGISTRY
+from boulevard.games.base import (
+    ClientSeedsFixed,
+    GameCreated,
+    GameFinished,
+    RulesError,
+)
 from boulevard.games.codec import Codec
+from boulevard.games.versions import UnknownRulesVersion, for_release
 from boulevard.platform import metrics, tracing
 from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
 from boulevard.platform.errors import (
     Aborted,
+    FailedPrecondition,
     InvalidArgument,
     NotFound,
     PermissionDenied,
@@ -48,8 +57,9 @@ from services.engine.commands import (
     SeedRevealed,
     Submit,
     Submitted,
+    from_action,
 )
-from services.engine.sessions import Session, envelope_of
+from services.engine.sessions import Session, StaleSnapshot, envelope_of
 
 __all__ = ["Engine", "MemoryKeyValue", "OutcomeUnknown", "SeatRequest", "Submitted", "game_id_for"]
 
@@ -104,10 +114,17 @@ class Engine:
         cache_size: int = 10_000,
         clock: Callable[[], int] = lambda: int(time.time() * 1000),
         on_finished: Callable[[Session], Awaitable[None]] | None = None,
+        on_halted: Callable[[Session], Awaitable[None]] | None = None,
         reveal_seconds: float = 60.0,
         receipt_key: SigningKey | None = None,
         idle_trim_seconds: float = 30.0,
+        rules_release: str = "",
     ) -> None:
+        # New games take this release's rules ("": the newest recorded). Checked now, so a
+        # misspelt release fails the start, not the first CreateGame.
+        for name in REGISTRY:
+            for_release(name, rules_release)
+        self.rules_release = rules_release
         self.store = store
         self.chance = chance
         self.snapshots = snapshots
@@ -116,6 +133,7 @@ class Engine:
         self.snapshot_every = snapshot_every
         self.clock = clock
         self.on_finished = on_finished
+        self.on_halted = on_halted  # told once per load that finds the game halted
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         # One lock per game while anyone holds or awaits it, then gone: a lookup of a game
         # that does not exist (GetGame, WatchGame, with no token) must leave nothing behind,
@@ -154,10 +172,36 @@ class Engine:
             Submit(
                 game_id,
                 claims,
-                command,
+                lambda _game: command,
                 expected_version,
                 idempotency_key,
                 action,
+                signature,
+                read=self._envelopes,
+                receipt_key=self.receipt_key,
+            )
+        )
+
+    async def submit_action(
+        self,
+        game_id: str,
+        claims: PlayerClaims,
+        action: engine_pb2.Action | None,
+        expected_version: int,
+        idempotency_key: str,
+        signature: bytes,
+    ) -> Submitted:
+        """Run one signed Action as the seat sent it (SubmitAction): mapped to the game's
+        command once the game is loaded; the seat signed its deterministic encoding."""
+        signed = action.SerializeToString(deterministic=True) if action is not None else b""
+        return await self.handle(
+            Submit(
+                game_id,
+                claims,
+                from_action(action),
+                expected_version,
+                idempotency_key,
+                signed,
                 signature,
                 read=self._envelopes,
                 receipt_key=self.receipt_key,
@@ -203,6 +247,7 @@ class Engine:
                 clock=self.clock,
                 reveal_ms=self.reveal_ms,
                 issue_token=self.seat_token,
+                rules_release=self.rules_release,
             )
         )
 
@@ -213,18 +258,19 @@ class Engine:
         command pipeline"). A lost race with another writer reloads the game and runs the
         steps again, unless the caller pinned the version it decided on (ABORTED).
 
-        Where this wave's other steps go: a game whose log holds an event this engine cannot
-        read is halted right after the load; the rules a game runs by are chosen from its
-        GameCreated where the session is made (`Session.new`, `Session.from_snapshot`); a
-        receipt for each call is its command's `receipt` step; a seat's timeout and a bot's
-        move for an absent seat are commands of their own (commands.py), which a sweeper
-        hands to `handle` as a player's call does."""
+        The rules a game runs by are the ones its GameCreated names, chosen where the session
+        is made (`Session.new`, `Session.from_snapshot`); a command that is not a player's
+        (a seat's timeout, a bot's move for an absent seat) is a class of its own in
+        commands.py, handed to `handle` by a sweeper as a player's call is by the server."""
         command.authorize()  # who may ask, before anything is read
         for _attempt in range(MAX_RETRIES):
             async with self._lock(command.game_id):
-                session = await self._load_or_none(command.game_id)  # cache, snapshot, log
+                # The game from cache, snapshot and log, with the rules its GameCreated
+                # names: never other rules (FAILED_PRECONDITION when not hosted here).
+                session = await self._load_or_none(command.game_id)
                 if session is None:
                     session = await command.open()  # a new game, or NOT_FOUND
+                self.refuse_halted(session)  # an event it cannot read stopped the game
                 if command.settles_first and not await self._settled(session):
                     continue  # another replica settled it first: read the log again
                 command.verify(session)  # the signature, the seat
@@ -313,6 +359,20 @@ class Engine:
             _LOADED_FROM_CACHE.inc()
             self._used(game_id)
             return cached
+        try:
+            session = await self._fold(game_id)
+        except UnknownRulesVersion as err:
+            # Never replayed with other rules: the game waits for an engine that has them.
+            raise FailedPrecondition(
+                f"game {game_id!r}: {err}; an engine of a release that hosts it must serve it"
+            ) from None
+        if session is not None:
+            self._cache(session)
+        return session
+
+    async def _fold(self, game_id: str) -> Session | None:
+        """The game from its sealed snapshot (if it can be trusted) and its log's tail,
+        folded by the rules version its GameCreated names (`rules_of`, sessions.py)."""
         session: Session | None = None
         raw = await self.snapshots.get(game_id)
         if raw is not None:
@@ -332,14 +392,53 @@ class Engine:
                 session = None
                 log_ = await self.store.read(game_id, 1)
         for recorded in log_:
-            envelope = events_pb2.EventEnvelope.FromString(recorded.data)
+            if session is not None and session.halted is not None:
+                break
+            try:
+                envelope = events_pb2.EventEnvelope.FromString(recorded.data)
+            except DecodeError as exc:
+                if session is None:
+                    raise
+                await self._halt(session, recorded.version, f"not an EventEnvelope ({exc})")
+                break
             if session is None:
                 created = created_of(envelope)
                 session = Session.new(game_id, created)
-            session.apply_envelope(envelope, recorded.data)
-        if session is not None:
-            self._cache(session)
+            try:
+                session.apply_envelope(envelope, recorded.data)
+            except Exception as exc:  # any event the rules cannot read or apply halts
+                await self._halt(session, recorded.version, f"{envelope.type or 'an event'}: {exc}")
         return session
+
+    async def _halt(self, session: Session, version: int, why: str) -> None:
+        """The pipeline's `halt` step: a game whose log holds an event this engine cannot
+        read stops there, visibly (its status, a metric, an alert, the version named),
+        instead of failing every call on it — and no other game is touched. It takes no
+        more commands; its log is still served as stored, and every audit fails there."""
+        session.halted = (version, why[:500])
+        self.awaiting_seeds.pop(session.game_id, None)
+        metrics.GAMES_HALTED.labels(session.game.name).inc()
+        log.error(
+            "GAME HALTED: its log holds an event the engine cannot read",
+            game_id=session.game_id,
+            version=version,
+            why=why,
+        )
+        if self.on_halted is not None:
+            try:
+                await self.on_halted(session)
+            except Exception:  # the index shows it next time; the game is halted regardless
+                log.exception("could not record the halted game", game_id=session.game_id)
+
+    @staticmethod
+    def refuse_halted(session: Session) -> None:
+        """FAILED_PRECONDITION for any command on a halted game."""
+        if session.halted is not None:
+            version, why = session.halted
+            raise FailedPrecondition(
+                f"game {session.game_id} is halted at version {version}: its log holds an "
+                f"event the engine cannot read ({why}); it takes no more commands"
+            )
 
     def _open_snapshot(self, game_id: str, raw: bytes) -> Session | None:
         opened = open_snapshot(self.receipt_key, raw)
@@ -349,6 +448,10 @@ class Engine:
         body, _version, _head = opened
         try:
             return Session.from_snapshot(game_id, body)
+        except StaleSnapshot as stale:
+            log.info("snapshot of another schema: rebuilding from the log", game_id=game_id)
+            log.debug("stale snapshot", why=str(stale))
+            return None
         except (ValueError, KeyError, TypeError, RulesError):
             self._forged_snapshot(game_id, "it does not decode")
             return None
@@ -371,6 +474,8 @@ class Engine:
         async with self._lock(game_id):
             for _attempt in range(MAX_RETRIES):
                 session = await self._load(game_id)
+                if session.halted is not None:
+                    return session  # nothing to settle: it takes nothing more
                 try:
                     await self._settle(session)
                 except ConcurrencyConflict:

@@ -14,7 +14,6 @@ from typing import Any
 
 from boulevard.api.v1 import events_pb2
 from boulevard.audit.signing import ZERO_HASH, chain_hash
-from boulevard.games import get_game
 from boulevard.games.base import (
     ChanceKind,
     ChanceResolved,
@@ -27,6 +26,13 @@ from boulevard.games.base import (
     transfers_of,
 )
 from boulevard.games.codec import Codec, from_plain, to_plain
+from boulevard.games.upcasting import SCHEMA_VERSION
+from boulevard.games.versions import rules_for
+
+
+class StaleSnapshot(ValueError):
+    """A snapshot written at another schema: not used (the log, read through the
+    upcasters, is the one source that knows old shapes); the game is rebuilt from its log."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +71,10 @@ class Session:
     # The chain hash of the envelope at `version` (docs/auditing.md): what the next
     # envelope names as its prev_hash, and what a receipt signs.
     head_hash: bytes = ZERO_HASH
+    # (version, why) of an event in the log this engine cannot read: the game stands as it
+    # was before it and takes no more commands (the engine's `halt` step). Not snapshotted:
+    # a reload finds the event again.
+    halted: tuple[int, str] | None = None
     # The latest envelopes this process appended or read, by version: a command's result
     # comes from here instead of re-reading the log (bounded; older results are read).
     recent: dict[int, events_pb2.EventEnvelope] = field(default_factory=dict)
@@ -157,15 +167,18 @@ class Session:
 
     def apply_envelope(self, envelope: events_pb2.EventEnvelope, stored: bytes = b"") -> None:
         """Fold one envelope read from the log; `stored` (its bytes as stored) moves the
-        chain head along."""
+        chain head along. Raises RulesError (and leaves the session as it was) when the
+        payload does not decode; evolve may raise on an event the rules cannot apply."""
+        event = self.codec.load_stored(envelope.payload, envelope.schema_version)
+        self.apply(event, int(envelope.version), envelope.causation_id)
         if stored:
             self.head_hash = chain_hash(stored)
         self.remember(envelope)
-        self.apply(self.codec.loads(envelope.payload), int(envelope.version), envelope.causation_id)
 
     # Snapshots: the session's fold as canonical JSON, with the version it stands at.
     def snapshot(self) -> bytes:
         data = {
+            "schema_version": SCHEMA_VERSION,
             "version": self.version,
             "game": self.game.name,
             "created": to_plain(self.created),
@@ -182,12 +195,17 @@ class Session:
     @classmethod
     def from_snapshot(cls, game_id: str, raw: bytes) -> Session:
         data = json.loads(raw)
-        game = get_game(data["game"])
+        if data.get("schema_version", 0) != SCHEMA_VERSION:
+            raise StaleSnapshot(f"snapshot schema {data.get('schema_version', 0)}")
+        created = from_plain(GameCreated, data["created"])
+        # The sealed snapshot carries the game's rules version (in `created`): the state
+        # is folded on by those rules or by none (UnknownRulesVersion).
+        game = rules_for(created.game, created.rules_version).definition
         state_type = type(game.initial_state())
         return cls(
             game_id=game_id,
             game=game,
-            created=from_plain(GameCreated, data["created"]),
+            created=created,
             state=from_plain(state_type, data["state"]),
             version=data["version"],
             finished=from_plain(GameFinished, data["finished"]) if data["finished"] else None,
@@ -200,7 +218,9 @@ class Session:
 
     @classmethod
     def new(cls, game_id: str, created: GameCreated) -> Session:
-        game = get_game(created.game)
+        """A game about to fold its log: decided by the rules version its GameCreated
+        names, or by none (UnknownRulesVersion: never replayed with other rules)."""
+        game = rules_for(created.game, created.rules_version).definition
         return cls(game_id, game, created, game.initial_state())
 
 
@@ -238,6 +258,7 @@ def envelope_of(
         causation_id=causation_id,
         correlation_id=correlation_id,
         payload=codec.dumps(event),
+        schema_version=SCHEMA_VERSION,
         transfers=[
             events_pb2.Transfer(source=t.source, target=t.target, amount=t.amount, reason=t.reason)
             for t in transfers_of(event)

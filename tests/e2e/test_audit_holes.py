@@ -253,3 +253,67 @@ def test_the_evidence_players_keep_passes_and_a_ledger_that_equivocates_fails(
     (folder / f"{game_id}-0.json").write_text(kept[0].dumps())
     failed = audit_with(folder)
     assert not failed["ok"] and "not a prefix" in failed["verdict"], failed
+
+
+def test_an_unreadable_forged_event_halts_only_its_game_and_its_log_is_still_served(
+    platform: Platform,
+) -> None:
+    """A well-formed commit on a running game's subject, written with the engine's identity,
+    whose event has an unknown type: it stopped the game for good, GetGameLog answered
+    INVALID_ARGUMENT for the whole game (so `audit game` could only say "cannot audit"), and
+    `audit all` never looked at it. Now the game halts visibly, its log is served as stored,
+    the audits fail at that version, and the other games go on."""
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
+
+    async def run() -> tuple[str, int]:
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            stub = engine_pb2_grpc.EngineServiceStub(channel)
+            victim = await create(stub, "las_vegas", 2)
+            other = await create(stub, "las_vegas", 2)
+            page = await stub.GetGameLog(engine_pb2.GetGameLogRequest(game_id=victim.game_id))
+            last = page.envelopes[-1]
+            forged = events_pb2.EventEnvelope.FromString(last.envelope)
+            forged.event_id = uuid.uuid4().hex
+            forged.type = "NoSuchEvent"
+            forged.payload = b'{"type":"NoSuchEvent"}'
+            forged.version = last.version + 1
+            forged.prev_hash = bytes(last.chain_hash)
+            forged.ClearField("transfers")
+            await append_as_engine(platform, victim.game_id, forged)
+            await platform.arestart("engine")  # the event is read as the game loads
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            stub = engine_pb2_grpc.EngineServiceStub(channel)
+            got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=victim.game_id))
+            assert got.status == engine_pb2.GAME_STATUS_HALTED, got
+            assert got.halted_at_version == forged.version and "NoSuchEvent" in got.halted_reason
+            served = await stub.GetGameLog(engine_pb2.GetGameLogRequest(game_id=victim.game_id))
+            assert served.halted_at_version == forged.version
+            assert [e.version for e in served.envelopes][-1] == forged.version
+            assert served.envelopes[-1].envelope == forged.SerializeToString()
+            halted = await stub.ListGames(
+                engine_pb2.ListGamesRequest(status=engine_pb2.GAME_STATUS_HALTED, page_size=500)
+            )
+            assert victim.game_id in [g.game_id for g in halted.games]
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await play_game(
+                    channel, victim.game_id, "las_vegas", list(victim.player_tokens),
+                    seat_keys(2),
+                )  # fmt: skip
+            assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            # The other game is untouched: it plays to its end.
+            await play_game(channel, other.game_id, "las_vegas", list(other.player_tokens),
+                            seat_keys(2))  # fmt: skip
+        return victim.game_id, forged.version
+
+    game_id, version = asyncio.run(run())
+    assert "GAME HALTED" in platform.services["engine"].log()
+    one = audit_game(platform, game_id)
+    assert one.returncode == 1, one.stdout + one.stderr
+    assert f"at version {version}" in one.stdout, one.stdout
+    everything = cli(
+        platform, "audit", "all", "--game-name", "las_vegas", "--since", started, "--json",
+        "--no-ledger", *addresses(platform, "engine", "dice"),
+    )  # fmt: skip
+    verdicts = {g["game_id"]: g for g in json.loads(everything.stdout)["games"]}
+    assert verdicts[game_id]["failed_at"] == version, verdicts[game_id]
+    assert all(g["ok"] for g in verdicts.values() if g["game_id"] != game_id), verdicts

@@ -6,7 +6,8 @@ Fetched through public gRPC APIs only: the log as stored (`EngineService.GetGame
 engine's receipt key (`GetEngineKey`), the dice records and commitment (`DiceService`), the
 ledger's entries for the game (`LedgerService.ListEntries`); checked locally with
 `boulevard.audit.game_log`. Receipts players kept (`--receipts FILE`, JSON lines of
-{"game_id", "version", "chain_head", "key_id", "signature"}, hex) are checked against the
+{"game_id", "version", "chain_head", "key_id", "signature", "time_unix_ms"}, bytes in hex;
+no time: an untimed v1 receipt) and evidence files (`--evidence`) are checked against the
 log. Prints PASS with a summary, or FAIL naming the first version that does not follow and
 what was expected. Exit codes: 0 pass, 1 a check failed, 2 could not audit.
 

@@ -62,6 +62,11 @@ current_service = ""  # this process's service (start_service sets it), for modu
 
 GAMES_STARTED = Counter("boulevard_games_started", "Games created by the engine", ["game"])
 GAMES_FINISHED = Counter("boulevard_games_finished", "Games that reached GameFinished", ["game"])
+GAMES_HALTED = Counter(
+    "boulevard_games_halted",
+    "Games the engine halted on loading them: their log holds an event it cannot read",
+    ["game"],
+)
 GAMES_LIVE = Gauge(
     "boulevard_games_live",
     "Unfinished games this engine process holds in memory (sum over replicas for the total)",
@@ -111,6 +116,11 @@ LEDGER_REJECTIONS = Counter(
     "Game events the ledger refused to post (the LEDGER ALARM), by reason code",
     ["code"],
 )
+LEDGER_UNEXPLAINED = Counter(
+    "boulevard_ledger_unexplained_entries",
+    "Entries read back from LEDGER that no game event explains (the LEDGER ALARM): the "
+    "ledger stops signing heads",
+)
 LEDGER_CHECKPOINTS = Counter(
     "boulevard_ledger_checkpoints",
     "Ledger checkpoints by outcome: written, write_failed, loaded, none, unreadable (the"
@@ -128,6 +138,30 @@ LEDGER_RECONCILIATIONS = Counter(
     "Reconcile answers by result (a failure: ledger money differs from the game's)",
     ["result"],
 )
+
+# -- JetStream, as the services read it (boulevard.messaging.lag)
+
+CONSUMER_PENDING = Gauge(
+    "boulevard_consumer_pending_messages",
+    "Messages a durable consumer has not acknowledged yet (undelivered plus unacked)",
+    ["stream", "consumer"],
+)
+CONSUMER_ACK_FLOOR_AGE = Gauge(
+    "boulevard_consumer_ack_floor_age_seconds",
+    "Seconds since a durable consumer last acknowledged, while messages wait (0: none wait)",
+    ["stream", "consumer"],
+)
+STREAM_REPLICAS = Gauge("boulevard_stream_replicas", "Replicas a stream is configured with",
+                        ["stream"])  # fmt: skip
+STREAM_REPLICAS_CURRENT = Gauge(
+    "boulevard_stream_replicas_current",
+    "Replicas of a stream that are up to date, the leader included",
+    ["stream"],
+)
+STREAM_HAS_LEADER = Gauge(
+    "boulevard_stream_has_leader", "1 while a stream has a leader (0: no writes possible)",
+    ["stream"],
+)  # fmt: skip
 
 # -- matchmaking
 

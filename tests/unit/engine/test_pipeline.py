@@ -10,12 +10,14 @@ from collections.abc import Sequence
 import pytest
 
 from boulevard.api.v1 import events_pb2
+from boulevard.contract.mapping import command_to_action
 from boulevard.eventlog.errors import ConcurrencyConflict
 from boulevard.eventlog.store import InMemoryEventStore, NewEvent
 from boulevard.platform.auth import verify_token
+from boulevard.platform.errors import InvalidArgument, PermissionDenied
 from services.engine.chance import LocalChance, Opened
 from services.engine.engine import Engine, MemoryKeyValue, OutcomeUnknown
-from tests.unit.engine.test_engine_core import KEY, first_legal, seats, submit
+from tests.unit.engine.test_engine_core import KEY, SEAT_KEYS, first_legal, seats, submit
 
 
 class SlowChance(LocalChance):
@@ -118,3 +120,23 @@ async def test_an_unconfirmed_append_is_outcome_unknown_and_its_retry_applies_it
     assert result.envelopes[0].type == "CommandAccepted"
     assert await commands_in(store, "m") == ["cmd:k"]
     assert await submit(engine, "m", claims, command, 0, "k") == result
+
+
+async def test_an_action_is_mapped_to_the_games_command_inside_the_pipeline() -> None:
+    engine = engine_on(InMemoryEventStore())
+    created = await engine.create_game("m", "las_vegas", seats(2), match_id="m")
+    session = await engine.load("m")
+    seat, command = first_legal(session)
+    claims = verify_token(KEY, created.tokens[seat])
+    action = command_to_action(session.game, command)
+    signed = action.SerializeToString(deterministic=True)
+    signature = SEAT_KEYS[seat].sign_command("m", seat, session.version, "k", signed)
+    with pytest.raises(InvalidArgument, match="action is required"):
+        await engine.submit_action("m", claims, None, session.version, "k", signature)
+    # Mapped for the other seat's token: that seat cannot act for this one.
+    other = verify_token(KEY, created.tokens[1 - seat])
+    with pytest.raises(PermissionDenied, match="cannot act for seat"):
+        await engine.submit_action("m", other, action, session.version, "k", signature)
+    result = await engine.submit_action("m", claims, action, session.version, "k", signature)
+    assert result.envelopes[0].type == "CommandAccepted"
+    assert result.receipt is not None and result.receipt.version == result.version

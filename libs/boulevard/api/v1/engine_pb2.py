@@ -29,7 +29,7 @@ from boulevard.api.v1 import lords_of_vegas_pb2 as boulevard_dot_v1_dot_lords__o
 from boulevard.api.v1 import vegas_showdown_pb2 as boulevard_dot_v1_dot_vegas__showdown__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x62oulevard/v1/engine.proto\x12\x0c\x62oulevard.v1\x1a\x19\x62oulevard/v1/events.proto\x1a\x1c\x62oulevard/v1/las_vegas.proto\x1a\x1c\x62oulevard/v1/long_shot.proto\x1a!boulevard/v1/lords_of_vegas.proto\x1a!boulevard/v1/vegas_showdown.proto\"x\n\x0eSeatAssignment\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x1e\n\x16\x63lient_seed_commitment\x18\x04 \x01(\t\x12\x12\n\npublic_key\x18\x05 \x01(\tJ\x04\x08\x03\x10\x04R\x0b\x63lient_seed\"\xd1\x01\n\x11\x43reateGameRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12+\n\x05seats\x18\x03 \x03(\x0b\x32\x1c.boulevard.v1.SeatAssignment\x12=\n\x07options\x18\x04 \x03(\x0b\x32,.boulevard.v1.CreateGameRequest.OptionsEntry\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"U\n\x12\x43reateGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x15\n\rplayer_tokens\x18\x02 \x03(\t\x12\x17\n\x0fseed_commitment\x18\x03 \x01(\t\"7\n\x0eGetGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\"\xa1\x01\n\x0fGetGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\x04\x12(\n\x06status\x18\x04 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12$\n\x04view\x18\x05 \x01(\x0b\x32\x16.boulevard.v1.GameView\x12\x0e\n\x06to_act\x18\x06 \x03(\r\"\xfb\x01\n\x08GameView\x12\x10\n\x08rendered\x18\x01 \x01(\t\x12\x38\n\x0elords_of_vegas\x18\n \x01(\x0b\x32\x1e.boulevard.v1.LordsOfVegasViewH\x00\x12/\n\tlas_vegas\x18\x0b \x01(\x0b\x32\x1a.boulevard.v1.LasVegasViewH\x00\x12\x39\n\x0evegas_showdown\x18\x0c \x01(\x0b\x32\x1f.boulevard.v1.VegasShowdownViewH\x00\x12/\n\tlong_shot\x18\r \x01(\x0b\x32\x1a.boulevard.v1.LongShotViewH\x00\x42\x06\n\x04game\"\xfb\x01\n\x06\x41\x63tion\x12:\n\x0elords_of_vegas\x18\n \x01(\x0b\x32 .boulevard.v1.LordsOfVegasActionH\x00\x12\x31\n\tlas_vegas\x18\x0b \x01(\x0b\x32\x1c.boulevard.v1.LasVegasActionH\x00\x12;\n\x0evegas_showdown\x18\x0c \x01(\x0b\x32!.boulevard.v1.VegasShowdownActionH\x00\x12\x31\n\tlong_shot\x18\r \x01(\x0b\x32\x1c.boulevard.v1.LongShotActionH\x00\x42\x06\n\x04gameJ\x04\x08\x01\x10\x02R\x04type\"\x84\x01\n\x10ListGamesRequest\x12(\n\x06status\x18\x01 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x11\n\tplayer_id\x18\x03 \x01(\t\x12\x11\n\tpage_size\x18\x04 \x01(\r\x12\x12\n\npage_token\x18\x05 \x01(\t\"\x94\x01\n\x0bGameSummary\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12(\n\x06status\x18\x03 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12\x0f\n\x07version\x18\x04 \x01(\x04\x12\x12\n\nplayer_ids\x18\x05 \x03(\t\x12\x17\n\x0fupdated_unix_ms\x18\x06 \x01(\x03\"*\n\x17RenewPlayerTokenRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"W\n\x18RenewPlayerTokenResponse\x12\x14\n\x0cplayer_token\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x17\n\x0f\x65xpires_unix_ms\x18\x03 \x01(\x03\"V\n\x11ListGamesResponse\x12(\n\x05games\x18\x01 \x03(\x0b\x32\x19.boulevard.v1.GameSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"@\n\x17ListLegalActionsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\"R\n\x18ListLegalActionsResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12%\n\x07\x61\x63tions\x18\x02 \x03(\x0b\x32\x14.boulevard.v1.Action\"\xa8\x01\n\x13SubmitActionRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\x12$\n\x06\x61\x63tion\x18\x03 \x01(\x0b\x32\x14.boulevard.v1.Action\x12\x18\n\x10\x65xpected_version\x18\x04 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\x12\x11\n\tsignature\x18\x06 \x01(\x0c\"|\n\x14SubmitActionResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12+\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x1b.boulevard.v1.EventEnvelope\x12&\n\x07receipt\x18\x03 \x01(\x0b\x32\x15.boulevard.v1.Receipt\"x\n\x07Receipt\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x04\x12\x12\n\nchain_head\x18\x03 \x01(\x0c\x12\x0e\n\x06key_id\x18\x04 \x01(\t\x12\x11\n\tsignature\x18\x05 \x01(\x0c\x12\x14\n\x0ctime_unix_ms\x18\x06 \x01(\x03\"M\n\x11GetGameLogRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0c\x66rom_version\x18\x02 \x01(\x04\x12\x11\n\tpage_size\x18\x03 \x01(\r\"Y\n\x0eLoggedEnvelope\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x10\n\x08\x65nvelope\x18\x02 \x01(\x0c\x12\x10\n\x08redacted\x18\x03 \x01(\x08\x12\x12\n\nchain_hash\x18\x04 \x01(\x0c\"\xa7\x01\n\x12GetGameLogResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12/\n\tenvelopes\x18\x03 \x03(\x0b\x32\x1c.boulevard.v1.LoggedEnvelope\x12\x14\n\x0clast_version\x18\x04 \x01(\x04\x12\x10\n\x08\x66inished\x18\x05 \x01(\x08\x12\x19\n\x11next_from_version\x18\x06 \x01(\x04\"\x15\n\x13GetEngineKeyRequest\":\n\x14GetEngineKeyResponse\x12\x12\n\npublic_key\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\"_\n\x10WatchGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\x12\x14\n\x0c\x66rom_version\x18\x03 \x01(\x04\x12\x0e\n\x06\x62ursts\x18\x04 \x01(\x08\"\xcf\x01\n\x11WatchGameResponse\x12*\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x1b.boulevard.v1.EventEnvelope\x12$\n\x04view\x18\x02 \x01(\x0b\x32\x16.boulevard.v1.GameView\x12\x0e\n\x06to_act\x18\x03 \x03(\r\x12+\n\rlegal_actions\x18\x04 \x03(\x0b\x32\x14.boulevard.v1.Action\x12+\n\x06\x65vents\x18\x05 \x03(\x0b\x32\x1b.boulevard.v1.EventEnvelope\"O\n\x11RevealSeedRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\x12\x13\n\x0b\x63lient_seed\x18\x03 \x01(\t\"}\n\x12RevealSeedResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x14\n\x0c\x61ll_revealed\x18\x02 \x01(\x08\x12\x18\n\x10\x64\x65\x61\x64line_unix_ms\x18\x03 \x01(\x03\x12&\n\x07receipt\x18\x1e \x01(\x0b\x32\x15.boulevard.v1.Receipt*[\n\nGameStatus\x12\x1b\n\x17GAME_STATUS_UNSPECIFIED\x10\x00\x12\x16\n\x12GAME_STATUS_ACTIVE\x10\x01\x12\x18\n\x14GAME_STATUS_FINISHED\x10\x02\x32\xdc\x06\n\rEngineService\x12O\n\nCreateGame\x12\x1f.boulevard.v1.CreateGameRequest\x1a .boulevard.v1.CreateGameResponse\x12\x46\n\x07GetGame\x12\x1c.boulevard.v1.GetGameRequest\x1a\x1d.boulevard.v1.GetGameResponse\x12L\n\tListGames\x12\x1e.boulevard.v1.ListGamesRequest\x1a\x1f.boulevard.v1.ListGamesResponse\x12\x61\n\x10RenewPlayerToken\x12%.boulevard.v1.RenewPlayerTokenRequest\x1a&.boulevard.v1.RenewPlayerTokenResponse\x12\x61\n\x10ListLegalActions\x12%.boulevard.v1.ListLegalActionsRequest\x1a&.boulevard.v1.ListLegalActionsResponse\x12U\n\x0cSubmitAction\x12!.boulevard.v1.SubmitActionRequest\x1a\".boulevard.v1.SubmitActionResponse\x12N\n\tWatchGame\x12\x1e.boulevard.v1.WatchGameRequest\x1a\x1f.boulevard.v1.WatchGameResponse0\x01\x12O\n\nRevealSeed\x12\x1f.boulevard.v1.RevealSeedRequest\x1a .boulevard.v1.RevealSeedResponse\x12O\n\nGetGameLog\x12\x1f.boulevard.v1.GetGameLogRequest\x1a .boulevard.v1.GetGameLogResponse\x12U\n\x0cGetEngineKey\x12!.boulevard.v1.GetEngineKeyRequest\x1a\".boulevard.v1.GetEngineKeyResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x62oulevard/v1/engine.proto\x12\x0c\x62oulevard.v1\x1a\x19\x62oulevard/v1/events.proto\x1a\x1c\x62oulevard/v1/las_vegas.proto\x1a\x1c\x62oulevard/v1/long_shot.proto\x1a!boulevard/v1/lords_of_vegas.proto\x1a!boulevard/v1/vegas_showdown.proto\"x\n\x0eSeatAssignment\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x1e\n\x16\x63lient_seed_commitment\x18\x04 \x01(\t\x12\x12\n\npublic_key\x18\x05 \x01(\tJ\x04\x08\x03\x10\x04R\x0b\x63lient_seed\"\xd1\x01\n\x11\x43reateGameRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12+\n\x05seats\x18\x03 \x03(\x0b\x32\x1c.boulevard.v1.SeatAssignment\x12=\n\x07options\x18\x04 \x03(\x0b\x32,.boulevard.v1.CreateGameRequest.OptionsEntry\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"U\n\x12\x43reateGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x15\n\rplayer_tokens\x18\x02 \x03(\t\x12\x17\n\x0fseed_commitment\x18\x03 \x01(\t\"7\n\x0eGetGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\"\xd3\x01\n\x0fGetGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\x04\x12(\n\x06status\x18\x04 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12$\n\x04view\x18\x05 \x01(\x0b\x32\x16.boulevard.v1.GameView\x12\x0e\n\x06to_act\x18\x06 \x03(\r\x12\x19\n\x11halted_at_version\x18\x1e \x01(\x04\x12\x15\n\rhalted_reason\x18\x1f \x01(\t\"\xfb\x01\n\x08GameView\x12\x10\n\x08rendered\x18\x01 \x01(\t\x12\x38\n\x0elords_of_vegas\x18\n \x01(\x0b\x32\x1e.boulevard.v1.LordsOfVegasViewH\x00\x12/\n\tlas_vegas\x18\x0b \x01(\x0b\x32\x1a.boulevard.v1.LasVegasViewH\x00\x12\x39\n\x0evegas_showdown\x18\x0c \x01(\x0b\x32\x1f.boulevard.v1.VegasShowdownViewH\x00\x12/\n\tlong_shot\x18\r \x01(\x0b\x32\x1a.boulevard.v1.LongShotViewH\x00\x42\x06\n\x04game\"\xfb\x01\n\x06\x41\x63tion\x12:\n\x0elords_of_vegas\x18\n \x01(\x0b\x32 .boulevard.v1.LordsOfVegasActionH\x00\x12\x31\n\tlas_vegas\x18\x0b \x01(\x0b\x32\x1c.boulevard.v1.LasVegasActionH\x00\x12;\n\x0evegas_showdown\x18\x0c \x01(\x0b\x32!.boulevard.v1.VegasShowdownActionH\x00\x12\x31\n\tlong_shot\x18\r \x01(\x0b\x32\x1c.boulevard.v1.LongShotActionH\x00\x42\x06\n\x04gameJ\x04\x08\x01\x10\x02R\x04type\"\x84\x01\n\x10ListGamesRequest\x12(\n\x06status\x18\x01 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x11\n\tplayer_id\x18\x03 \x01(\t\x12\x11\n\tpage_size\x18\x04 \x01(\r\x12\x12\n\npage_token\x18\x05 \x01(\t\"\x94\x01\n\x0bGameSummary\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12(\n\x06status\x18\x03 \x01(\x0e\x32\x18.boulevard.v1.GameStatus\x12\x0f\n\x07version\x18\x04 \x01(\x04\x12\x12\n\nplayer_ids\x18\x05 \x03(\t\x12\x17\n\x0fupdated_unix_ms\x18\x06 \x01(\x03\"*\n\x17RenewPlayerTokenRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"W\n\x18RenewPlayerTokenResponse\x12\x14\n\x0cplayer_token\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x17\n\x0f\x65xpires_unix_ms\x18\x03 \x01(\x03\"V\n\x11ListGamesResponse\x12(\n\x05games\x18\x01 \x03(\x0b\x32\x19.boulevard.v1.GameSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"@\n\x17ListLegalActionsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\"R\n\x18ListLegalActionsResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12%\n\x07\x61\x63tions\x18\x02 \x03(\x0b\x32\x14.boulevard.v1.Action\"\xa8\x01\n\x13SubmitActionRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\x12$\n\x06\x61\x63tion\x18\x03 \x01(\x0b\x32\x14.boulevard.v1.Action\x12\x18\n\x10\x65xpected_version\x18\x04 \x01(\x04\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\x12\x11\n\tsignature\x18\x06 \x01(\x0c\"|\n\x14SubmitActionResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12+\n\x06\x65vents\x18\x02 \x03(\x0b\x32\x1b.boulevard.v1.EventEnvelope\x12&\n\x07receipt\x18\x03 \x01(\x0b\x32\x15.boulevard.v1.Receipt\"x\n\x07Receipt\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x04\x12\x12\n\nchain_head\x18\x03 \x01(\x0c\x12\x0e\n\x06key_id\x18\x04 \x01(\t\x12\x11\n\tsignature\x18\x05 \x01(\x0c\x12\x14\n\x0ctime_unix_ms\x18\x06 \x01(\x03\"M\n\x11GetGameLogRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0c\x66rom_version\x18\x02 \x01(\x04\x12\x11\n\tpage_size\x18\x03 \x01(\r\"Y\n\x0eLoggedEnvelope\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x10\n\x08\x65nvelope\x18\x02 \x01(\x0c\x12\x10\n\x08redacted\x18\x03 \x01(\x08\x12\x12\n\nchain_hash\x18\x04 \x01(\x0c\"\xc2\x01\n\x12GetGameLogResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12/\n\tenvelopes\x18\x03 \x03(\x0b\x32\x1c.boulevard.v1.LoggedEnvelope\x12\x14\n\x0clast_version\x18\x04 \x01(\x04\x12\x10\n\x08\x66inished\x18\x05 \x01(\x08\x12\x19\n\x11next_from_version\x18\x06 \x01(\x04\x12\x19\n\x11halted_at_version\x18\x1e \x01(\x04\"\x15\n\x13GetEngineKeyRequest\":\n\x14GetEngineKeyResponse\x12\x12\n\npublic_key\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\"_\n\x10WatchGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\x12\x14\n\x0c\x66rom_version\x18\x03 \x01(\x04\x12\x0e\n\x06\x62ursts\x18\x04 \x01(\x08\"\xcf\x01\n\x11WatchGameResponse\x12*\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x1b.boulevard.v1.EventEnvelope\x12$\n\x04view\x18\x02 \x01(\x0b\x32\x16.boulevard.v1.GameView\x12\x0e\n\x06to_act\x18\x03 \x03(\r\x12+\n\rlegal_actions\x18\x04 \x03(\x0b\x32\x14.boulevard.v1.Action\x12+\n\x06\x65vents\x18\x05 \x03(\x0b\x32\x1b.boulevard.v1.EventEnvelope\"O\n\x11RevealSeedRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0cplayer_token\x18\x02 \x01(\t\x12\x13\n\x0b\x63lient_seed\x18\x03 \x01(\t\"}\n\x12RevealSeedResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x14\n\x0c\x61ll_revealed\x18\x02 \x01(\x08\x12\x18\n\x10\x64\x65\x61\x64line_unix_ms\x18\x03 \x01(\x03\x12&\n\x07receipt\x18\x1e \x01(\x0b\x32\x15.boulevard.v1.Receipt*s\n\nGameStatus\x12\x1b\n\x17GAME_STATUS_UNSPECIFIED\x10\x00\x12\x16\n\x12GAME_STATUS_ACTIVE\x10\x01\x12\x18\n\x14GAME_STATUS_FINISHED\x10\x02\x12\x16\n\x12GAME_STATUS_HALTED\x10\x03\x32\xdc\x06\n\rEngineService\x12O\n\nCreateGame\x12\x1f.boulevard.v1.CreateGameRequest\x1a .boulevard.v1.CreateGameResponse\x12\x46\n\x07GetGame\x12\x1c.boulevard.v1.GetGameRequest\x1a\x1d.boulevard.v1.GetGameResponse\x12L\n\tListGames\x12\x1e.boulevard.v1.ListGamesRequest\x1a\x1f.boulevard.v1.ListGamesResponse\x12\x61\n\x10RenewPlayerToken\x12%.boulevard.v1.RenewPlayerTokenRequest\x1a&.boulevard.v1.RenewPlayerTokenResponse\x12\x61\n\x10ListLegalActions\x12%.boulevard.v1.ListLegalActionsRequest\x1a&.boulevard.v1.ListLegalActionsResponse\x12U\n\x0cSubmitAction\x12!.boulevard.v1.SubmitActionRequest\x1a\".boulevard.v1.SubmitActionResponse\x12N\n\tWatchGame\x12\x1e.boulevard.v1.WatchGameRequest\x1a\x1f.boulevard.v1.WatchGameResponse0\x01\x12O\n\nRevealSeed\x12\x1f.boulevard.v1.RevealSeedRequest\x1a .boulevard.v1.RevealSeedResponse\x12O\n\nGetGameLog\x12\x1f.boulevard.v1.GetGameLogRequest\x1a .boulevard.v1.GetGameLogResponse\x12U\n\x0cGetEngineKey\x12!.boulevard.v1.GetEngineKeyRequest\x1a\".boulevard.v1.GetEngineKeyResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,8 +38,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_CREATEGAMEREQUEST_OPTIONSENTRY']._loaded_options = None
   _globals['_CREATEGAMEREQUEST_OPTIONSENTRY']._serialized_options = b'8\001'
-  _globals['_GAMESTATUS']._serialized_start=3364
-  _globals['_GAMESTATUS']._serialized_end=3455
+  _globals['_GAMESTATUS']._serialized_start=3441
+  _globals['_GAMESTATUS']._serialized_end=3556
   _globals['_SEATASSIGNMENT']._serialized_start=200
   _globals['_SEATASSIGNMENT']._serialized_end=320
   _globals['_CREATEGAMEREQUEST']._serialized_start=323
@@ -51,49 +51,49 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETGAMEREQUEST']._serialized_start=621
   _globals['_GETGAMEREQUEST']._serialized_end=676
   _globals['_GETGAMERESPONSE']._serialized_start=679
-  _globals['_GETGAMERESPONSE']._serialized_end=840
-  _globals['_GAMEVIEW']._serialized_start=843
-  _globals['_GAMEVIEW']._serialized_end=1094
-  _globals['_ACTION']._serialized_start=1097
-  _globals['_ACTION']._serialized_end=1348
-  _globals['_LISTGAMESREQUEST']._serialized_start=1351
-  _globals['_LISTGAMESREQUEST']._serialized_end=1483
-  _globals['_GAMESUMMARY']._serialized_start=1486
-  _globals['_GAMESUMMARY']._serialized_end=1634
-  _globals['_RENEWPLAYERTOKENREQUEST']._serialized_start=1636
-  _globals['_RENEWPLAYERTOKENREQUEST']._serialized_end=1678
-  _globals['_RENEWPLAYERTOKENRESPONSE']._serialized_start=1680
-  _globals['_RENEWPLAYERTOKENRESPONSE']._serialized_end=1767
-  _globals['_LISTGAMESRESPONSE']._serialized_start=1769
-  _globals['_LISTGAMESRESPONSE']._serialized_end=1855
-  _globals['_LISTLEGALACTIONSREQUEST']._serialized_start=1857
-  _globals['_LISTLEGALACTIONSREQUEST']._serialized_end=1921
-  _globals['_LISTLEGALACTIONSRESPONSE']._serialized_start=1923
-  _globals['_LISTLEGALACTIONSRESPONSE']._serialized_end=2005
-  _globals['_SUBMITACTIONREQUEST']._serialized_start=2008
-  _globals['_SUBMITACTIONREQUEST']._serialized_end=2176
-  _globals['_SUBMITACTIONRESPONSE']._serialized_start=2178
-  _globals['_SUBMITACTIONRESPONSE']._serialized_end=2302
-  _globals['_RECEIPT']._serialized_start=2304
-  _globals['_RECEIPT']._serialized_end=2424
-  _globals['_GETGAMELOGREQUEST']._serialized_start=2426
-  _globals['_GETGAMELOGREQUEST']._serialized_end=2503
-  _globals['_LOGGEDENVELOPE']._serialized_start=2505
-  _globals['_LOGGEDENVELOPE']._serialized_end=2594
-  _globals['_GETGAMELOGRESPONSE']._serialized_start=2597
-  _globals['_GETGAMELOGRESPONSE']._serialized_end=2764
-  _globals['_GETENGINEKEYREQUEST']._serialized_start=2766
-  _globals['_GETENGINEKEYREQUEST']._serialized_end=2787
-  _globals['_GETENGINEKEYRESPONSE']._serialized_start=2789
-  _globals['_GETENGINEKEYRESPONSE']._serialized_end=2847
-  _globals['_WATCHGAMEREQUEST']._serialized_start=2849
-  _globals['_WATCHGAMEREQUEST']._serialized_end=2944
-  _globals['_WATCHGAMERESPONSE']._serialized_start=2947
-  _globals['_WATCHGAMERESPONSE']._serialized_end=3154
-  _globals['_REVEALSEEDREQUEST']._serialized_start=3156
-  _globals['_REVEALSEEDREQUEST']._serialized_end=3235
-  _globals['_REVEALSEEDRESPONSE']._serialized_start=3237
-  _globals['_REVEALSEEDRESPONSE']._serialized_end=3362
-  _globals['_ENGINESERVICE']._serialized_start=3458
-  _globals['_ENGINESERVICE']._serialized_end=4318
+  _globals['_GETGAMERESPONSE']._serialized_end=890
+  _globals['_GAMEVIEW']._serialized_start=893
+  _globals['_GAMEVIEW']._serialized_end=1144
+  _globals['_ACTION']._serialized_start=1147
+  _globals['_ACTION']._serialized_end=1398
+  _globals['_LISTGAMESREQUEST']._serialized_start=1401
+  _globals['_LISTGAMESREQUEST']._serialized_end=1533
+  _globals['_GAMESUMMARY']._serialized_start=1536
+  _globals['_GAMESUMMARY']._serialized_end=1684
+  _globals['_RENEWPLAYERTOKENREQUEST']._serialized_start=1686
+  _globals['_RENEWPLAYERTOKENREQUEST']._serialized_end=1728
+  _globals['_RENEWPLAYERTOKENRESPONSE']._serialized_start=1730
+  _globals['_RENEWPLAYERTOKENRESPONSE']._serialized_end=1817
+  _globals['_LISTGAMESRESPONSE']._serialized_start=1819
+  _globals['_LISTGAMESRESPONSE']._serialized_end=1905
+  _globals['_LISTLEGALACTIONSREQUEST']._serialized_start=1907
+  _globals['_LISTLEGALACTIONSREQUEST']._serialized_end=1971
+  _globals['_LISTLEGALACTIONSRESPONSE']._serialized_start=1973
+  _globals['_LISTLEGALACTIONSRESPONSE']._serialized_end=2055
+  _globals['_SUBMITACTIONREQUEST']._serialized_start=2058
+  _globals['_SUBMITACTIONREQUEST']._serialized_end=2226
+  _globals['_SUBMITACTIONRESPONSE']._serialized_start=2228
+  _globals['_SUBMITACTIONRESPONSE']._serialized_end=2352
+  _globals['_RECEIPT']._serialized_start=2354
+  _globals['_RECEIPT']._serialized_end=2474
+  _globals['_GETGAMELOGREQUEST']._serialized_start=2476
+  _globals['_GETGAMELOGREQUEST']._serialized_end=2553
+  _globals['_LOGGEDENVELOPE']._serialized_start=2555
+  _globals['_LOGGEDENVELOPE']._serialized_end=2644
+  _globals['_GETGAMELOGRESPONSE']._serialized_start=2647
+  _globals['_GETGAMELOGRESPONSE']._serialized_end=2841
+  _globals['_GETENGINEKEYREQUEST']._serialized_start=2843
+  _globals['_GETENGINEKEYREQUEST']._serialized_end=2864
+  _globals['_GETENGINEKEYRESPONSE']._serialized_start=2866
+  _globals['_GETENGINEKEYRESPONSE']._serialized_end=2924
+  _globals['_WATCHGAMEREQUEST']._serialized_start=2926
+  _globals['_WATCHGAMEREQUEST']._serialized_end=3021
+  _globals['_WATCHGAMERESPONSE']._serialized_start=3024
+  _globals['_WATCHGAMERESPONSE']._serialized_end=3231
+  _globals['_REVEALSEEDREQUEST']._serialized_start=3233
+  _globals['_REVEALSEEDREQUEST']._serialized_end=3312
+  _globals['_REVEALSEEDRESPONSE']._serialized_start=3314
+  _globals['_REVEALSEEDRESPONSE']._serialized_end=3439
+  _globals['_ENGINESERVICE']._serialized_start=3559
+  _globals['_ENGINESERVICE']._serialized_end=4419
 # @@protoc_insertion_point(module_scope)

@@ -33,12 +33,20 @@ class _GameStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_GameStatus
     GAME_STATUS_UNSPECIFIED: _GameStatus.ValueType  # 0
     GAME_STATUS_ACTIVE: _GameStatus.ValueType  # 1
     GAME_STATUS_FINISHED: _GameStatus.ValueType  # 2
+    GAME_STATUS_HALTED: _GameStatus.ValueType  # 3
+    """Its log holds an event the engine cannot read at `halted_at_version` (forged, or
+    written by a newer release): it takes no more commands, and every audit fails there.
+    """
 
 class GameStatus(_GameStatus, metaclass=_GameStatusEnumTypeWrapper): ...
 
 GAME_STATUS_UNSPECIFIED: GameStatus.ValueType  # 0
 GAME_STATUS_ACTIVE: GameStatus.ValueType  # 1
 GAME_STATUS_FINISHED: GameStatus.ValueType  # 2
+GAME_STATUS_HALTED: GameStatus.ValueType  # 3
+"""Its log holds an event the engine cannot read at `halted_at_version` (forged, or
+written by a newer release): it takes no more commands, and every audit fails there.
+"""
 Global___GameStatus: _TypeAlias = GameStatus  # noqa: Y015
 
 @_typing.final
@@ -194,10 +202,17 @@ class GetGameResponse(_message.Message):
     STATUS_FIELD_NUMBER: _builtins.int
     VIEW_FIELD_NUMBER: _builtins.int
     TO_ACT_FIELD_NUMBER: _builtins.int
+    HALTED_AT_VERSION_FIELD_NUMBER: _builtins.int
+    HALTED_REASON_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     game: _builtins.str
     version: _builtins.int
     status: Global___GameStatus.ValueType
+    halted_at_version: _builtins.int
+    """GAME_STATUS_HALTED: the version of the event the engine cannot read, and why (the
+    game stands as it was before it; 0 and "" otherwise).
+    """
+    halted_reason: _builtins.str
     @_builtins.property
     def view(self) -> Global___GameView: ...
     @_builtins.property
@@ -213,10 +228,12 @@ class GetGameResponse(_message.Message):
         status: Global___GameStatus.ValueType = ...,
         view: Global___GameView | None = ...,
         to_act: _abc.Iterable[_builtins.int] | None = ...,
+        halted_at_version: _builtins.int = ...,
+        halted_reason: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "game_id", b"game_id", "status", b"status", "to_act", b"to_act", "version", b"version", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "game_id", b"game_id", "halted_at_version", b"halted_at_version", "halted_reason", b"halted_reason", "status", b"status", "to_act", b"to_act", "version", b"version", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -678,6 +695,7 @@ class GetGameLogResponse(_message.Message):
     LAST_VERSION_FIELD_NUMBER: _builtins.int
     FINISHED_FIELD_NUMBER: _builtins.int
     NEXT_FROM_VERSION_FIELD_NUMBER: _builtins.int
+    HALTED_AT_VERSION_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     game: _builtins.str
     last_version: _builtins.int
@@ -685,6 +703,10 @@ class GetGameLogResponse(_message.Message):
     finished: _builtins.bool
     next_from_version: _builtins.int
     """0 when this page reached the end"""
+    halted_at_version: _builtins.int
+    """The game is halted at this version (an event the engine cannot read); its envelopes
+    are served as stored all the same. 0: not halted.
+    """
     @_builtins.property
     def envelopes(self) -> _containers.RepeatedCompositeFieldContainer[Global___LoggedEnvelope]: ...
     def __init__(
@@ -696,10 +718,11 @@ class GetGameLogResponse(_message.Message):
         last_version: _builtins.int = ...,
         finished: _builtins.bool = ...,
         next_from_version: _builtins.int = ...,
+        halted_at_version: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["envelopes", b"envelopes", "finished", b"finished", "game", b"game", "game_id", b"game_id", "last_version", b"last_version", "next_from_version", b"next_from_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["envelopes", b"envelopes", "finished", b"finished", "game", b"game", "game_id", b"game_id", "halted_at_version", b"halted_at_version", "last_version", b"last_version", "next_from_version", b"next_from_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
