@@ -57,7 +57,42 @@ ledger_app = typer.Typer(
 app.add_typer(audit_app, name="audit")
 app.add_typer(issuer_app, name="issuer")
 app.add_typer(game_app, name="game")
+keys_app = typer.Typer(
+    help="The platform's keys, for auditors to pin.", no_args_is_help=True,
+    rich_markup_mode="rich",
+)  # fmt: skip
 app.add_typer(ledger_app, name="ledger")
+app.add_typer(keys_app, name="keys")
+
+
+@keys_app.command(
+    "history",
+    epilog="  boulevard keys history --out keys.json\n\n"
+    "  boulevard keys history --out keys.json --previous engine=old-engine-key",
+)
+def keys_history(
+    out: Annotated[
+        Path, typer.Option("--out", metavar="FILE", help="the key history to write or extend")
+    ],
+    previous: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--previous",
+            metavar="ROLE=SEEDFILE",
+            help="a rotated role's previous key (its seed file), to sign the new one",
+        ),
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`" + _DATA_DIR)
+    ] = None,
+) -> None:
+    """Publish the platform's keys (engine, dice, ledger, bots) as a key history: each new key
+    signed by the one before it. Auditors pin it with `audit game --trust FILE`.
+
+    Exit 0 written, 2 cannot."""
+    from boulevard.cli import keys as command
+
+    _run(command.run, out=out, previous=previous, data_dir=data_dir)
 
 
 # Relative to where the command runs: `boulevard login` in another folder finds no issuer.
@@ -824,6 +859,14 @@ def audit_game(
             help="a player's evidence file (receipts, dice and ledger heads kept in play)",
         ),
     ] = None,
+    trust: Annotated[
+        Path | None,
+        typer.Option(
+            "--trust",
+            metavar="FILE",
+            help="a key history you keep (boulevard keys history): fail on any key not in it",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
     html: HtmlOption = None,
 ) -> None:
@@ -835,7 +878,7 @@ def audit_game(
     _run(
         command.run_game, game_id=game_id, engine=engine, dice=dice, ledger=ledger,
         no_dice=no_dice, no_ledger=no_ledger, timeout=timeout, receipts=receipts,
-        engine_key=engine_key, json=as_json, html=html, evidence=evidence,
+        engine_key=engine_key, json=as_json, html=html, evidence=evidence, trust=trust,
     )  # fmt: skip
 
 
@@ -892,6 +935,14 @@ def audit_all(
             help="a folder of players' evidence files (*.json), each checked with its game",
         ),
     ] = None,
+    trust: Annotated[
+        Path | None,
+        typer.Option(
+            "--trust",
+            metavar="FILE",
+            help="a key history you keep (boulevard keys history): fail on any key not in it",
+        ),
+    ] = None,
     html: HtmlOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -904,7 +955,7 @@ def audit_all(
     _run(
         command.run_all, engine=engine, dice=dice, ledger=ledger, no_dice=no_dice,
         no_ledger=no_ledger, timeout=timeout, limit=limit, game_name=game_name, html=html,
-        json=as_json, since=since, evidence=evidence,
+        json=as_json, since=since, evidence=evidence, trust=trust,
     )  # fmt: skip
 
 
@@ -928,7 +979,7 @@ def _unwrap(doc: str) -> str:
     )
 
 
-for _typer in (app, audit_app, issuer_app, game_app, ledger_app):
+for _typer in (app, audit_app, issuer_app, game_app, ledger_app, keys_app):
     for _info in _typer.registered_commands:
         if _info.help is None and _info.callback is not None and _info.callback.__doc__:
             _info.help = _unwrap(_info.callback.__doc__)
