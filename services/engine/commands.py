@@ -37,7 +37,7 @@ from boulevard.games.base import (
     RulesError,
     check_options,
 )
-from boulevard.games.versions import newest
+from boulevard.games.versions import RulesVersion, for_release
 from boulevard.platform.auth import PlayerClaims
 from boulevard.platform.errors import (
     Aborted,
@@ -377,6 +377,8 @@ class Create:
     clock: Callable[[], int]
     reveal_ms: int
     issue_token: Callable[[str, int, str], str]
+    # New games take this release's rules ("": the newest; engine_new_games_rules_release).
+    rules_release: str = ""
     settles_first: ClassVar[bool] = False
     pinned: bool = False
 
@@ -393,7 +395,7 @@ class Create:
             raise InvalidArgument(
                 f"unknown game {self.game_name!r}; known: {', '.join(sorted(REGISTRY))}"
             )
-        game = newest(self.game_name).definition  # a new game takes the newest rules
+        game = self.rules().definition
         seats = self.seats
         if not game.min_players <= len(seats) <= game.max_players:
             raise InvalidArgument(
@@ -421,6 +423,11 @@ class Create:
         if self.match_id and not GAME_ID.match(self.match_id):
             raise InvalidArgument("malformed match id")
 
+    def rules(self) -> RulesVersion:
+        """The rules a new game takes: the newest, or during a rolling upgrade the ones of
+        the release the engine was told to keep creating games with."""
+        return for_release(self.game_name, self.rules_release)
+
     async def open(self) -> Session:
         """A new game: the dice service draws and commits its seed knowing only the seats'
         commitments (the seeds themselves come later, with RevealSeed)."""
@@ -447,7 +454,7 @@ class Create:
             match_id=self.match_id,
             reveal_deadline_unix_ms=opened.reveal_deadline_unix_ms,
             # Pinned for the game's whole life (docs/architecture.md, "Rules versions").
-            rules_version=newest(self.game_name).pin,
+            rules_version=self.rules().pin,
         )
         return Session.new(self.game_id, created)
 

@@ -25,6 +25,7 @@ from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.signing import SigningKey, chain_hash
 from boulevard.eventlog.errors import ConcurrencyConflict
 from boulevard.eventlog.store import EventStore, NewEvent
+from boulevard.games import REGISTRY
 from boulevard.games.base import (
     ClientSeedsFixed,
     GameCreated,
@@ -32,7 +33,7 @@ from boulevard.games.base import (
     RulesError,
 )
 from boulevard.games.codec import Codec
-from boulevard.games.versions import UnknownRulesVersion
+from boulevard.games.versions import UnknownRulesVersion, for_release
 from boulevard.platform import metrics, tracing
 from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
 from boulevard.platform.errors import (
@@ -117,7 +118,13 @@ class Engine:
         reveal_seconds: float = 60.0,
         receipt_key: SigningKey | None = None,
         idle_trim_seconds: float = 30.0,
+        rules_release: str = "",
     ) -> None:
+        # New games take this release's rules ("": the newest recorded). Checked now, so a
+        # misspelt release fails the start, not the first CreateGame.
+        for name in REGISTRY:
+            for_release(name, rules_release)
+        self.rules_release = rules_release
         self.store = store
         self.chance = chance
         self.snapshots = snapshots
@@ -240,6 +247,7 @@ class Engine:
                 clock=self.clock,
                 reveal_ms=self.reveal_ms,
                 issue_token=self.seat_token,
+                rules_release=self.rules_release,
             )
         )
 
@@ -250,12 +258,10 @@ class Engine:
         command pipeline"). A lost race with another writer reloads the game and runs the
         steps again, unless the caller pinned the version it decided on (ABORTED).
 
-        Where this wave's other steps go: a game whose log holds an event this engine cannot
-        read is halted right after the load; the rules a game runs by are chosen from its
-        GameCreated where the session is made (`Session.new`, `Session.from_snapshot`); a
-        receipt for each call is its command's `receipt` step; a seat's timeout and a bot's
-        move for an absent seat are commands of their own (commands.py), which a sweeper
-        hands to `handle` as a player's call does."""
+        The rules a game runs by are the ones its GameCreated names, chosen where the session
+        is made (`Session.new`, `Session.from_snapshot`); a command that is not a player's
+        (a seat's timeout, a bot's move for an absent seat) is a class of its own in
+        commands.py, handed to `handle` by a sweeper as a player's call is by the server."""
         command.authorize()  # who may ask, before anything is read
         for _attempt in range(MAX_RETRIES):
             async with self._lock(command.game_id):

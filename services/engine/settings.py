@@ -36,6 +36,10 @@ class EngineSettings(Settings):
     # `<data_dir>/engine/signing-key`. Its public half is served by GetEngineKey.
     engine_signing_key: SecretStr = SecretStr("")
     engine_signing_key_file: Path | None = None
+    # New games take the rules of this release (a name in releases.json); "": the newest
+    # recorded rules. During a rolling upgrade, set it to the release still running beside
+    # this one, and clear it once no engine of that release is left (docs/operations.md).
+    engine_new_games_rules_release: str = ""
 
 
 @cache

@@ -349,7 +349,7 @@ async function submit(t: Table, action: Action): Promise<void> {
     }
     const r = res.receipt;
     if (r) {
-      seat.receipts.push({ gameId: r.gameId, version: Number(r.version), chainHead: hex(r.chainHead), keyId: r.keyId, signature: hex(r.signature) });
+      seat.receipts.push({ gameId: r.gameId, version: Number(r.version), chainHead: hex(r.chainHead), keyId: r.keyId, signature: hex(r.signature), timeUnixMs: Number(r.timeUnixMs) });
       await saveSeat(seat);
     }
     // The move is played: its list is spent — unless the watch stream has already brought

@@ -49,10 +49,10 @@ export async function checkVectors(auditing: AnyJson, fairness: AnyJson): Promis
   for (const r of auditing.receipts) {
     const pk = fromHex(r.public_key);
     check((await keyId(pk)) === r.key_id, `receipt ${r.name}: key id`);
-    const bytes = receiptSigningBytes(r.game_id, BigInt(r.version), fromHex(r.chain_head));
+    const bytes = receiptSigningBytes(r.game_id, BigInt(r.version), fromHex(r.chain_head), BigInt(r.time_unix_ms ?? 0));
     check(hex(bytes) === r.signing_bytes, `receipt ${r.name}: signing bytes`);
     check(await ed25519Verify(pk, fromHex(r.signature), bytes), `receipt ${r.name}: signature verifies`);
-    const other = receiptSigningBytes(r.game_id, BigInt(r.version) + 1n, fromHex(r.chain_head));
+    const other = receiptSigningBytes(r.game_id, BigInt(r.version) + 1n, fromHex(r.chain_head), BigInt(r.time_unix_ms ?? 0));
     check(!(await ed25519Verify(pk, fromHex(r.signature), other)), `receipt ${r.name}: another version fails`);
   }
 

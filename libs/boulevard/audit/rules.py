@@ -15,7 +15,7 @@ from typing import Any
 
 from boulevard.games.base import GameCreated, GameDefinition, RulesError
 from boulevard.games.codec import Codec
-from boulevard.games.upcasting import canonical, read_stored
+from boulevard.games.upcasting import SCHEMA_VERSION, canonical, read_stored
 from boulevard.games.versions import RulesVersion, UnknownRulesVersion, rules_for
 
 
@@ -39,11 +39,15 @@ def stored_event(codec: Codec, payload: bytes, schema_version: int) -> tuple[Any
     canonical at its own schema and decode, after upcasting, to exactly today's fields:
     one event, one byte string, in every schema."""
     try:
-        plain = read_stored(payload, schema_version)
-        event = codec.decode(plain)
+        if schema_version == SCHEMA_VERSION:
+            # Today's schema: the payload must be exactly today's encoding of its event.
+            event, today = codec.loads(payload), payload
+        else:
+            # Canonical at its own schema (read_stored), then upcast: compared as today's.
+            plain = read_stored(payload, schema_version)
+            event, today = codec.decode(plain), canonical(plain)
     except RulesError as err:
         raise RulesCheckFailed(f"undecodable payload: {err.message}") from None
-    today = canonical(plain)
     if codec.dumps(event) != today:
         # Duplicate or unknown keys, or another layout, could make a reader in another
         # language see another event than this audit.

@@ -101,20 +101,12 @@ def canonical(plain: Plain) -> bytes:
     return json.dumps(plain, sort_keys=True, separators=(",", ":")).encode()
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> Plain:
-    out: Plain = {}
-    for key, value in pairs:
-        if key in out:
-            raise RulesError("malformed", f"not canonical JSON: key {key!r} appears twice")
-        out[key] = value
-    return out
-
-
 def read_stored(payload: bytes, schema: int) -> Plain:
-    """A stored payload as today's plain event: parsed strictly (one value per key), held
-    to be canonical JSON at its own schema, then upcast. RulesError('malformed', …) else."""
+    """A stored payload as today's plain event: held to be canonical JSON at its own schema
+    (which also refuses a key given twice: its canonical form has it once), then upcast.
+    RulesError('malformed', …) else."""
     try:
-        plain = json.loads(payload, object_pairs_hook=_no_duplicates)
+        plain = json.loads(payload)
     except ValueError as exc:
         raise RulesError("malformed", f"not JSON: {exc}") from exc
     if not isinstance(plain, dict):

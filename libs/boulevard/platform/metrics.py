@@ -139,6 +139,30 @@ LEDGER_RECONCILIATIONS = Counter(
     ["result"],
 )
 
+# -- JetStream, as the services read it (boulevard.messaging.lag)
+
+CONSUMER_PENDING = Gauge(
+    "boulevard_consumer_pending_messages",
+    "Messages a durable consumer has not acknowledged yet (undelivered plus unacked)",
+    ["stream", "consumer"],
+)
+CONSUMER_ACK_FLOOR_AGE = Gauge(
+    "boulevard_consumer_ack_floor_age_seconds",
+    "Seconds since a durable consumer last acknowledged, while messages wait (0: none wait)",
+    ["stream", "consumer"],
+)
+STREAM_REPLICAS = Gauge("boulevard_stream_replicas", "Replicas a stream is configured with",
+                        ["stream"])  # fmt: skip
+STREAM_REPLICAS_CURRENT = Gauge(
+    "boulevard_stream_replicas_current",
+    "Replicas of a stream that are up to date, the leader included",
+    ["stream"],
+)
+STREAM_HAS_LEADER = Gauge(
+    "boulevard_stream_has_leader", "1 while a stream has a leader (0: no writes possible)",
+    ["stream"],
+)  # fmt: skip
+
 # -- matchmaking
 
 QUEUE_DEPTH = Gauge("boulevard_matchmaking_queue_depth", "Tickets waiting for a match", ["game"])

@@ -56,3 +56,14 @@ def test_the_chain_is_pure_and_leaves_other_types_alone() -> None:
     plain = {"type": "CasinoBuilt", "x": 1}
     assert upcast(dict(plain), 0) == plain
     assert all(1 <= u.to_schema <= SCHEMA_VERSION and u.why for u in UPCASTERS)
+
+
+@pytest.mark.parametrize("schema", [0, SCHEMA_VERSION])
+def test_a_key_given_twice_or_spaces_fail_at_any_schema(schema: int) -> None:
+    old = before_pinning() if schema == 0 else CODEC.dumps(CREATED)
+    doubled = old.replace(b'{"config"', b'{"config":{"options":[],"players":9},"config"', 1)
+    spaced = old.replace(b",", b", ", 1)
+    for payload in (doubled, spaced):
+        assert payload != old
+        with pytest.raises(RulesCheckFailed, match="canonical"):
+            stored_event(CODEC, payload, schema)
