@@ -220,7 +220,14 @@ def test_the_evidence_players_keep_passes_and_a_ledger_that_equivocates_fails(
             )  # fmt: skip
         assert (await wait_reconciled(platform, created.game_id)).reconciled
         async with grpc.aio.insecure_channel(platform.address("ledger")) as channel:
-            head, _, _ = await LedgerClient(channel).tree_head()
+            for _ in range(100):  # the ledger signs within a second of posting
+                try:
+                    head, _, size = await LedgerClient(channel).tree_head()
+                    if head.head.tree_size == size:
+                        break
+                except grpc.aio.AioRpcError as err:
+                    assert err.code() == grpc.StatusCode.NOT_FOUND, err
+                await asyncio.sleep(0.1)
         kept = []
         for s in seats:
             evidence = s.evidence()
