@@ -52,7 +52,13 @@ def keys_history(
     invoke(command.run, out=out, previous=previous, data_dir=data_dir)
 
 
-@commands.command(epilog=examples("boulevard login alice", "boulevard login olga --role operator"))
+@commands.command(
+    epilog=examples(
+        "boulevard login alice",
+        "boulevard login olga --role operator",
+        "boulevard login alice --web",
+    )
+)
 def login(
     name: Annotated[
         str, typer.Argument(metavar="NAME", help="the player (or operator) id: the token's subject")
@@ -62,6 +68,16 @@ def login(
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`" + DATA_DIR)
     ] = None,
+    web: Annotated[
+        bool,
+        typer.Option(
+            "--web", help="print the web app's address with the token in its #fragment instead"
+        ),
+    ] = False,
+    web_url: Annotated[
+        str,
+        typer.Option("--web-url", help="the web app's address (default: this machine's gateway)"),
+    ] = "",
 ) -> None:
     """Print a bearer token from the local issuer `boulevard up` made."""
     from boulevard.cli import login as login_command
@@ -69,7 +85,10 @@ def login(
 
     if role not in ROLES:
         raise typer.BadParameter(f"choose from {', '.join(sorted(ROLES))}", param_hint="--role")
-    invoke(login_command.login, name=name, role=role, ttl=ttl, data_dir=data_dir)
+    invoke(
+        login_command.login, name=name, role=role, ttl=ttl, data_dir=data_dir, web=web,
+        web_url=web_url,
+    )  # fmt: skip
 
 
 @issuer_app.command("rotate", epilog=examples("boulevard issuer rotate"))
