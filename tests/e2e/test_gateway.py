@@ -358,3 +358,34 @@ def test_a_header_block_over_64_kib_is_refused_by_grpc_itself(platform: Platform
         metadata=(("authorization", "Bearer " + "x" * 70_000),),
     )
     assert refused.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def test_json_unknown_keys_are_ignored_and_a_mistyped_value_is_refused(
+    platform: Platform, gateway: Gateway
+) -> None:
+    game = new_game(platform)
+    ok = httpx.post(
+        f"{gateway.url}{ENGINE}/GetGame", json={"gameId": game.game_id, "noSuchField": 1}
+    )
+    assert ok.status_code == 200 and ok.json()["gameId"] == game.game_id
+    snake = httpx.post(f"{gateway.url}{ENGINE}/GetGame", json={"game_id": game.game_id})
+    assert snake.status_code == 200 and snake.json()["gameId"] == game.game_id
+    bad = httpx.post(f"{gateway.url}{ENGINE}/GetGame", json={"gameId": {"not": "a string"}})
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid_argument", bad.text
+
+
+def test_a_body_over_the_services_request_limit_is_resource_exhausted(gateway: Gateway) -> None:
+    big = engine_pb2.GetGameRequest(game_id="g", player_token="t" * 300_000).SerializeToString()
+    reply = httpx.post(
+        f"{gateway.url}{ENGINE}/GetGame", content=big, headers={"content-type": "application/proto"}
+    )
+    assert reply.json()["code"] == "resource_exhausted", reply.text
+
+
+def test_health_of_one_named_service_and_of_an_unknown_name(gateway: Gateway) -> None:
+    named = httpx.post(
+        f"{gateway.url}/grpc.health.v1.Health/Check", json={"service": "boulevard.v1.DiceService"}
+    )
+    assert named.json() == {"status": "SERVING"}
+    unknown = httpx.post(f"{gateway.url}/grpc.health.v1.Health/Check", json={"service": "nope"})
+    assert unknown.status_code == 404 and unknown.json()["code"] == "not_found"
