@@ -14,6 +14,42 @@ commands = typer.Typer()
 issuer_app = typer.Typer(
     help="Manage the local token issuer.", no_args_is_help=True, rich_markup_mode="rich"
 )
+keys_app = typer.Typer(
+    help="The platform's keys, for auditors to pin.", no_args_is_help=True,
+    rich_markup_mode="rich",
+)  # fmt: skip
+
+
+@keys_app.command(
+    "history",
+    epilog=examples(
+        "boulevard keys history --out keys.json",
+        "boulevard keys history --out keys.json --previous engine=old-engine-key",
+    ),
+)
+def keys_history(
+    out: Annotated[
+        Path, typer.Option("--out", metavar="FILE", help="the key history to write or extend")
+    ],
+    previous: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--previous",
+            metavar="ROLE=SEEDFILE",
+            help="a rotated role's previous key (its seed file), to sign the new one",
+        ),
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`" + DATA_DIR)
+    ] = None,
+) -> None:
+    """Publish the platform's keys (engine, dice, ledger, bots) as a key history: each new key
+    signed by the one before it. Auditors pin it with `audit game --trust FILE`.
+
+    Exit 0 written, 2 cannot."""
+    from boulevard.cli import keys as command
+
+    invoke(command.run, out=out, previous=previous, data_dir=data_dir)
 
 
 @commands.command(
