@@ -77,6 +77,18 @@ def play(
     dice: Annotated[
         str | None, typer.Option("--dice", metavar=HOST_PORT, help="the dice service's address")
     ] = None,
+    ledger: Annotated[
+        str | None, typer.Option("--ledger", metavar=HOST_PORT, help="the ledger's address")
+    ] = None,
+    evidence: Annotated[
+        Path | None,
+        typer.Option(
+            "--evidence",
+            metavar="FILE",
+            help="write your seat's evidence here at the end (receipts, dice and ledger "
+            "heads), for `boulevard audit game --evidence`",
+        ),
+    ] = None,
 ) -> None:
     """Sit down at a table and play a game in the terminal.
 
@@ -86,7 +98,8 @@ def play(
 
     invoke(
         command.run, game=game, token=token, player=player, data_dir=data_dir, seats=seats,
-        bot_fill=bot_fill, matchmaking=matchmaking, engine=engine, dice=dice,
+        bot_fill=bot_fill, matchmaking=matchmaking, engine=engine, dice=dice, ledger=ledger,
+        evidence=evidence,
     )  # fmt: skip
 
 
