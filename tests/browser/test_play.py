@@ -105,6 +105,8 @@ def shots_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
+# Four whole games through a browser: about two minutes on two shared cores.
+@pytest.mark.timeout(600)
 def test_a_player_plays_each_game_to_the_end_in_the_browser_and_its_audit_passes(
     web_build: WebBuild, web: Web, tmp_path: Path
 ) -> None:
@@ -118,6 +120,9 @@ def test_a_player_plays_each_game_to_the_end_in_the_browser_and_its_audit_passes
         assert audits[game]["verdict"].startswith("PASS"), audits[game]
     # Some moves were played from the keyboard (keys 1–9), the rest by click.
     assert sum(line["keys"] for line in finished.values()) > 0
+    # Readable on a phone: at 390 px wide the page scrolls down, never sideways.
+    (phone,) = [line for line in lines if line["event"] == "phone"]
+    assert phone["scrollWidth"] <= 390, phone
     for name in [
         "web-lobby.png",
         "web-audit.png",
@@ -139,6 +144,7 @@ def game_log(web: Web, game_id: str) -> engine_pb2.GetGameLogResponse:
         return stub.GetGameLog(engine_pb2.GetGameLogRequest(game_id=game_id, page_size=1000))
 
 
+@pytest.mark.timeout(300)
 def test_the_audit_page_fails_a_doctored_log_at_the_forged_event(
     web_build: WebBuild, web: Web, tmp_path: Path
 ) -> None:

@@ -3,7 +3,7 @@ previous release — its own code, from a git worktree of the commit releases.js
 and one of today's serve at the same time. A Long Shot game created and begun under the old
 release finishes under the new one with the rules it was created with (version 1); a game
 created on the new engine takes the newest rules (version 2); every audit passes for both,
-with today's CLI and with the standalone auditor."""
+with today's CLI and with the standalone auditor installed alone in a fresh venv."""
 
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ from boulevard.seats.player import play_game, reveal_seed
 from tests.e2e.conftest import Platform
 from tests.e2e.test_game_audit import audit_game
 from tests.e2e.test_games import OPERATOR_MD, seed_of, wait_reconciled
+from tests.integration.test_standalone_auditor import install_auditor
+from tests.integration.test_standalone_auditor import run as run_auditor
 from tests.support.keys import seat_key, seat_keys
 
 pytestmark = pytest.mark.e2e
@@ -67,6 +69,11 @@ def old_checkout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield path
     finally:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)])
+
+
+@pytest.fixture(scope="module")
+def auditor(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return install_auditor(tmp_path_factory.mktemp("auditor"))
 
 
 @contextlib.contextmanager
@@ -174,7 +181,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_game_begun_under_the_old_release_finishes_under_the_new_one(
-    platform: Platform, old_checkout: Path, tmp_path: Path
+    platform: Platform, old_checkout: Path, auditor: Path, tmp_path: Path
 ) -> None:
     new = platform.address("engine")
     with old_engine(platform, old_checkout) as old:
@@ -197,7 +204,7 @@ def test_a_game_begun_under_the_old_release_finishes_under_the_new_one(
         assert dice.returncode == 0, dice.stdout + dice.stderr
         ledger = cli("audit", "ledger", "--game", gid, "--address", platform.address("ledger"))
         assert ledger.returncode == 0, ledger.stdout + ledger.stderr
-        # And the standalone auditor (today's build) re-decides it with the rules it names.
+        # And the standalone auditor, installed alone, re-decides it with the rules it names.
         path = tmp_path / f"{gid}.json"
         path.write_text(asyncio.run(log_json(new, gid)))
         if gid == game_id:
@@ -206,12 +213,7 @@ def test_a_game_begun_under_the_old_release_finishes_under_the_new_one(
             envs = [events_pb2.EventEnvelope.FromString(e.envelope) for e in page.envelopes]
             assert envs[0].schema_version == 0 and b"rules_version" not in envs[0].payload
             assert envs[-1].type == "GameFinished" and envs[-1].schema_version == SCHEMA_VERSION
-        standalone = subprocess.run(
-            [sys.executable, "-m", "boulevard.audit.standalone", "game", str(path)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        standalone = run_auditor(auditor, "game", str(path))
         assert standalone.returncode == 0, standalone.stdout + standalone.stderr
         pin = rules_for(GAME, "").pin if number == 1 else newest(GAME).pin
         assert f"rules version {pin}" in standalone.stdout

@@ -28,16 +28,19 @@ sys.path.insert(0, str(ROOT / "tools"))
 import build_auditor  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def auditor(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The `boulevard-audit` command of a fresh venv holding only the auditor wheel (and
-    its two dependencies, protobuf and cryptography)."""
-    tmp = tmp_path_factory.mktemp("auditor")
+def install_auditor(tmp: Path) -> Path:
+    """The bin folder of a fresh venv in `tmp` holding only the auditor wheel built from
+    this tree (and its two dependencies, protobuf and cryptography)."""
     wheel = build_auditor.build(tmp / "wheels")
     venv.create(tmp / "venv", with_pip=True)
     pip = tmp / "venv" / "bin" / "pip"
     subprocess.run([str(pip), "install", "--quiet", str(wheel)], check=True, timeout=300)
     return tmp / "venv" / "bin"
+
+
+@pytest.fixture(scope="module")
+def auditor(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return install_auditor(tmp_path_factory.mktemp("auditor"))
 
 
 def pages_json(log: list[bytes], finished: bool = True) -> str:

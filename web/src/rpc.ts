@@ -9,16 +9,17 @@ import { EngineService } from "./gen/boulevard/v1/engine_pb";
 import { LedgerService } from "./gen/boulevard/v1/ledger_pb";
 import { MatchmakingService } from "./gen/boulevard/v1/matchmaking_pb";
 
+// Kept for the tab only (sessionStorage): a bearer token does not outlive the tab on disk.
 const TOKEN_KEY = "boulevard.token";
 
 /** The bearer JWT this browser logged in with ("" when none). */
 export function token(): string {
-  return localStorage.getItem(TOKEN_KEY) ?? "";
+  return sessionStorage.getItem(TOKEN_KEY) ?? "";
 }
 
 export function setToken(jwt: string): void {
-  if (jwt) localStorage.setItem(TOKEN_KEY, jwt);
-  else localStorage.removeItem(TOKEN_KEY);
+  if (jwt) sessionStorage.setItem(TOKEN_KEY, jwt);
+  else sessionStorage.removeItem(TOKEN_KEY);
 }
 
 /** The player the token names (its `sub`), read without verifying: the services verify it;

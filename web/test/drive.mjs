@@ -77,6 +77,14 @@ async function playOne(page, game, random) {
     await played().catch(() => {});
     if (opts.shots && !opts.doctor && !shot && moves >= 12) {
       await page.screenshot({ path: `${opts.shots}/web-play-${game}.png`, fullPage: true });
+      if (game === opts.games[0]) {
+        // A phone-sized screen: the board above the moves, nothing wider than the screen.
+        await page.setViewportSize({ width: 390, height: 844 });
+        const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+        say({ event: "phone", game, scrollWidth: wide });
+        await page.screenshot({ path: `${opts.shots}/web-phone-${game}.png` });
+        await page.setViewportSize({ width: 1100, height: 900 });
+      }
       shot = true;
     }
     if (moves > 3000) throw new Error(`${game}: no end after ${moves} moves`);

@@ -12,6 +12,7 @@ export interface StoredReceipt {
   chainHead: string; // hex
   keyId: string;
   signature: string; // hex
+  timeUnixMs?: number; // v2 receipts: when the engine accepted the move (0 or absent: v1)
 }
 
 export interface Evidence {

@@ -5,6 +5,7 @@ import { sha256 } from "./crypto";
 
 export const COMMAND_DOMAIN = "boulevard.game.command.v1";
 export const RECEIPT_DOMAIN = "boulevard.game.receipt.v1";
+export const RECEIPT_DOMAIN_V2 = "boulevard.game.receipt.v2"; // receipts that say when
 export const CHAIN_DOMAIN = "boulevard.game.chain.v1";
 
 /** What a seat signs for SubmitAction: lp(domain) ‖ lp(game_id) ‖ u32(seat) ‖
@@ -27,9 +28,17 @@ export function commandSigningBytes(
   );
 }
 
-/** What the engine signs in a receipt: lp(domain) ‖ lp(game_id) ‖ u64(version) ‖ chain_head. */
-export function receiptSigningBytes(gameId: string, version: bigint | number, chainHead: Uint8Array): Uint8Array {
-  return concat(lp(RECEIPT_DOMAIN), lp(gameId), u64(version), chainHead);
+/** What the engine signs in a receipt: lp(domain) ‖ lp(game_id) ‖ u64(version) ‖ chain_head,
+ * and from v2 on ‖ u64(time_unix_ms), the time of the envelope at `version`. A receipt
+ * with time 0 is a v1 receipt (kept from before receipts were timed). */
+export function receiptSigningBytes(
+  gameId: string,
+  version: bigint | number,
+  chainHead: Uint8Array,
+  timeUnixMs: bigint | number = 0,
+): Uint8Array {
+  if (BigInt(timeUnixMs) === 0n) return concat(lp(RECEIPT_DOMAIN), lp(gameId), u64(version), chainHead);
+  return concat(lp(RECEIPT_DOMAIN_V2), lp(gameId), u64(version), chainHead, u64(timeUnixMs));
 }
 
 /** chain_hash(v) = SHA-256("boulevard.game.chain.v1" ‖ 0x00 ‖ stored_bytes(v)). */

@@ -198,12 +198,16 @@ async function checkReceipts(e: Evidence, log: LogEvent[], v: Verdict): Promise<
     const where = `receipt for version ${r.version}`;
     if (r.gameId !== e.gameId) fail("receipts", where, `a receipt for game ${r.gameId}`);
     if (r.keyId !== e.engineKey.keyId) fail("receipts", where, `signed by key ${r.keyId}, not the engine's ${e.engineKey.keyId}`);
-    const ok = await ed25519Verify(pk, fromHex(r.signature), receiptSigningBytes(r.gameId, BigInt(r.version), fromHex(r.chainHead)));
+    const time = r.timeUnixMs ?? 0;
+    const ok = await ed25519Verify(pk, fromHex(r.signature), receiptSigningBytes(r.gameId, BigInt(r.version), fromHex(r.chainHead), time));
     if (!ok) fail("receipts", where, "the receipt's signature does not verify under the engine's key");
     const at = log[r.version - 1];
     if (at === undefined) fail("receipts", where, `the engine signed version ${r.version} but the log ends at ${log.length}: history was deleted`, { version: r.version });
     if (hex(at.chain) !== r.chainHead) {
       fail("receipts", where, `the engine signed chain head ${r.chainHead} at version ${r.version}; the log has ${hex(at.chain)}: history was rewritten`, { version: r.version });
+    }
+    if (time !== 0 && time !== Number(at.env.timeUnixMs)) {
+      fail("receipts", where, `the engine signed time ${time} at version ${r.version}; the envelope says ${at.env.timeUnixMs}`, { version: r.version });
     }
     v.receipts += 1;
   }
