@@ -465,6 +465,8 @@ def test_games_survive_network_faults_and_the_history_checks(
         print(f"  {f.name}: {f.end - f.start:.1f} s, calls {len(during)} {seen}, "
               f"first OK after {recover:.2f} s ({'; '.join(f.notes)})")  # fmt: skip
     assert len(faults) == 8
+    broken = Counter(c for *_, c in recorder.calls if c in ("INTERNAL", "UNKNOWN"))
+    assert not broken, f"calls that ended {dict(broken)}"
     assert {n for _, n in created} == set(GAMES)
     assert report.ok, report.describe()
     alarms = [x for x in platform.log("ledger").splitlines() if "checkpoint does not match" in x]
