@@ -552,6 +552,7 @@ class MatchRecord(_message.Message):
     TICKET_IDS_FIELD_NUMBER: _builtins.int
     CREATED_UNIX_MS_FIELD_NUMBER: _builtins.int
     UPDATED_UNIX_MS_FIELD_NUMBER: _builtins.int
+    TIME_CONTROL_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     game: _builtins.str
     status: Global___MatchStatus.ValueType
@@ -565,6 +566,10 @@ class MatchRecord(_message.Message):
     def ticket_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """by seat; "" for a bot"""
 
+    @_builtins.property
+    def time_control(self) -> _events_pb2.TimeControl:
+        """every ticket's (they match only with equal ones)"""
+
     def __init__(
         self,
         *,
@@ -575,10 +580,11 @@ class MatchRecord(_message.Message):
         ticket_ids: _abc.Iterable[_builtins.str] | None = ...,
         created_unix_ms: _builtins.int = ...,
         updated_unix_ms: _builtins.int = ...,
+        time_control: _events_pb2.TimeControl | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_unix_ms", b"created_unix_ms", "game", b"game", "match_id", b"match_id", "seats", b"seats", "status", b"status", "ticket_ids", b"ticket_ids", "updated_unix_ms", b"updated_unix_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_unix_ms", b"created_unix_ms", "game", b"game", "match_id", b"match_id", "seats", b"seats", "status", b"status", "ticket_ids", b"ticket_ids", "time_control", b"time_control", "updated_unix_ms", b"updated_unix_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
