@@ -23,7 +23,7 @@ from boulevard.platform.errors import (
     Unauthenticated,
     Unavailable,
 )
-from boulevard.platform.identity import OPERATOR, PLAYER, TokenVerifier
+from boulevard.platform.identity import BOT_PREFIX, OPERATOR, PLAYER, TokenVerifier
 from boulevard.platform.wire import sent_unknown_field
 from services.engine.chain import receipt_pb
 from services.engine.engine import Engine, SeatRequest
@@ -149,6 +149,15 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                 "seats carry client_seed_commitment (SHA-256 of the seed), not client_seed: "
                 "the seed is revealed with RevealSeed after the game is created"
             )
+        for s in request.seats:
+            if s.player_id.startswith(BOT_PREFIX):
+                # The platform's bots are seated by matchmaking only, with the bot key: a
+                # `bot-<n>` seat named here would be the operator's own seat passed off as
+                # the platform's bot (its token and key are the operator's).
+                raise InvalidArgument(
+                    f"seat {s.seat}: player ids starting with {BOT_PREFIX!r} are reserved "
+                    "for the platform's bots, which only matchmaking seats"
+                )
         created = await self.engine.create_game(
             request.request_id,
             request.game,

@@ -172,7 +172,7 @@ def test_up_plays_the_demo_game_to_the_end(tmp_path: Path) -> None:
     assert "legend:" in out  # the board, drawn by the game's own renderer
     assert "dice service shuffles the deck (nonce 0" in out
     assert " builds a " in out and " draws lot " in out  # moves in words
-    assert "demo: game over — 1. bot-" in out
+    assert "demo: game over — 1. demo-" in out
     assert out.count("    PASS  ") == 3, out[-2000:]  # dice, ledger, game
     assert out.rstrip().endswith("stopped")
     check_readme_capture(out)

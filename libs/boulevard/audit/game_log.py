@@ -31,6 +31,7 @@ from google.protobuf.message import DecodeError
 
 from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.clocks import ClockAudit, ClockAuditFailed
+from boulevard.audit.seats import seat_problem, withheld_bot_reveal
 from boulevard.audit.signing import (
     ZERO_HASH,
     Receipt,
@@ -481,6 +482,9 @@ class _Audit:
             except ValueError as err:
                 raise GameAuditFailed(1, f"seat {s.seat} has no valid key: {err}") from None
         self.report.bot_seats = tuple(s.seat for s in created.seats if s.bot)
+        problem = seat_problem(created, self.bot_key)
+        if problem:
+            raise GameAuditFailed(1, problem)
         if self.bot_key:
             self.report.operator_key_seats = tuple(
                 s.seat for s in created.seats if s.public_key == self.bot_key
@@ -670,6 +674,9 @@ class _Audit:
         )
         if self.seeds_fixed or event.client_seeds != expected or event.missing_seats != missing:
             raise GameAuditFailed(version, "the fixed client seeds are not the revealed ones")
+        withheld = withheld_bot_reveal(created, event.missing_seats)
+        if withheld:
+            raise GameAuditFailed(version, withheld)
         opening = self.dice_opening
         if opening is not None and (
             opening.client_seeds != event.client_seeds

@@ -36,7 +36,7 @@ app = typer.Typer(
     epilog="[bold]Examples[/bold]\n\n"
     "  boulevard up                      start everything and watch a demo game\n\n"
     "  boulevard games --status finished the games played so far\n\n"
-    "  boulevard audit all --html r.html audit every finished game and the ledger",
+    "  boulevard audit all --html r.html audit every game and the ledger",
     rich_markup_mode="rich",
     no_args_is_help=True,
     pretty_exceptions_enable=False,  # plain tracebacks, and never a token shown as a local
@@ -871,7 +871,7 @@ def audit_all(
         typer.Option(
             "--since",
             metavar="WHEN",
-            help="only games that ended since WHEN: a span back from now (24h, 7d, 90m) or "
+            help="only games created or ended since WHEN: a span back from now (24h, 7d, 90m) or "
             "an ISO date/time (2026-11-30, 2026-11-30T12:00:00Z; UTC when no zone)",
             callback=_check_since,
         ),
@@ -879,7 +879,7 @@ def audit_all(
     html: HtmlOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Audit every finished game (rules, dice), then the ledger.
+    """Audit every game, running ones to their last version (rules, dice), then the ledger.
 
     One line per game (a progress bar too on a terminal). Exit 0 all pass, 1 any failed, 2
     cannot audit."""

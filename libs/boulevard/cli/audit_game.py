@@ -10,9 +10,11 @@ ledger's entries for the game (`LedgerService.ListEntries`); checked locally wit
 log. Prints PASS with a summary, or FAIL naming the first version that does not follow and
 what was expected. Exit codes: 0 pass, 1 a check failed, 2 could not audit.
 
-`audit all` runs the game audit and the dice audit over every finished game (those that
-ended --since a time, or the first --limit), printing one progress line per game, then the
-ledger audit once.
+`audit all` runs the game audit over every game the engine lists, running ones included
+(their log so far), and the dice audit over the finished ones (those created or ended
+--since a time, or the first --limit), printing one progress line per game, then the whole
+ledger audit once (`audit ledger`, reconciliation included); unfiltered, it fails when the
+verified journal holds a game the listing leaves out.
 """
 
 from __future__ import annotations
@@ -312,26 +314,26 @@ def since_unix_ms(text: str, now: float) -> int:
     return int(when.timestamp() * 1000)
 
 
-async def _finished_games(
+async def _listed_games(
     address: str, game_name: str, timeout: float, since_ms: int = 0
-) -> list[str]:
-    """Finished games' ids, oldest id first; with `since_ms`, only those whose summary the
-    engine wrote (their end) at or after it."""
+) -> list[tuple[str, bool]]:
+    """Every game the engine lists, running and finished, as (id, finished), in the
+    listing's order; with `since_ms`, only those whose summary the engine wrote (their
+    creation, then their end) at or after it."""
     async with tls.channel(address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         games, _ = await paged(
             lambda token: stub.ListGames(
-                engine_pb2.ListGamesRequest(
-                    status=engine_pb2.GAME_STATUS_FINISHED,
-                    game=game_name,
-                    page_size=500,
-                    page_token=token,
-                ),
+                engine_pb2.ListGamesRequest(game=game_name, page_size=500, page_token=token),
                 timeout=timeout,
             ),
             "games",
         )
-    return [g.game_id for g in games if g.updated_unix_ms >= since_ms]
+    return [
+        (g.game_id, g.status == engine_pb2.GAME_STATUS_FINISHED)
+        for g in games
+        if g.updated_unix_ms >= since_ms
+    ]
 
 
 async def _audit_all(args: argparse.Namespace) -> int:
@@ -340,7 +342,9 @@ async def _audit_all(args: argparse.Namespace) -> int:
     addresses = addresses_of(args)
     since = getattr(args, "since", None)
     since_ms = since_unix_ms(since, time.time()) if since else 0
-    games = await _finished_games(addresses.engine, args.game_name, args.timeout, since_ms)
+    listing = await _listed_games(addresses.engine, args.game_name, args.timeout, since_ms)
+    over = dict(listing)
+    games = [g for g, _ in listing]
     if args.limit:
         games = games[: args.limit]
     failures = 0
@@ -354,10 +358,14 @@ async def _audit_all(args: argparse.Namespace) -> int:
             failed_at: int | None = None
             try:
                 report = await audit_one(
-                    game_id, addresses, timeout=args.timeout, listed_finished=True
+                    game_id, addresses, timeout=args.timeout, listed_finished=over[game_id]
                 )
                 listed[game_id] = report.ledger_seqs
-                if addresses.dice:
+                if not report.finished:
+                    # A running game: its log so far (the dice service reveals its seed,
+                    # and so its whole dice log, only at the end).
+                    notes = (f"running: its log audited to version {report.versions}",)
+                elif addresses.dice:
                     # The dice log against the chain-checked game log: every outcome used
                     # as drawn, the opening the one the game published.
                     async with tls.channel(addresses.dice) as channel:
@@ -385,23 +393,25 @@ async def _audit_all(args: argparse.Namespace) -> int:
     ledger_ok = True
     ledger_said = ""
     if addresses.ledger:
+        # The whole `audit ledger`, reconciliation included: without it this step said
+        # "PASS ledger: ok" where `audit ledger` on the same data failed.
         ledger = await audit_ledger.audit_address(
-            addresses.ledger, reconcile_games=False, say=lambda _: None, listed=listed
+            addresses.ledger, say=lambda _: None, listed=listed
         )
         ledger_ok = ledger.ok
         ledger_said = ("PASS" if ledger.ok else "FAIL") + f" ledger: {ledger.failure or 'ok'}"
         if ledger.ok and not (args.limit or since or args.game_name):
-            # Every finished game: the ledger anchors each one's end, so a game the engine
-            # leaves out of its listing (ListGames is its word) cannot escape the audit.
-            # Listed again now: a game may have ended while the others were audited.
-            now = await _finished_games(addresses.engine, "", args.timeout)
-            hidden = unlisted(ledger.anchored, [*games, *now])
+            # Every game: the ledger anchors each one's end and books each one's money, so
+            # a game the engine leaves out of its listing (ListGames is its word) cannot
+            # escape the audit. Listed again now: a game may have begun meanwhile.
+            now = [g for g, _ in await _listed_games(addresses.engine, "", args.timeout)]
+            hidden = unlisted([*ledger.anchored, *ledger.books], [*games, *now])
             if hidden:
                 ledger_ok = False
                 ledger_said = (
-                    f"FAIL ledger: it anchors the end of game {hidden[0]}"
+                    f"FAIL ledger: it holds game {hidden[0]}"
                     + (f" (and {len(hidden) - 1} more)" if len(hidden) > 1 else "")
-                    + ", which the engine does not list among the finished games"
+                    + ", which the engine does not list"
                 )
         say(ledger_said)
     written = None
@@ -422,10 +432,10 @@ async def _audit_all(args: argparse.Namespace) -> int:
     return EXIT_PASS if ok else EXIT_FAIL
 
 
-def unlisted(anchored: Sequence[str], listed: Sequence[str]) -> list[str]:
-    """The games the verified journal anchors as finished that the engine's listing of
-    finished games leaves out."""
-    return sorted(set(anchored) - set(listed))
+def unlisted(journal: Sequence[str], listed: Sequence[str]) -> list[str]:
+    """The games the verified journal knows of (anchors, books) that the engine's listing
+    leaves out."""
+    return sorted(set(journal) - set(listed))
 
 
 def all_json(

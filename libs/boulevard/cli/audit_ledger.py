@@ -74,6 +74,7 @@ class AuditReport:
     heads: int = 0
     games: int = 0
     anchored: list[str] = field(default_factory=list)  # games whose end the journal anchors
+    books: list[str] = field(default_factory=list)  # games the verified journal has entries of
 
 
 def run(args: argparse.Namespace) -> int:
@@ -247,6 +248,7 @@ async def _audit(
         report.entries = auditor.ledger.size
         report.anchored = sorted(auditor.anchored)
         games = sorted(b for b in auditor.ledger.books() if b != PLATFORM_BOOK)
+        report.books = games
     final = heads[-1]
     size = final.head.tree_size
     if game:

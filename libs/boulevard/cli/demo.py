@@ -51,7 +51,7 @@ async def demo(
                 seats=[
                     engine_pb2.SeatAssignment(
                         seat=i,
-                        player_id=f"bot-{i}",
+                        player_id=f"demo-{i + 1}",  # `bot-<n>` is the matchmaker's bots'
                         client_seed_commitment=client_seed_commitment(seeds[i]),
                         public_key=keys[i].public_hex,
                     )
