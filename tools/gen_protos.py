@@ -1,4 +1,9 @@
-"""Generate Python code (messages, gRPC stubs, mypy stubs) from protos/ into libs/boulevard/api.
+"""Generate Python code (messages, gRPC stubs, mypy stubs, Connect stubs) from protos/ into
+libs/boulevard/api.
+
+The Connect stubs (`*_connect.py`, protoc-gen-connectrpc with `protobuf=google`, so they use
+the same message classes as the gRPC code) give Python a Connect/gRPC-Web client of every
+service and the routes the browser gateway serves (services/gateway).
 
 The protos live in package `boulevard.v1` but our Python package is also `boulevard`, so the
 generated `from boulevard.v1 import x_pb2` lines are rewritten to `boulevard.api.v1`.
@@ -41,6 +46,8 @@ def generate(out: Path) -> None:
                 f"--grpc_python_out={tmp}",
                 f"--mypy_out={tmp}",
                 f"--mypy_grpc_out={tmp}",
+                f"--connectrpc_out={tmp}",
+                "--connectrpc_opt=protobuf=google",
                 *files,
             ]
         )

@@ -4,11 +4,36 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 from boulevard.games.base import ChanceRequest, ChanceResolved, RandomSource
 from boulevard.games.playout import resolve_locally
 from services.engine.dice_client import DiceClient
-from services.engine.engine import Opened
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """The dice service's answer to opening a game: its server seed commitment, and the
+    reveal deadline as it recorded it (a retried open keeps the first one)."""
+
+    commitment: str
+    reveal_deadline_unix_ms: int
+
+
+class ChanceSource(Protocol):
+    """Where randomness comes from: the dice service (or, in pure tests, a local rng)."""
+
+    async def open_game(
+        self, game_id: str, seed_commitments: Sequence[str], reveal_deadline_unix_ms: int
+    ) -> Opened: ...
+    async def fix_seeds(
+        self, game_id: str, client_seeds: Sequence[str], missing_seats: Sequence[int]
+    ) -> None: ...
+    async def resolve(
+        self, game_id: str, request_id: str, chance: ChanceRequest
+    ) -> ChanceResolved: ...
+    async def reveal(self, game_id: str) -> None: ...
 
 
 class DiceServiceChance:

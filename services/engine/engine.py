@@ -1,23 +1,22 @@
-"""The engine: create games, run commands through a game's rules, resolve chance, finish.
+"""The engine: every command that changes a game runs through one pipeline, `Engine.handle`.
 
 Per game, commands run one at a time (a lock per game in this replica); across replicas the
 event store's expected version makes a lost race safe: the loser reloads and retries, or
 answers ABORTED when the client pinned the version it saw. Nothing here knows any one game:
-games come from `boulevard.games.REGISTRY` through their `GameDefinition`.
+games come from `boulevard.games.REGISTRY` through their `GameDefinition`, and what differs
+between commands is in services/engine/commands.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
 import time
 import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import structlog
 
@@ -25,46 +24,38 @@ from boulevard.api.v1 import events_pb2
 from boulevard.audit.signing import SigningKey, chain_hash
 from boulevard.eventlog.errors import ConcurrencyConflict
 from boulevard.eventlog.store import EventStore, NewEvent
-from boulevard.fairness import MAX_CLIENT_SEED_BYTES, client_seed_commitment, is_commitment
-from boulevard.games import REGISTRY, get_game
-from boulevard.games.base import (
-    ChanceRequest,
-    ChanceResolved,
-    ClientSeedRevealed,
-    ClientSeedsFixed,
-    CommandAccepted,
-    GameConfig,
-    GameCreated,
-    GameFinished,
-    PlayerSeat,
-    RulesError,
-    check_options,
-)
+from boulevard.games.base import ClientSeedsFixed, GameCreated, GameFinished, RulesError
 from boulevard.games.codec import Codec
 from boulevard.platform import metrics, tracing
 from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
 from boulevard.platform.errors import (
     Aborted,
-    AlreadyExists,
-    FailedPrecondition,
     InvalidArgument,
     NotFound,
     PermissionDenied,
     Unavailable,
     nats_unavailable,
 )
-from services.engine.chain import (
-    accept_command,
-    check_public_key,
-    link,
-    open_snapshot,
-    seal_snapshot,
+from services.engine.chain import link, open_snapshot, seal_snapshot
+from services.engine.chance import ChanceSource
+from services.engine.commands import (
+    GAME_ID,
+    Command,
+    Create,
+    Created,
+    Reveal,
+    SeatRequest,
+    SeedRevealed,
+    Submit,
+    Submitted,
 )
 from services.engine.sessions import Session, envelope_of
 
+__all__ = ["Engine", "MemoryKeyValue", "OutcomeUnknown", "SeatRequest", "Submitted", "game_id_for"]
+
 log = structlog.get_logger(__name__)
 
-_GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
+R = TypeVar("R")
 MAX_RETRIES = 5
 # Where each game lookup found its game: in memory, from a snapshot it could open (and the
 # log after it), or from its whole log.
@@ -75,21 +66,6 @@ _LOADED_FROM_LOG = metrics.GAME_LOADS.labels("log")
 
 class OutcomeUnknown(Unavailable):
     """UNAVAILABLE for a command whose append was not confirmed: it may be in the log."""
-
-
-class ChanceSource(Protocol):
-    """Where randomness comes from: the dice service (or, in pure tests, a local rng)."""
-
-    async def open_game(
-        self, game_id: str, seed_commitments: Sequence[str], reveal_deadline_unix_ms: int
-    ) -> Opened: ...
-    async def fix_seeds(
-        self, game_id: str, client_seeds: Sequence[str], missing_seats: Sequence[int]
-    ) -> None: ...
-    async def resolve(
-        self, game_id: str, request_id: str, chance: ChanceRequest
-    ) -> ChanceResolved: ...
-    async def reveal(self, game_id: str) -> None: ...
 
 
 class KeyValue(Protocol):
@@ -106,46 +82,6 @@ class MemoryKeyValue:
 
     async def put(self, key: str, value: bytes) -> None:
         self.data[key] = value
-
-
-@dataclass(frozen=True, slots=True)
-class Opened:
-    """The dice service's answer to opening a game: its server seed commitment, and the
-    reveal deadline as it recorded it (a retried open keeps the first one)."""
-
-    commitment: str
-    reveal_deadline_unix_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class SeatRequest:
-    seat: int
-    player_id: str
-    seed_commitment: str = ""  # hex SHA-256 of the seat's client seed; "" = no seed
-    bot: bool = False
-    public_key: str = ""  # hex Ed25519 key that will sign this seat's commands
-
-
-@dataclass(frozen=True, slots=True)
-class SeedRevealed:
-    version: int
-    all_revealed: bool
-    deadline_unix_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class Created:
-    game_id: str
-    tokens: tuple[str, ...]
-    seed_commitment: str
-
-
-@dataclass(frozen=True, slots=True)
-class Submitted:
-    version: int
-    envelopes: tuple[events_pb2.EventEnvelope, ...]
-    finished: bool
-    head: bytes = b""  # the chain hash at `version` (what a receipt signs)
 
 
 def game_id_for(creator: str, request_id: str) -> str:
@@ -200,7 +136,40 @@ class Engine:
         self.receipt_key = receipt_key or SigningKey.generate()
         self.forged_snapshots = 0  # snapshots refused because the log disagreed
 
-    # -- creating -------------------------------------------------------------------------
+    # -- the commands: each is built here and run by `handle` ------------------------------
+
+    async def submit(
+        self,
+        game_id: str,
+        claims: PlayerClaims,
+        command: Any,
+        expected_version: int,
+        idempotency_key: str,
+        action: bytes = b"",
+        signature: bytes = b"",
+    ) -> Submitted:
+        """Run one signed command: `action` is the exact bytes the seat signed (the Action
+        message's deterministic encoding) and `command` the game command it maps to."""
+        return await self.handle(
+            Submit(
+                game_id,
+                claims,
+                command,
+                expected_version,
+                idempotency_key,
+                action,
+                signature,
+                read=self._envelopes,
+                receipt_key=self.receipt_key,
+            )
+        )
+
+    async def reveal_seed(
+        self, game_id: str, claims: PlayerClaims, client_seed: str
+    ) -> SeedRevealed:
+        """Record a seat's client seed, checked against the commitment it made before the
+        server seed was drawn; once every seat has revealed, the game's dice can run."""
+        return await self.handle(Reveal(game_id, claims, client_seed, clock=self.clock))
 
     async def create_game(
         self,
@@ -213,100 +182,64 @@ class Engine:
     ) -> Created:
         """Create (or, for a retry, find) a game. A matched game's id is its match id; any
         other game's id is `game_id_for(creator, request_id)`."""
-        if not request_id:
-            raise InvalidArgument("request_id is required (it makes CreateGame idempotent)")
-        if game_name not in REGISTRY:
-            raise InvalidArgument(
-                f"unknown game {game_name!r}; known: {', '.join(sorted(REGISTRY))}"
+        return await self.handle(
+            Create(
+                game_id=match_id or game_id_for(creator, request_id),
+                request_id=request_id,
+                game_name=game_name,
+                seats=seats,
+                options=options,
+                match_id=match_id,
+                chance=self.chance,
+                clock=self.clock,
+                reveal_ms=self.reveal_ms,
+                issue_token=self.seat_token,
             )
-        game = get_game(game_name)
-        if not game.min_players <= len(seats) <= game.max_players:
-            raise InvalidArgument(
-                f"{game.title} takes {game.min_players}-{game.max_players} players, "
-                f"not {len(seats)}"
-            )
-        if sorted(s.seat for s in seats) != list(range(len(seats))):
-            raise InvalidArgument("seats must be numbered 0..n-1, each once")
-        if any(not s.player_id for s in seats):
-            raise InvalidArgument("every seat needs a player_id")
-        if len({s.player_id for s in seats}) != len(seats):
-            raise InvalidArgument("a player may take one seat only; player ids repeat")
-        for s in seats:
-            if s.seed_commitment and not is_commitment(s.seed_commitment):
-                raise InvalidArgument(
-                    f"seat {s.seat}: client_seed_commitment must be 64 lowercase hex digits "
-                    "(SHA-256 of the client seed)"
-                )
-        try:
-            check_options(game, options)
-        except RulesError as err:
-            raise InvalidArgument(f"bad options: {err.message}") from err
-        for s in seats:
-            check_public_key(s.seat, s.public_key)
-        ordered = sorted(seats, key=lambda s: s.seat)
-        if match_id:
-            if not _GAME_ID.match(match_id):
-                raise InvalidArgument("malformed match id")
-            game_id = match_id
-        else:
-            game_id = game_id_for(creator, request_id)
-        async with self._lock(game_id):
-            session = await self._load_or_none(game_id)
-            if session is None:
-                config = GameConfig(len(seats), tuple(sorted(options)))
-                # The dice service draws and commits its seed knowing only the seats'
-                # commitments; the seeds themselves come later (reveal_seed).
-                opened = await self.chance.open_game(
-                    game_id,
-                    [s.seed_commitment for s in ordered],
-                    self.clock() + self.reveal_ms,
-                )
-                created = GameCreated(
-                    game=game_name,
-                    config=config,
-                    seats=tuple(
-                        PlayerSeat(
-                            s.seat,
-                            s.player_id,
-                            s.bot,
-                            seed_commitment=s.seed_commitment,
-                            public_key=s.public_key,
-                        )
-                        for s in ordered
-                    ),
-                    seed_commitment=opened.commitment,
-                    match_id=match_id,
-                    reveal_deadline_unix_ms=opened.reveal_deadline_unix_ms,
-                )
-                session = Session.new(game_id, created)
-                try:
-                    setup = game.new_game(config)
-                except RulesError as err:
-                    raise InvalidArgument(f"bad options: {err.message}") from err
-                try:
-                    await self._append(session, [created, *setup], f"create:{request_id}")
-                except ConcurrencyConflict:
-                    self._sessions.pop(game_id, None)
-                    session = await self._load(game_id)
-                await self._settle(session)
-            else:
-                _same_game(session.created, game_name, ordered)
-            log.info("game ready", game_id=game_id, game=game_name, version=session.version)
-        tokens = tuple(self.seat_token(game_id, s.seat, s.player_id) for s in session.created.seats)
-        return Created(game_id, tokens, session.created.seed_commitment)
-
-    def seat_token(self, game_id: str, seat: int, player_id: str) -> str:
-        return issue_token(
-            self.token_key, PlayerClaims(game_id, seat, player_id), self.token_ttl_seconds
         )
 
-    async def renew_token(self, game_id: str, player_id: str) -> tuple[int, str]:
-        """A fresh token for the seat `player_id` holds in the game (its seat and token)."""
-        session = await self.load(game_id)
-        for s in session.created.seats:
-            if s.player_id == player_id and not s.bot:
-                return s.seat, self.seat_token(game_id, s.seat, player_id)
-        raise PermissionDenied(f"you hold no seat in game {game_id}")
+    # -- the pipeline ---------------------------------------------------------------------
+
+    async def handle(self, command: Command[R]) -> R:
+        """Run one command that changes a game, step by step (docs/architecture.md, "One
+        command pipeline"). A lost race with another writer reloads the game and runs the
+        steps again, unless the caller pinned the version it decided on (ABORTED)."""
+        command.authorize()  # who may ask, before anything is read
+        for _attempt in range(MAX_RETRIES):
+            async with self._lock(command.game_id):
+                session = await self._load_or_none(command.game_id)  # cache, snapshot, log
+                if session is None:
+                    session = await command.open()  # a new game, or NOT_FOUND
+                if command.settles_first and not await self._settled(session):
+                    continue  # another replica settled it first: read the log again
+                command.verify(session)  # the signature, the seat
+                if command.recorded(session):
+                    return await command.receipt(session, None)  # a retry: the first result
+                events = await command.decide(session)  # the rules
+                first = session.version + 1
+                if events:
+                    try:
+                        # At the expected version; folds the events in and snapshots.
+                        await self._append(session, events, command.causation)
+                    except ConcurrencyConflict:
+                        # Another replica wrote first (`_append` dropped our copy), or an
+                        # earlier attempt of this very command did (its append unconfirmed).
+                        if not command.pinned:
+                            continue  # decide again on the fresh log (or find it there)
+                        fresh = await self._load(command.game_id)
+                        # Not kept: the other writer may still be settling its command.
+                        self._sessions.pop(command.game_id, None)
+                        if command.recorded(fresh):
+                            return await command.receipt(fresh, None)
+                        raise  # the client pinned the version it decided on: ABORTED
+                    except Exception as exc:
+                        why = command.unconfirmed()
+                        if why is None or not nats_unavailable(exc):
+                            raise
+                        # The append may or may not have been stored.
+                        raise OutcomeUnknown(why) from exc
+                session = await self._settle_after(session, command.causation)  # chance
+                return await command.receipt(session, first)
+        raise Aborted("too many concurrent writers on this game; try again")
 
     # -- loading --------------------------------------------------------------------------
 
@@ -417,7 +350,7 @@ class Engine:
     async def load(self, game_id: str) -> Session:
         """The game as it stands, with any owed chance resolved and a finished game closed
         (a crash between appending and resolving leaves such work; whoever loads does it)."""
-        if not _GAME_ID.match(game_id):
+        if not GAME_ID.match(game_id):
             raise InvalidArgument(f"malformed game id {game_id!r}")
         async with self._lock(game_id):
             for _attempt in range(MAX_RETRIES):
@@ -429,222 +362,7 @@ class Engine:
                 return session
         raise Aborted("too many concurrent writers on this game; try again")
 
-    # -- the opening: client seeds revealed after the commitment ---------------------------
-
-    async def reveal_seed(
-        self, game_id: str, claims: PlayerClaims, client_seed: str
-    ) -> SeedRevealed:
-        """Record a seat's client seed, checked against the commitment it made before the
-        server seed was drawn; once every seat has revealed, the game's dice can run."""
-        if claims.game_id != game_id:
-            raise PermissionDenied("this token is for another game")
-        if len(client_seed.encode("utf-8")) > MAX_CLIENT_SEED_BYTES:
-            raise InvalidArgument(f"a client seed is at most {MAX_CLIENT_SEED_BYTES} bytes")
-        key = f"reveal:{claims.seat}"
-        for _attempt in range(MAX_RETRIES):
-            async with self._lock(game_id):
-                session = await self._load(game_id)
-                created = session.created
-                if not 0 <= claims.seat < len(created.seats):
-                    raise PermissionDenied(f"this game has no seat {claims.seat}")
-                known = session.client_seeds.get(claims.seat)
-                if known is None:
-                    self._check_reveal(session, claims.seat, client_seed)
-                    try:
-                        await self._append(
-                            session, [ClientSeedRevealed(claims.seat, client_seed)], key
-                        )
-                    except ConcurrencyConflict:
-                        continue
-                elif known != client_seed:
-                    raise InvalidArgument("your seat revealed another seed already")
-                session = await self._settle_racing(session, key)
-                return SeedRevealed(
-                    session.version,
-                    not self._unrevealed(session),
-                    created.reveal_deadline_unix_ms,
-                )
-        raise Aborted("too many concurrent writers on this game; try again")
-
-    def _check_reveal(self, session: Session, seat: int, client_seed: str) -> None:
-        committed = session.created.seats[seat].seed_commitment
-        if session.seeds_fixed:
-            raise FailedPrecondition("the game's client seeds are fixed already")
-        if not committed:
-            raise FailedPrecondition(f"seat {seat} committed to no client seed")
-        if client_seed_commitment(client_seed) != committed:
-            raise InvalidArgument(
-                f"SHA-256 of that seed is not seat {seat}'s commitment {committed}"
-            )
-        deadline = session.created.reveal_deadline_unix_ms
-        if deadline and self.clock() >= deadline:
-            raise FailedPrecondition("the reveal deadline has passed: the seat plays with ''")
-
-    @staticmethod
-    def _unrevealed(session: Session) -> list[int]:
-        return [
-            s.seat
-            for s in session.created.seats
-            if s.seed_commitment and s.seat not in session.client_seeds
-        ]
-
-    async def _fix_seeds_when_due(self, session: Session, causation: str) -> bool:
-        """Fix the client seeds once every seat has revealed or the deadline has passed
-        (missing seats play with ""): hand them to the dice service, which checks them
-        against the commitments it recorded, then record ClientSeedsFixed. False while the
-        game still waits for reveals."""
-        missing = self._unrevealed(session)
-        deadline = session.created.reveal_deadline_unix_ms
-        if missing and (not deadline or self.clock() < deadline):
-            self.awaiting_seeds[session.game_id] = deadline
-            return False
-        seeds = tuple(session.client_seeds.get(s.seat, "") for s in session.created.seats)
-        await self.chance.fix_seeds(session.game_id, seeds, missing)
-        await self._append(session, [ClientSeedsFixed(seeds, tuple(missing))], causation)
-        self.awaiting_seeds.pop(session.game_id, None)
-        if missing:
-            log.warning("seats did not reveal their seeds", game_id=session.game_id, seats=missing)
-        return True
-
-    async def sweep_reveals(self) -> int:
-        """Wake the games whose reveal deadline has passed (their players may never come
-        back): each is loaded, which fixes its seeds and runs its chance. How many woke."""
-        now = self.clock()
-        due = [g for g, deadline in self.awaiting_seeds.items() if deadline and deadline <= now]
-        for game_id in due:
-            try:
-                session = await self.load(game_id)
-                if session.seeds_fixed:
-                    self.awaiting_seeds.pop(game_id, None)
-            except Exception:
-                log.exception("could not settle a game past its reveal deadline", game_id=game_id)
-        return len(due)
-
-    # -- acting ---------------------------------------------------------------------------
-
-    async def submit(
-        self,
-        game_id: str,
-        claims: PlayerClaims,
-        command: Any,
-        expected_version: int,
-        idempotency_key: str,
-        action: bytes = b"",
-        signature: bytes = b"",
-    ) -> Submitted:
-        """Run one signed command: `action` is the exact bytes the seat signed (the Action
-        message's deterministic encoding) and `command` the game command it maps to."""
-        if claims.game_id != game_id:
-            raise PermissionDenied("this token is for another game")
-        if getattr(command, "seat", claims.seat) != claims.seat:
-            raise PermissionDenied(
-                f"you play seat {claims.seat}; you cannot act for seat {command.seat}"
-            )
-        key = f"cmd:{idempotency_key}"
-        for _attempt in range(MAX_RETRIES):
-            async with self._lock(game_id):
-                session = await self._load(game_id)
-                try:
-                    await self._settle(session)
-                except ConcurrencyConflict:
-                    continue  # another replica settled it first: read the log again
-                accepted = accept_command(
-                    game_id,
-                    session.created,
-                    claims,
-                    expected_version,
-                    idempotency_key,
-                    action,
-                    signature,
-                )
-                done = session.commands.get(key)
-                if done is not None:
-                    return self._retried(
-                        session, accepted, await self._result(session, done.first, done.last)
-                    )
-                if session.finished is not None:
-                    raise FailedPrecondition("the game is over")
-                if expected_version and expected_version != session.version:
-                    raise Aborted(
-                        f"the game is at version {session.version}, not {expected_version}: "
-                        "reload and decide again"
-                    )
-                events = session.game.decide(command, session.state)
-                if not events:
-                    raise FailedPrecondition("that action changes nothing")
-                first = session.version + 1
-                try:
-                    # The command is recorded with its events, in the same atomic append.
-                    await self._append(session, [accepted, *events], key)
-                except ConcurrencyConflict:
-                    # Another replica wrote first (`_append` dropped our copy), or an
-                    # earlier attempt of this very command did (its append unconfirmed).
-                    if expected_version:
-                        fresh = await self._load(game_id)
-                        # Not kept: the other writer may still be settling its command.
-                        self._sessions.pop(game_id, None)
-                        done = fresh.commands.get(key)
-                        if done is not None:
-                            return self._retried(
-                                fresh, accepted, await self._result(fresh, done.first, done.last)
-                            )
-                        raise  # the client pinned the version it decided on: ABORTED
-                    continue  # decide again on the fresh log (or find the key there)
-                except Exception as exc:
-                    if not nats_unavailable(exc):
-                        raise
-                    # The append may or may not have been stored: only a retry with the same
-                    # key can tell (it returns the recorded result, or applies it once).
-                    raise OutcomeUnknown(
-                        "the event store did not confirm this action, so it may or may not "
-                        "have been applied: retry with the same idempotency_key"
-                        if idempotency_key
-                        else "the event store did not confirm this action, so it may or may "
-                        "not have been applied: reload the game before acting again (send an "
-                        "idempotency_key to make such retries safe)"
-                    ) from exc
-                session = await self._settle_after(session, key)
-                return await self._result(session, first, session.version)
-        raise Aborted("too many concurrent writers on this game; try again")
-
-    @staticmethod
-    def _retried(session: Session, accepted: CommandAccepted, result: Submitted) -> Submitted:
-        """The recorded result of a command whose key was used before, for the seat that
-        used it (docs/clients.md: a retry, or a second action under a used key, gets the
-        first result); ALREADY_EXISTS for any other seat: a key names one seat's command,
-        and another seat must not be told that its move was applied."""
-        recorded = session.codec.loads(result.envelopes[0].payload) if result.envelopes else None
-        if not isinstance(recorded, CommandAccepted) or recorded.seat != accepted.seat:
-            raise AlreadyExists(
-                f"idempotency_key {accepted.idempotency_key!r} was used by another seat's "
-                "command in this game; send each new command with a fresh key"
-            )
-        return result
-
-    async def _settle_after(self, session: Session, key: str) -> Session:
-        """Settle what a stored command led to. Another replica that reloaded the game may
-        resolve the same chance first (the same outcome: the request id names the version);
-        the command stands, so read the log again and carry on rather than fail it."""
-        for _attempt in range(MAX_RETRIES):
-            try:
-                await self._settle(session, key)
-                return session
-            except ConcurrencyConflict:
-                session = await self._load(session.game_id)
-        raise Aborted("too many concurrent writers on this game; reload to see your move")
-
-    async def _result(self, session: Session, first: int, last: int) -> Submitted:
-        wanted = range(first, last + 1)
-        if all(v in session.recent for v in wanted):
-            envelopes = tuple(session.recent[v] for v in wanted)
-        else:
-            recorded = await self.store.read(session.game_id, first)
-            envelopes = tuple(
-                events_pb2.EventEnvelope.FromString(r.data) for r in recorded if r.version <= last
-            )
-        return Submitted(
-            session.version, envelopes, session.finished is not None, session.head_hash
-        )
+    # -- appending ------------------------------------------------------------------------
 
     async def _append(self, session: Session, events: Sequence[Any], causation: str) -> None:
         """Append events after the session's version, then fold them in."""
@@ -688,18 +406,41 @@ class Engine:
         if session.version // self.snapshot_every > before // self.snapshot_every:
             await self._snapshot(session)
 
-    async def _settle_racing(self, session: Session, causation: str) -> Session:
-        """Settle after this replica's own append. Another replica that loaded the game
-        meanwhile may resolve the same chance first (the same request id, so the same dice
-        outcome): our append of it then conflicts, although our command is recorded. Read
-        the log again and go on from there instead of failing the command."""
+    async def _envelopes(
+        self, session: Session, first: int, last: int
+    ) -> tuple[events_pb2.EventEnvelope, ...]:
+        """The envelopes at versions first..last: from memory when the session holds them
+        (a command's own, just appended), else from the log."""
+        wanted = range(first, last + 1)
+        if all(v in session.recent for v in wanted):
+            return tuple(session.recent[v] for v in wanted)
+        recorded = await self.store.read(session.game_id, first)
+        return tuple(
+            events_pb2.EventEnvelope.FromString(r.data) for r in recorded if r.version <= last
+        )
+
+    # -- chance: seeds, dice, the end -------------------------------------------------------
+
+    async def _settled(self, session: Session) -> bool:
+        """Settle what the log owes from before (a crash between an append and its chance);
+        False when another replica settled it first (then read the log again)."""
+        try:
+            await self._settle(session)
+        except ConcurrencyConflict:
+            return False
+        return True
+
+    async def _settle_after(self, session: Session, causation: str) -> Session:
+        """Settle what a stored command led to. Another replica that reloaded the game may
+        resolve the same chance first (the same outcome: the request id names the version);
+        the command stands, so read the log again and carry on rather than fail it."""
         for _attempt in range(MAX_RETRIES):
             try:
                 await self._settle(session, causation)
                 return session
             except ConcurrencyConflict:
                 session = await self._load(session.game_id)  # `_append` dropped our copy
-        raise Aborted("too many concurrent writers on this game; reload it")
+        raise Aborted("too many concurrent writers on this game; reload to see your move")
 
     async def _settle(self, session: Session, causation: str = "") -> None:
         """Resolve every chance the game asks for, then close it if it is over."""
@@ -742,6 +483,53 @@ class Engine:
             session.game_id, seal_snapshot(self.receipt_key, session.snapshot())
         )
 
+    async def _fix_seeds_when_due(self, session: Session, causation: str) -> bool:
+        """Fix the client seeds once every seat has revealed or the deadline has passed
+        (missing seats play with ""): hand them to the dice service, which checks them
+        against the commitments it recorded, then record ClientSeedsFixed. False while the
+        game still waits for reveals."""
+        missing = session.unrevealed()
+        deadline = session.created.reveal_deadline_unix_ms
+        if missing and (not deadline or self.clock() < deadline):
+            self.awaiting_seeds[session.game_id] = deadline
+            return False
+        seeds = tuple(session.client_seeds.get(s.seat, "") for s in session.created.seats)
+        await self.chance.fix_seeds(session.game_id, seeds, missing)
+        await self._append(session, [ClientSeedsFixed(seeds, tuple(missing))], causation)
+        self.awaiting_seeds.pop(session.game_id, None)
+        if missing:
+            log.warning("seats did not reveal their seeds", game_id=session.game_id, seats=missing)
+        return True
+
+    async def sweep_reveals(self) -> int:
+        """Wake the games whose reveal deadline has passed (their players may never come
+        back): each is loaded, which fixes its seeds and runs its chance. How many woke."""
+        now = self.clock()
+        due = [g for g, deadline in self.awaiting_seeds.items() if deadline and deadline <= now]
+        for game_id in due:
+            try:
+                session = await self.load(game_id)
+                if session.seeds_fixed:
+                    self.awaiting_seeds.pop(game_id, None)
+            except Exception:
+                log.exception("could not settle a game past its reveal deadline", game_id=game_id)
+        return len(due)
+
+    # -- tokens ---------------------------------------------------------------------------
+
+    def seat_token(self, game_id: str, seat: int, player_id: str) -> str:
+        return issue_token(
+            self.token_key, PlayerClaims(game_id, seat, player_id), self.token_ttl_seconds
+        )
+
+    async def renew_token(self, game_id: str, player_id: str) -> tuple[int, str]:
+        """A fresh token for the seat `player_id` holds in the game (its seat and token)."""
+        session = await self.load(game_id)
+        for s in session.created.seats:
+            if s.player_id == player_id and not s.bot:
+                return s.seat, self.seat_token(game_id, s.seat, player_id)
+        raise PermissionDenied(f"you hold no seat in game {game_id}")
+
 
 def _count_appended(game: str, events: Sequence[Any], seconds: float) -> None:
     metrics.APPEND_SECONDS.labels(game).observe(seconds)
@@ -752,14 +540,6 @@ def _count_appended(game: str, events: Sequence[Any], seconds: float) -> None:
             metrics.GAMES_STARTED.labels(game).inc()
         elif isinstance(event, GameFinished):
             metrics.GAMES_FINISHED.labels(game).inc()
-
-
-def _same_game(created: GameCreated, game_name: str, seats: Sequence[SeatRequest]) -> None:
-    """A retried CreateGame must ask for the game its request id made."""
-    wanted = (game_name, tuple((s.seat, s.player_id) for s in seats))
-    have = (created.game, tuple((s.seat, s.player_id) for s in created.seats))
-    if wanted != have:
-        raise InvalidArgument("this request_id was already used to create a different game")
 
 
 def created_of(envelope: events_pb2.EventEnvelope) -> GameCreated:

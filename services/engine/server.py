@@ -25,7 +25,6 @@ from boulevard.platform.errors import (
 )
 from boulevard.platform.identity import BOT_PREFIX, OPERATOR, PLAYER, TokenVerifier
 from boulevard.platform.wire import sent_unknown_field
-from services.engine.chain import receipt_pb
 from services.engine.engine import Engine, SeatRequest
 from services.engine.games_index import GamesIndex, IndexUnavailable
 from services.engine.sessions import Session, redacted
@@ -263,9 +262,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         return engine_pb2.SubmitActionResponse(
             version=result.version,
             events=[redacted(session.game, e, result.finished) for e in result.envelopes],
-            receipt=receipt_pb(
-                self.engine.receipt_key, request.game_id, result.version, result.head
-            ),
+            receipt=result.receipt,
         )
 
     async def RevealSeed(

@@ -101,6 +101,14 @@ class Session:
         """The seats that may act now (what a table of clients needs to know whom to wake)."""
         return [s.seat for s in self.created.seats if self.legal(s.seat)]
 
+    def unrevealed(self) -> list[int]:
+        """The seats that committed to a client seed and have not revealed it yet."""
+        return [
+            s.seat
+            for s in self.created.seats
+            if s.seed_commitment and s.seat not in self.client_seeds
+        ]
+
     def remember(self, envelope: events_pb2.EventEnvelope, keep: int = RECENT_ENVELOPES) -> None:
         self.recent[int(envelope.version)] = envelope
         while len(self.recent) > keep:  # versions arrive in order: the first is the oldest

@@ -218,7 +218,7 @@ def shape(lines: list[str]) -> list[str]:
 
 
 DEFAULT_PORTS = {"nats-server": 4222, "matchmaking": 50051, "engine": 50052, "dice": 50053,
-                 "ledger": 50054}  # fmt: skip
+                 "ledger": 50054, "gateway": 8080}  # fmt: skip
 
 
 def as_make_run_prints(line: str) -> str:

@@ -31,6 +31,7 @@ def service_env(
     for name in SERVICES:
         env[f"BOULEVARD_{name.upper()}_PORT"] = str(free_port())
         env[f"BOULEVARD_{name.upper()}_METRICS_PORT"] = str(free_port())
+    env["BOULEVARD_GATEWAY_PORT"] = str(free_port())
     env.update(extra)
     return env
 

@@ -26,10 +26,13 @@ import os
 import secrets
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +55,8 @@ from boulevard.platform.settings import Settings
 from boulevard.platform.tls import Pki, make_pki
 
 SERVICES = ("matchmaking", "engine", "dice", "ledger")
+# The browser gateway (services/gateway): started after the four, whom it forwards to.
+GATEWAY = "gateway"
 
 
 def say(text: str) -> None:
@@ -89,6 +94,39 @@ async def wait_serving(
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no SERVING answer from {address} within {timeout}s")
             await asyncio.sleep(0.1)
+
+
+def gateway_url(settings: Settings, use_tls: bool) -> str:
+    return f"{'https' if use_tls else 'http'}://{settings.grpc_host}:{settings.gateway_port}"
+
+
+def gateway_serving(url: str, ca_file: Path | None = None, timeout: float = 1.0) -> bool:
+    """Whether the gateway at `url` answers the platform's health check SERVING (over
+    Connect with JSON, as a browser would: POST /grpc.health.v1.Health/Check)."""
+    request = urllib.request.Request(
+        f"{url}/grpc.health.v1.Health/Check",
+        data=b"{}",
+        headers={"content-type": "application/json"},
+        method="POST",
+    )
+    context = ssl.create_default_context(cafile=str(ca_file)) if ca_file else None
+    try:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as reply:
+            return bool(reply.status == 200 and b'"SERVING"' in reply.read())
+    except (OSError, urllib.error.URLError, ValueError):
+        return False
+
+
+async def wait_gateway(
+    url: str, timeout: float, child: subprocess.Popen[bytes], ca_file: Path | None = None
+) -> None:
+    deadline = time.monotonic() + timeout
+    while not await asyncio.to_thread(gateway_serving, url, ca_file):
+        if child.poll() is not None:
+            raise RuntimeError(f"the gateway for {url} exited with {child.returncode}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no SERVING answer from the gateway at {url} within {timeout}s")
+        await asyncio.sleep(0.1)
 
 
 # BOT_SIGNING_KEY: the Ed25519 seed the operator's bots sign their moves with
@@ -210,7 +248,7 @@ class Platform:
         now = time.monotonic()
         code = child.process.poll()
         if code is None:
-            if not child.announced and _serving(child.address, self.ca_file):
+            if not child.announced and self._serving(child):
                 child.announced = True
                 say(f"  {child.name:<12} SERVING again on {child.address} "
                     f"(pid {child.process.pid}, restart {child.restarts})")  # fmt: skip
@@ -229,6 +267,11 @@ class Platform:
             child.started, child.restart_at, child.announced = now, None, False
             say(f"  {child.name:<12} restarted (pid {child.process.pid}, "
                 f"restart {child.restarts})")  # fmt: skip
+
+    def _serving(self, child: Child) -> bool:
+        if child.name == GATEWAY:
+            return gateway_serving(child.address, self.ca_file)
+        return _serving(child.address, self.ca_file)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -304,6 +347,8 @@ def ports_in_use(settings: Settings, names: list[str], cluster: int) -> list[str
         wanted.append((name, settings.grpc_host, settings.port_of(name)))
         if metrics := settings.metrics_port_of(name):
             wanted.append((f"{name} metrics", settings.metrics_host, metrics))
+    if set(SERVICES) <= set(names):
+        wanted.append((GATEWAY, settings.grpc_host, settings.gateway_port))
     return [
         f"{host}:{port} ({who})"
         for who, host, port in wanted
@@ -401,6 +446,13 @@ async def start_platform(
                 await wait_serving(child.address, timeout, watched, ca_file)
                 say(f"  {child.name:<12} {child.address} (gRPC, SERVING{', TLS' if pki else ''})")
                 step()
+        if set(SERVICES) <= set(names):
+            # Browsers: Connect and gRPC-Web on a port of its own, and the web app.
+            url = gateway_url(settings, pki is not None)
+            gateway = Child(GATEWAY, platform.spawn(GATEWAY), url)
+            platform.children.append(gateway)
+            await wait_gateway(url, timeout, gateway.process, ca_file)
+            say(f"  {GATEWAY:<12} {url} (Connect + gRPC-Web for browsers; the web app at /)")
         if pki is not None:
             say(f"  TLS on gRPC and NATS; clients verify with the CA {pki.ca_cert}")
         return platform, addresses
@@ -429,7 +481,7 @@ def run(args: argparse.Namespace) -> int:
             f"cannot start: something already listens on {', '.join(busy)}. Is another "
             "`boulevard up` running? Stop it (Ctrl-C), or give this one other ports "
             "(BOULEVARD_EMBEDDED_NATS_PORT, BOULEVARD_<SERVICE>_PORT, "
-            "BOULEVARD_<SERVICE>_METRICS_PORT)"
+            "BOULEVARD_<SERVICE>_METRICS_PORT, BOULEVARD_GATEWAY_PORT)"
         )
         return 1
     say("Boulevard — starting the platform on this machine")

@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     engine_port: int = Field(default=50052, ge=0, le=65535)
     dice_port: int = Field(default=50053, ge=0, le=65535)
     ledger_port: int = Field(default=50054, ge=0, le=65535)
+    # The browser gateway (services/gateway): Connect and gRPC-Web over HTTP/1.1 on this port
+    # of `grpc_host`, forwarding to the four gRPC services above; it also serves the web app.
+    gateway_port: int = Field(default=8080, ge=0, le=65535)
     shutdown_grace_seconds: float = Field(default=5.0, ge=0)
     # The largest gRPC message a service reads (every request field is bounded far below
     # this, docs/security.md "Limits") and writes (a Reconcile with a long game's events).

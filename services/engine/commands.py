@@ -1,0 +1,437 @@
+"""The commands that change a game, each as the steps the pipeline runs for it.
+
+`Engine.handle` (services/engine/engine.py) is the one path every command takes: authorize,
+load, verify, recorded?, decide, append at the expected version (evolve, snapshot), chance,
+receipt. What differs from one command to another is here, one class per command, one
+method per step: who may ask (`authorize`), what the loaded game must show (`verify`),
+whether the log holds the command already (`recorded`), what happens (`decide`), and what
+the caller gets back (`receipt`). None of these methods touches the event store; the few
+that need the outside world (the dice service, the clock, the log's envelopes) are handed
+it when the command is built.
+
+Commands to come take the same shape: a seat's clock running out, and a bot's move for an
+absent seat (the clocks issue), are classes here, issued by a sweeper instead of a player.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, TypeVar
+
+import structlog
+
+from boulevard.api.v1 import engine_pb2, events_pb2
+from boulevard.audit.signing import SigningKey
+from boulevard.fairness import MAX_CLIENT_SEED_BYTES, client_seed_commitment, is_commitment
+from boulevard.games import REGISTRY, get_game
+from boulevard.games.base import (
+    ClientSeedRevealed,
+    CommandAccepted,
+    GameConfig,
+    GameCreated,
+    PlayerSeat,
+    RulesError,
+    check_options,
+)
+from boulevard.platform.auth import PlayerClaims
+from boulevard.platform.errors import (
+    Aborted,
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+)
+from services.engine.chain import accept_command, check_public_key, receipt_pb
+from services.engine.chance import ChanceSource
+from services.engine.sessions import Session
+
+log = structlog.get_logger(__name__)
+
+GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # a well-formed game (and match) id
+
+R_co = TypeVar("R_co", covariant=True)
+
+
+class Command(Protocol[R_co]):
+    """One request to change one game, as `Engine.handle` runs it. The pipeline calls the
+    steps in the order they are listed here; each raises the error the caller gets."""
+
+    # Resolve chance owed from before (a crash between an append and its chance) before
+    # deciding. Not for a seed reveal: past the deadline that would fix the seeds first.
+    settles_first: ClassVar[bool]
+
+    @property
+    def game_id(self) -> str: ...
+
+    @property
+    def causation(self) -> str:
+        """The key the log records the command's events under (each envelope's
+        causation_id): what lets a retry find the first run."""
+
+    @property
+    def pinned(self) -> bool:
+        """The caller pinned the version it decided on: a lost race is ABORTED, not
+        retried."""
+
+    def authorize(self) -> None:
+        """Refuse a caller who may not ask this at all, before anything is read."""
+
+    async def open(self) -> Session:
+        """The game when the log has none: a new one (creation), else NOT_FOUND."""
+
+    def verify(self, session: Session) -> None:
+        """Refuse a command the loaded game does not accept from this caller (a signature
+        that does not verify under the seat's key, a seat the game does not have)."""
+
+    def recorded(self, session: Session) -> bool:
+        """Whether the log holds this command already (a retry): then `receipt` answers
+        with the first result and nothing is decided or appended."""
+
+    async def decide(self, session: Session) -> Sequence[Any]:
+        """The events the command adds to the log, or none when there is nothing to add."""
+
+    def unconfirmed(self) -> str | None:
+        """What to tell the caller when the store did not confirm the append (the command
+        may or may not be stored), or None to pass the store's error on as it is."""
+
+    async def receipt(self, session: Session, first: int | None) -> R_co:
+        """What the caller gets back: `first` is the version of the command's first event,
+        or None for a command the log held already."""
+
+
+@dataclass(frozen=True, slots=True)
+class SeatRequest:
+    seat: int
+    player_id: str
+    seed_commitment: str = ""  # hex SHA-256 of the seat's client seed; "" = no seed
+    bot: bool = False
+    public_key: str = ""  # hex Ed25519 key that will sign this seat's commands
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    version: int
+    envelopes: tuple[events_pb2.EventEnvelope, ...]
+    finished: bool
+    head: bytes = b""  # the chain hash at `version` (what a receipt signs)
+    # The engine's signature over (game, version, head): what the seat keeps as proof.
+    # Not compared: two replicas (two keys) answering one retry give the same result.
+    receipt: engine_pb2.Receipt | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SeedRevealed:
+    version: int
+    all_revealed: bool
+    deadline_unix_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    game_id: str
+    tokens: tuple[str, ...]
+    seed_commitment: str
+
+
+# What the pipeline lends a command that reads the log: the envelopes at versions
+# first..last (from memory when it holds them).
+ReadEnvelopes = Callable[[Session, int, int], Awaitable[tuple[events_pb2.EventEnvelope, ...]]]
+
+
+class _Existing:
+    """The `open` step of every command but creation: a game must exist to act in it."""
+
+    game_id: str
+
+    async def open(self) -> Session:
+        raise NotFound(f"no game {self.game_id!r}")
+
+
+@dataclass
+class Submit(_Existing):
+    """A seat's signed move (SubmitAction): `action` is the exact bytes the seat signed
+    (the Action message's deterministic encoding) and `command` the game command it maps
+    to."""
+
+    game_id: str
+    claims: PlayerClaims
+    command: Any
+    expected_version: int
+    idempotency_key: str
+    action: bytes
+    signature: bytes
+    read: ReadEnvelopes
+    receipt_key: SigningKey
+    settles_first: ClassVar[bool] = True
+    _accepted: CommandAccepted | None = None
+
+    @property
+    def causation(self) -> str:
+        return f"cmd:{self.idempotency_key}"
+
+    @property
+    def pinned(self) -> bool:
+        return bool(self.expected_version)
+
+    def authorize(self) -> None:
+        if self.claims.game_id != self.game_id:
+            raise PermissionDenied("this token is for another game")
+        if getattr(self.command, "seat", self.claims.seat) != self.claims.seat:
+            raise PermissionDenied(
+                f"you play seat {self.claims.seat}; you cannot act for seat {self.command.seat}"
+            )
+
+    def verify(self, session: Session) -> None:
+        self._accepted = accept_command(
+            self.game_id,
+            session.created,
+            self.claims,
+            self.expected_version,
+            self.idempotency_key,
+            self.action,
+            self.signature,
+        )
+
+    def recorded(self, session: Session) -> bool:
+        return self.causation in session.commands
+
+    async def decide(self, session: Session) -> Sequence[Any]:
+        if session.finished is not None:
+            raise FailedPrecondition("the game is over")
+        if self.expected_version and self.expected_version != session.version:
+            raise Aborted(
+                f"the game is at version {session.version}, not {self.expected_version}: "
+                "reload and decide again"
+            )
+        events = session.game.decide(self.command, session.state)
+        if not events:
+            raise FailedPrecondition("that action changes nothing")
+        assert self._accepted is not None, "verify() runs before decide()"
+        # The command is recorded with its events, in the same atomic append.
+        return [self._accepted, *events]
+
+    def unconfirmed(self) -> str:
+        # Only a retry with the same key can tell (it returns the recorded result, or
+        # applies the command once).
+        if self.idempotency_key:
+            return (
+                "the event store did not confirm this action, so it may or may not "
+                "have been applied: retry with the same idempotency_key"
+            )
+        return (
+            "the event store did not confirm this action, so it may or may "
+            "not have been applied: reload the game before acting again (send an "
+            "idempotency_key to make such retries safe)"
+        )
+
+    async def receipt(self, session: Session, first: int | None) -> Submitted:
+        if first is None:
+            done = session.commands[self.causation]
+            return self._retried(session, await self._result(session, done.first, done.last))
+        return await self._result(session, first, session.version)
+
+    async def _result(self, session: Session, first: int, last: int) -> Submitted:
+        return Submitted(
+            session.version,
+            await self.read(session, first, last),
+            session.finished is not None,
+            session.head_hash,
+            receipt_pb(self.receipt_key, self.game_id, session.version, session.head_hash),
+        )
+
+    def _retried(self, session: Session, result: Submitted) -> Submitted:
+        """The recorded result of a command whose key was used before, for the seat that
+        used it (docs/clients.md: a retry, or a second action under a used key, gets the
+        first result); ALREADY_EXISTS for any other seat: a key names one seat's command,
+        and another seat must not be told that its move was applied."""
+        assert self._accepted is not None, "verify() runs before receipt()"
+        recorded = session.codec.loads(result.envelopes[0].payload) if result.envelopes else None
+        if not isinstance(recorded, CommandAccepted) or recorded.seat != self._accepted.seat:
+            raise AlreadyExists(
+                f"idempotency_key {self.idempotency_key!r} was used by another seat's "
+                "command in this game; send each new command with a fresh key"
+            )
+        return result
+
+
+@dataclass
+class Reveal(_Existing):
+    """A seat's client seed (RevealSeed), checked against the commitment it made before
+    the server seed was drawn; once every seat has revealed, the game's dice can run."""
+
+    game_id: str
+    claims: PlayerClaims
+    client_seed: str
+    clock: Callable[[], int]
+    settles_first: ClassVar[bool] = False
+    pinned: bool = False
+
+    @property
+    def causation(self) -> str:
+        return f"reveal:{self.claims.seat}"
+
+    def authorize(self) -> None:
+        if self.claims.game_id != self.game_id:
+            raise PermissionDenied("this token is for another game")
+        if len(self.client_seed.encode("utf-8")) > MAX_CLIENT_SEED_BYTES:
+            raise InvalidArgument(f"a client seed is at most {MAX_CLIENT_SEED_BYTES} bytes")
+
+    def verify(self, session: Session) -> None:
+        if not 0 <= self.claims.seat < len(session.created.seats):
+            raise PermissionDenied(f"this game has no seat {self.claims.seat}")
+
+    def recorded(self, session: Session) -> bool:
+        return False  # a second reveal of the same seed settles and answers again: `decide`
+
+    async def decide(self, session: Session) -> Sequence[Any]:
+        seat = self.claims.seat
+        known = session.client_seeds.get(seat)
+        if known == self.client_seed:
+            return []  # revealed already (a retry): nothing to add
+        if known is not None:
+            raise InvalidArgument("your seat revealed another seed already")
+        committed = session.created.seats[seat].seed_commitment
+        if session.seeds_fixed:
+            raise FailedPrecondition("the game's client seeds are fixed already")
+        if not committed:
+            raise FailedPrecondition(f"seat {seat} committed to no client seed")
+        if client_seed_commitment(self.client_seed) != committed:
+            raise InvalidArgument(
+                f"SHA-256 of that seed is not seat {seat}'s commitment {committed}"
+            )
+        deadline = session.created.reveal_deadline_unix_ms
+        if deadline and self.clock() >= deadline:
+            raise FailedPrecondition("the reveal deadline has passed: the seat plays with ''")
+        return [ClientSeedRevealed(seat, self.client_seed)]
+
+    def unconfirmed(self) -> None:
+        return None
+
+    async def receipt(self, session: Session, first: int | None) -> SeedRevealed:
+        return SeedRevealed(
+            session.version,
+            not session.unrevealed(),
+            session.created.reveal_deadline_unix_ms,
+        )
+
+
+@dataclass
+class Create:
+    """A new game (CreateGame, MatchFormed), or for a retry the game its request made. A
+    matched game's id is its match id; any other game's id is `game_id_for(creator,
+    request_id)`."""
+
+    game_id: str
+    request_id: str
+    game_name: str
+    seats: Sequence[SeatRequest]
+    options: Sequence[tuple[str, str]]
+    match_id: str
+    chance: ChanceSource
+    clock: Callable[[], int]
+    reveal_ms: int
+    issue_token: Callable[[str, int, str], str]
+    settles_first: ClassVar[bool] = False
+    pinned: bool = False
+
+    @property
+    def causation(self) -> str:
+        return f"create:{self.request_id}"
+
+    def authorize(self) -> None:
+        """Refuse a request for a game the rules cannot host (the caller is an operator or
+        the matchmaker: the server and the app checked who asks)."""
+        if not self.request_id:
+            raise InvalidArgument("request_id is required (it makes CreateGame idempotent)")
+        if self.game_name not in REGISTRY:
+            raise InvalidArgument(
+                f"unknown game {self.game_name!r}; known: {', '.join(sorted(REGISTRY))}"
+            )
+        game = get_game(self.game_name)
+        seats = self.seats
+        if not game.min_players <= len(seats) <= game.max_players:
+            raise InvalidArgument(
+                f"{game.title} takes {game.min_players}-{game.max_players} players, "
+                f"not {len(seats)}"
+            )
+        if sorted(s.seat for s in seats) != list(range(len(seats))):
+            raise InvalidArgument("seats must be numbered 0..n-1, each once")
+        if any(not s.player_id for s in seats):
+            raise InvalidArgument("every seat needs a player_id")
+        if len({s.player_id for s in seats}) != len(seats):
+            raise InvalidArgument("a player may take one seat only; player ids repeat")
+        for s in seats:
+            if s.seed_commitment and not is_commitment(s.seed_commitment):
+                raise InvalidArgument(
+                    f"seat {s.seat}: client_seed_commitment must be 64 lowercase hex digits "
+                    "(SHA-256 of the client seed)"
+                )
+        try:
+            check_options(game, self.options)
+        except RulesError as err:
+            raise InvalidArgument(f"bad options: {err.message}") from err
+        for s in seats:
+            check_public_key(s.seat, s.public_key)
+        if self.match_id and not GAME_ID.match(self.match_id):
+            raise InvalidArgument("malformed match id")
+
+    async def open(self) -> Session:
+        """A new game: the dice service draws and commits its seed knowing only the seats'
+        commitments (the seeds themselves come later, with RevealSeed)."""
+        ordered = sorted(self.seats, key=lambda s: s.seat)
+        opened = await self.chance.open_game(
+            self.game_id,
+            [s.seed_commitment for s in ordered],
+            self.clock() + self.reveal_ms,
+        )
+        created = GameCreated(
+            game=self.game_name,
+            config=GameConfig(len(ordered), tuple(sorted(self.options))),
+            seats=tuple(
+                PlayerSeat(
+                    s.seat,
+                    s.player_id,
+                    s.bot,
+                    seed_commitment=s.seed_commitment,
+                    public_key=s.public_key,
+                )
+                for s in ordered
+            ),
+            seed_commitment=opened.commitment,
+            match_id=self.match_id,
+            reveal_deadline_unix_ms=opened.reveal_deadline_unix_ms,
+        )
+        return Session.new(self.game_id, created)
+
+    def verify(self, session: Session) -> None:
+        pass  # the seats' keys were checked in `authorize`; nobody signs a creation
+
+    def recorded(self, session: Session) -> bool:
+        """A stored game: the one this request made, which a retry must ask for again."""
+        if not session.version:
+            return False
+        ordered = sorted(self.seats, key=lambda s: s.seat)
+        wanted = (self.game_name, tuple((s.seat, s.player_id) for s in ordered))
+        have = (session.created.game, tuple((s.seat, s.player_id) for s in session.created.seats))
+        if wanted != have:
+            raise InvalidArgument("this request_id was already used to create a different game")
+        return True
+
+    async def decide(self, session: Session) -> Sequence[Any]:
+        try:
+            setup = session.game.new_game(session.created.config)
+        except RulesError as err:
+            raise InvalidArgument(f"bad options: {err.message}") from err
+        return [session.created, *setup]
+
+    def unconfirmed(self) -> None:
+        return None
+
+    async def receipt(self, session: Session, first: int | None) -> Created:
+        log.info("game ready", game_id=self.game_id, game=self.game_name, version=session.version)
+        created = session.created
+        tokens = tuple(self.issue_token(self.game_id, s.seat, s.player_id) for s in created.seats)
+        return Created(self.game_id, tokens, created.seed_commitment)
