@@ -15,6 +15,7 @@ absent seat (the clocks issue), are classes here, issued by a sweeper instead of
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ import structlog
 
 from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.signing import SigningKey
+from boulevard.contract.mapping import command_to_action
 from boulevard.fairness import MAX_CLIENT_SEED_BYTES, client_seed_commitment, is_commitment
 from boulevard.games import REGISTRY, get_game
 from boulevard.games.base import (
@@ -33,8 +35,10 @@ from boulevard.games.base import (
     GameCreated,
     PlayerSeat,
     RulesError,
+    SeatTimedOut,
     check_options,
 )
+from boulevard.games.clock import TimeControl
 from boulevard.platform.auth import PlayerClaims
 from boulevard.platform.errors import (
     Aborted,
@@ -334,6 +338,7 @@ class Create:
     clock: Callable[[], int]
     reveal_ms: int
     issue_token: Callable[[str, int, str], str]
+    time_control: TimeControl | None = None
     settles_first: ClassVar[bool] = False
     pinned: bool = False
 
@@ -403,6 +408,7 @@ class Create:
             seed_commitment=opened.commitment,
             match_id=self.match_id,
             reveal_deadline_unix_ms=opened.reveal_deadline_unix_ms,
+            time_control=self.time_control,
         )
         return Session.new(self.game_id, created)
 
@@ -435,3 +441,97 @@ class Create:
         created = session.created
         tokens = tuple(self.issue_token(self.game_id, s.seat, s.player_id) for s in created.seats)
         return Created(self.game_id, tokens, created.seed_commitment)
+
+
+# The bot that plays a seat whose time ran out: the game's heuristic bot, as for bot seats.
+STAND_IN_BOT = "heuristic"
+
+
+@dataclass
+class TimeOut(_Existing):
+    """The platform's own step, issued by the clock sweeper, not a player: every seat whose
+    deadline has passed is recorded timed out (`SeatTimedOut`, naming the deadline and the
+    key the bot signs its moves with). A seat already timed out has no running clock, so a
+    timeout is recorded once, whichever replica sweeps first."""
+
+    game_id: str
+    clock: Callable[[], int]
+    stand_in_key: SigningKey
+    settles_first: ClassVar[bool] = True
+    pinned: bool = False
+    causation: str = "clock:timeout"
+
+    def authorize(self) -> None:
+        pass  # the engine's own
+
+    def verify(self, session: Session) -> None:
+        pass
+
+    def recorded(self, session: Session) -> bool:
+        return False  # `decide` finds what is overdue now; nothing overdue, nothing added
+
+    async def decide(self, session: Session) -> Sequence[Any]:
+        key = self.stand_in_key.public_hex
+        overdue = session.overdue(self.clock())
+        for seat, deadline in overdue:
+            log.info("seat timed out", game_id=self.game_id, seat=seat, deadline=deadline)
+        return [SeatTimedOut(seat, deadline, key) for seat, deadline in overdue]
+
+    def unconfirmed(self) -> None:
+        return None
+
+    async def receipt(self, session: Session, first: int | None) -> Session:
+        return session
+
+
+@dataclass
+class StandIn(_Existing):
+    """One move of the platform's bot for a seat that timed out and that the game asks to
+    act (docs/games/*.md, "Absence"): signed with the stand-in key and marked `stand_in`;
+    the seat's money stays the seat's. The bot's randomness is seeded by the game, version
+    and seat, so two replicas racing for the move choose the same one."""
+
+    game_id: str
+    stand_in_key: SigningKey
+    settles_first: ClassVar[bool] = True
+    pinned: bool = False
+    causation: str = "stand-in"
+
+    def authorize(self) -> None:
+        pass  # the engine's own
+
+    def verify(self, session: Session) -> None:
+        pass
+
+    def recorded(self, session: Session) -> bool:
+        return False
+
+    async def decide(self, session: Session) -> Sequence[Any]:
+        absent = session.absent_to_act()
+        if not absent:
+            return []
+        seat, version, game = absent[0], session.version, session.game
+        legal = session.legal(seat)
+        bot = game.bots.get(STAND_IN_BOT) or next(iter(game.bots.values()))
+        rng = random.Random(f"{self.game_id}:{version}:{seat}")
+        command = bot(game.view(session.state, seat), legal, seat, rng)
+        action = command_to_action(game, command).SerializeToString(deterministic=True)
+        key = f"stand-in:{version}:{seat}"
+        signature = self.stand_in_key.sign_command(self.game_id, seat, version, key, action)
+        accepted = CommandAccepted(
+            seat,
+            session.created.seats[seat].player_id,
+            key,
+            version,
+            action.hex(),
+            signature.hex(),
+            stand_in=True,
+        )
+        self.causation = f"cmd:{key}"
+        return [accepted, *game.decide(command, session.state)]
+
+    def unconfirmed(self) -> None:
+        return None
+
+    async def receipt(self, session: Session, first: int | None) -> Session:
+        return session

@@ -14,7 +14,13 @@ import grpc
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.signing import chain_hash
 from boulevard.contract import mapping
+from boulevard.contract.clocks import (
+    seat_clocks_to_proto,
+    time_control_from_proto,
+    time_control_to_proto,
+)
 from boulevard.eventlog.jetstream import JetStreamEventStore, follow
+from boulevard.games.clock import TimeControl
 from boulevard.platform.auth import authorize, verify_token
 from boulevard.platform.errors import (
     InvalidArgument,
@@ -36,6 +42,15 @@ def status_of(session: Session) -> engine_pb2.GameStatus.ValueType:
     return engine_pb2.GAME_STATUS_FINISHED if session.finished else engine_pb2.GAME_STATUS_ACTIVE
 
 
+def _time_control(request: engine_pb2.CreateGameRequest) -> TimeControl | None:
+    if not request.HasField("time_control"):
+        return None
+    try:
+        return time_control_from_proto(request.time_control)
+    except ValueError as err:
+        raise InvalidArgument(f"time_control: {err}") from None
+
+
 def summary_json(session: Session) -> bytes:
     summary = {
         "game": session.game.name,
@@ -49,6 +64,8 @@ def summary_json(session: Session) -> bytes:
     if not session.seeds_fixed:
         # What the reveal sweeper looks for after a restart.
         summary["seeds_pending_until"] = session.created.reveal_deadline_unix_ms
+    if session.created.time_control is not None:
+        summary["clocked"] = True  # what the clock sweeper looks for after a restart
     return json.dumps(summary, sort_keys=True).encode()
 
 
@@ -166,6 +183,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             ],
             tuple(sorted(request.options.items())),
             creator=operator.subject,
+            time_control=_time_control(request),
         )
         session = await self.engine.load(created.game_id)
         await self.index.put(created.game_id, summary_json(session))
@@ -215,7 +233,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
     ) -> engine_pb2.GetGameResponse:
         seat = self._seat(request.player_token, request.game_id)
         session = await self.engine.load(request.game_id)
-        return engine_pb2.GetGameResponse(
+        response = engine_pb2.GetGameResponse(
             game_id=session.game_id,
             game=session.game.name,
             version=session.version,
@@ -223,6 +241,13 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             view=self._view(session, seat),
             to_act=session.to_act(),
         )
+        control = session.created.time_control
+        if control is not None:
+            now = self.engine.clock()
+            response.time_control.CopyFrom(time_control_to_proto(control))
+            response.clocks.extend(seat_clocks_to_proto(session.clock_times(now)))
+            response.clocks_unix_ms = now
+        return response
 
     async def ListLegalActions(
         self, request: engine_pb2.ListLegalActionsRequest, context: Context
@@ -393,6 +418,11 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                         unfolded.clear()
                         update.view.CopyFrom(self._view(source, seat))
                         update.to_act.extend(source.to_act())
+                        if source.clocks is not None:
+                            # The live game's clocks now; a past version's at its time.
+                            at = self.engine.clock() if source is live else envelope.time_unix_ms
+                            update.clocks.extend(seat_clocks_to_proto(source.clock_times(at)))
+                            update.clocks_unix_ms = max(at, source.time_ms())
                         if seat is not None:
                             # What the seat may do now: no ListLegalActions call per move.
                             update.legal_actions.extend(self._legal_actions(source, seat))
