@@ -1,0 +1,224 @@
+"""Game clocks on the real services (test clocks of a few seconds): a seat that never moves
+is timed out at its deadline and the platform's bot finishes its game, and every audit
+passes; the same with the engine SIGKILLed between the deadline and the sweep; and a
+timeout forged before its deadline with the engine's own NATS identity fails `audit game`
+at its version."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+import uuid
+
+import grpc
+import pytest
+
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+from boulevard.contract.clocks import parse_time_control, time_control_to_proto
+from boulevard.fairness import client_seed_commitment
+from boulevard.games import get_game
+from boulevard.games.base import SeatTimedOut
+from boulevard.games.codec import Codec
+from boulevard.seats.player import SeatPlayer, reveal_seed
+from tests.e2e.conftest import Platform
+from tests.e2e.test_audit_holes import append_as_engine
+from tests.e2e.test_audit_report import audit
+from tests.e2e.test_game_audit import audit_game, stored_log
+from tests.e2e.test_games import OPERATOR_MD, seed_of, wait_reconciled
+from tests.support.keys import seat_key
+
+pytestmark = pytest.mark.e2e
+
+GAME = "las_vegas"  # one seat asked at a time: the stalled seat is the only clock running
+
+
+async def create_timed(
+    stub: engine_pb2_grpc.EngineServiceStub, players: int, control: str
+) -> engine_pb2.CreateGameResponse:
+    request_id = uuid.uuid4().hex
+    created: engine_pb2.CreateGameResponse = await stub.CreateGame(
+        engine_pb2.CreateGameRequest(
+            request_id=request_id,
+            game=GAME,
+            seats=[
+                engine_pb2.SeatAssignment(
+                    seat=i,
+                    player_id=f"p{i}",
+                    client_seed_commitment=client_seed_commitment(seed_of(request_id, i)),
+                    public_key=seat_key(i).public_hex,
+                )
+                for i in range(players)
+            ],
+            time_control=time_control_to_proto(parse_time_control(control)),  # type: ignore[arg-type]
+        ),
+        metadata=OPERATOR_MD,
+    )
+    for seat, token in enumerate(created.player_tokens):
+        await reveal_seed(stub, created.game_id, token, seed_of(request_id, seat))
+    return created
+
+
+async def first_to_act(stub: engine_pb2_grpc.EngineServiceStub, game_id: str) -> int:
+    for _ in range(100):
+        game = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id))
+        if game.to_act:
+            return int(game.to_act[0])
+        await asyncio.sleep(0.05)
+    raise AssertionError("nobody is asked to act")
+
+
+async def play_all_but(
+    stub: engine_pb2_grpc.EngineServiceStub,
+    created: engine_pb2.CreateGameResponse,
+    absent: int,
+) -> None:
+    """Every seat but `absent` plays its heuristic bot to the end."""
+    game = get_game(GAME)
+    players = [
+        SeatPlayer(
+            stub,
+            created.game_id,
+            GAME,
+            seat,
+            token,
+            game.bots["heuristic"],
+            random.Random(seat),
+            seat_key(seat),
+        )
+        for seat, token in enumerate(created.player_tokens)
+        if seat != absent
+    ]
+    await asyncio.wait_for(asyncio.gather(*(p.play() for p in players)), 120)
+
+
+def timeouts_in(log: list[bytes]) -> list[tuple[int, SeatTimedOut]]:
+    envs = [events_pb2.EventEnvelope.FromString(d) for d in log]
+    codec = Codec(())
+    return [(int(e.time_unix_ms), codec.loads(e.payload)) for e in envs if e.type == "SeatTimedOut"]
+
+
+def stand_in_moves(log: list[bytes]) -> list[dict[str, object]]:
+    envs = [events_pb2.EventEnvelope.FromString(d) for d in log]
+    return [
+        p
+        for e in envs
+        if e.type == "CommandAccepted" and (p := json.loads(e.payload)).get("stand_in")
+    ]
+
+
+def all_audits_pass(platform: Platform, game_id: str) -> None:
+    result = audit_game(platform, game_id)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 seat(s) timed out at their deadlines" in result.stdout, result.stdout
+    for what in (["dice", game_id], ["ledger", "--game", game_id]):
+        done = audit(platform, *what)  # every address from the platform's environment
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+async def finished_log(platform: Platform, game_id: str) -> list[bytes]:
+    async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+        stub = engine_pb2_grpc.EngineServiceStub(channel)
+        for _ in range(600):
+            game = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id))
+            if game.status == engine_pb2.GAME_STATUS_FINISHED:
+                break
+            await asyncio.sleep(0.1)
+    reconciled = await wait_reconciled(platform, game_id)
+    assert reconciled.reconciled, reconciled.message
+    return await stored_log(platform, game_id)
+
+
+def test_a_seat_that_never_moves_times_out_at_its_deadline_and_the_bot_finishes(
+    platform: Platform,
+) -> None:
+    async def run() -> None:
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            stub = engine_pb2_grpc.EngineServiceStub(channel)
+            created = await create_timed(stub, 3, "2s+200ms")
+            stalled = await first_to_act(stub, created.game_id)
+            game = await stub.GetGame(engine_pb2.GetGameRequest(game_id=created.game_id))
+            clocks = {c.seat: c for c in game.clocks}
+            assert game.time_control.base_ms == 2000
+            assert clocks[stalled].running and not clocks[(stalled + 1) % 3].running
+            deadline = clocks[stalled].deadline_unix_ms
+            assert 0 < clocks[stalled].remaining_ms <= 2000
+            await play_all_but(stub, created, stalled)
+        log = await finished_log(platform, created.game_id)
+        [(at, timeout)] = timeouts_in(log)
+        assert (timeout.seat, timeout.deadline_unix_ms) == (stalled, deadline)
+        assert deadline <= at < deadline + 5_000  # the sweeper came soon after
+        moves = stand_in_moves(log)
+        assert moves and {m["seat"] for m in moves} == {stalled}
+        all_audits_pass(platform, created.game_id)
+
+    asyncio.run(run())
+
+
+def test_the_engine_killed_between_the_deadline_and_the_sweep(platform: Platform) -> None:
+    """The engine dies before the deadline and comes back well after it: the restarted
+    engine finds the game in its index, rebuilds the deadline from the log and records the
+    timeout naming the deadline that passed, once."""
+
+    async def run() -> None:
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            stub = engine_pb2_grpc.EngineServiceStub(channel)
+            created = await create_timed(stub, 2, "2s")
+            stalled = await first_to_act(stub, created.game_id)
+            game = await stub.GetGame(engine_pb2.GetGameRequest(game_id=created.game_id))
+            deadline = {c.seat: c for c in game.clocks}[stalled].deadline_unix_ms
+        platform.services["engine"].kill()
+        await asyncio.sleep(max(0.0, deadline / 1000 - time.time()) + 1.5)
+        await platform.astart("engine")
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            await play_all_but(engine_pb2_grpc.EngineServiceStub(channel), created, stalled)
+        log = await finished_log(platform, created.game_id)
+        [(at, timeout)] = timeouts_in(log)
+        assert (timeout.seat, timeout.deadline_unix_ms) == (stalled, deadline)
+        assert at >= deadline + 1_500
+        all_audits_pass(platform, created.game_id)
+
+    asyncio.run(run())
+
+
+def test_a_timeout_forged_before_its_deadline_fails_the_audit_at_its_version(
+    platform: Platform,
+) -> None:
+    """The operator, with the engine's NATS identity, records a seat timed out minutes
+    before its deadline; the engine (restarted, so it reads the log again) takes the forged
+    event as it stands and its bot plays the seat to the end. The finished game's audit
+    fails at the forged version."""
+
+    async def run() -> None:
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            stub = engine_pb2_grpc.EngineServiceStub(channel)
+            created = await create_timed(stub, 2, "10m")
+            stalled = await first_to_act(stub, created.game_id)
+            game = await stub.GetGame(engine_pb2.GetGameRequest(game_id=created.game_id))
+            deadline = {c.seat: c for c in game.clocks}[stalled].deadline_unix_ms
+            page = await stub.GetGameLog(engine_pb2.GetGameLogRequest(game_id=created.game_id))
+        last = page.envelopes[-1]
+        forged = events_pb2.EventEnvelope(
+            event_id=uuid.uuid4().hex,
+            type="SeatTimedOut",
+            game_id=created.game_id,
+            game=GAME,
+            version=last.version + 1,
+            time_unix_ms=int(time.time() * 1000),  # minutes before the deadline
+            causation_id="clock:timeout",
+            correlation_id=created.game_id,
+            payload=Codec(()).dumps(SeatTimedOut(stalled, deadline, seat_key(5).public_hex)),
+            prev_hash=bytes(last.chain_hash),
+        )
+        await append_as_engine(platform, created.game_id, forged)
+        await platform.arestart("engine")
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            await play_all_but(engine_pb2_grpc.EngineServiceStub(channel), created, stalled)
+        await finished_log(platform, created.game_id)
+        result = audit_game(platform, created.game_id, "--no-ledger")
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert f"at version {forged.version}" in result.stdout, result.stdout
+        assert "before its deadline" in result.stdout, result.stdout
+
+    asyncio.run(run())
