@@ -100,6 +100,7 @@ class EngineApp:
         )
         metrics.GAMES_LIVE.set_function(self.engine.live_games)
         metrics.GAMES_CACHED.set_function(self.engine.cached_games)
+        metrics.GAMES_OVERDUE.set_function(self.engine.overdue_games)
         self.servicer = EngineServicer(
             self.engine,
             store,

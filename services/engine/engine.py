@@ -31,6 +31,7 @@ from boulevard.games.base import (
     GameCreated,
     GameFinished,
     RulesError,
+    SeatTimedOut,
 )
 from boulevard.games.clock import TimeControl
 from boulevard.games.codec import Codec
@@ -549,6 +550,12 @@ class Engine:
         else:
             self.clock_due[session.game_id] = due
 
+    def overdue_games(self, grace_ms: int = 10_000) -> int:
+        """Games whose clock step is over `grace_ms` late (the sweeper is stuck or failing):
+        what the games-overdue gauge shows."""
+        cutoff = self.clock() - grace_ms
+        return sum(1 for due in list(self.clock_due.values()) if due < cutoff)
+
     async def sweep_clocks(self) -> int:
         """Time out the seats whose deadline has passed and let the platform's bot play the
         seats that are absent, in every game due (docs/auditing.md, "Clocks"). Any replica
@@ -620,6 +627,10 @@ def _count_appended(game: str, events: Sequence[Any], seconds: float) -> None:
             metrics.GAMES_STARTED.labels(game).inc()
         elif isinstance(event, GameFinished):
             metrics.GAMES_FINISHED.labels(game).inc()
+        elif isinstance(event, SeatTimedOut):
+            metrics.SEATS_TIMED_OUT.labels(game).inc()
+        elif isinstance(event, CommandAccepted) and event.stand_in:
+            metrics.STAND_IN_MOVES.labels(game).inc()
 
 
 def created_of(envelope: events_pb2.EventEnvelope) -> GameCreated:
