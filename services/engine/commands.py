@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import structlog
 
 from boulevard.api.v1 import engine_pb2, events_pb2
-from boulevard.audit.signing import SigningKey
+from boulevard.audit.signing import SigningKey, reclaim_signing_bytes, verify
 from boulevard.contract.mapping import command_to_action
 from boulevard.fairness import MAX_CLIENT_SEED_BYTES, client_seed_commitment, is_commitment
 from boulevard.games import REGISTRY, get_game
@@ -35,10 +35,11 @@ from boulevard.games.base import (
     GameCreated,
     PlayerSeat,
     RulesError,
+    SeatReclaimed,
     SeatTimedOut,
     check_options,
 )
-from boulevard.games.clock import TimeControl
+from boulevard.games.clock import ClockKind, TimeControl
 from boulevard.platform.auth import PlayerClaims
 from boulevard.platform.errors import (
     Aborted,
@@ -47,6 +48,7 @@ from boulevard.platform.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    Unauthenticated,
 )
 from services.engine.chain import accept_command, check_public_key, receipt_pb
 from services.engine.chance import ChanceSource
@@ -535,3 +537,76 @@ class StandIn(_Existing):
 
     async def receipt(self, session: Session, first: int | None) -> Session:
         return session
+
+
+@dataclass(frozen=True, slots=True)
+class Reclaimed:
+    version: int  # the version of the SeatReclaimed event (or of the game, for a retry)
+    receipt: engine_pb2.Receipt
+
+
+@dataclass
+class Reclaim(_Existing):
+    """A seat that timed out in a turn-based game takes its place back from the platform's
+    bot (ReclaimSeat): signed by the seat's own key over the reclaim signing bytes, for the
+    version it saw (the bot may move meanwhile: then ABORTED, and the seat signs again)."""
+
+    game_id: str
+    claims: PlayerClaims
+    expected_version: int
+    signature: bytes
+    receipt_key: SigningKey
+    settles_first: ClassVar[bool] = True
+    pinned: bool = True
+
+    @property
+    def causation(self) -> str:
+        return f"reclaim:{self.claims.seat}:{self.expected_version}"
+
+    def authorize(self) -> None:
+        if self.claims.game_id != self.game_id:
+            raise PermissionDenied("this token is for another game")
+        if not self.signature:
+            raise Unauthenticated("a reclaim must be signed by the seat's key")
+
+    def verify(self, session: Session) -> None:
+        seat = self.claims.seat
+        seats = session.created.seats
+        if not 0 <= seat < len(seats) or seats[seat].player_id != self.claims.player_id:
+            raise PermissionDenied(f"this game has no seat {seat} for you")
+        message = reclaim_signing_bytes(self.game_id, seat, self.expected_version)
+        if not verify(bytes.fromhex(seats[seat].public_key), self.signature, message):
+            raise PermissionDenied(f"the signature does not verify under seat {seat}'s key")
+
+    def recorded(self, session: Session) -> bool:
+        return self.causation in session.commands
+
+    async def decide(self, session: Session) -> Sequence[Any]:
+        control = session.created.time_control
+        clocks = session.clocks
+        seat = self.claims.seat
+        if control is None or clocks is None or control.kind is not ClockKind.TURN_BASED:
+            raise FailedPrecondition("only a turn-based game's seat can be taken back")
+        if session.finished is not None:
+            raise FailedPrecondition("the game is over")
+        if not clocks.seats[seat].absent:
+            raise FailedPrecondition(f"seat {seat} has not timed out: it is yours already")
+        if self.expected_version != session.version:
+            raise Aborted(
+                f"the game is at version {session.version}, not {self.expected_version}: "
+                "sign the reclaim for the version you see"
+            )
+        return [SeatReclaimed(seat, self.claims.player_id, session.version, self.signature.hex())]
+
+    def unconfirmed(self) -> str:
+        return (
+            "the event store did not confirm the reclaim: read the game again (the seat is "
+            "yours if it shows you not absent)"
+        )
+
+    async def receipt(self, session: Session, first: int | None) -> Reclaimed:
+        version = first if first is not None else session.commands[self.causation].first
+        return Reclaimed(
+            version,
+            receipt_pb(self.receipt_key, self.game_id, session.version, session.head_hash),
+        )

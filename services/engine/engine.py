@@ -53,6 +53,8 @@ from services.engine.commands import (
     Command,
     Create,
     Created,
+    Reclaim,
+    Reclaimed,
     Reveal,
     SeatRequest,
     SeedRevealed,
@@ -182,6 +184,14 @@ class Engine:
                 read=self._envelopes,
                 receipt_key=self.receipt_key,
             )
+        )
+
+    async def reclaim_seat(
+        self, game_id: str, claims: PlayerClaims, expected_version: int, signature: bytes
+    ) -> Reclaimed:
+        """A timed-out seat of a turn-based game takes its place back from the bot."""
+        return await self.handle(
+            Reclaim(game_id, claims, expected_version, signature, receipt_key=self.receipt_key)
         )
 
     async def reveal_seed(

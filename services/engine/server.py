@@ -301,6 +301,15 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             deadline_unix_ms=revealed.deadline_unix_ms,
         )
 
+    async def ReclaimSeat(
+        self, request: engine_pb2.ReclaimSeatRequest, context: Context
+    ) -> engine_pb2.ReclaimSeatResponse:
+        claims = verify_token(self.engine.token_key, request.player_token)
+        reclaimed = await self.engine.reclaim_seat(
+            request.game_id, claims, request.expected_version, request.signature
+        )
+        return engine_pb2.ReclaimSeatResponse(version=reclaimed.version, receipt=reclaimed.receipt)
+
     async def GetGameLog(
         self, request: engine_pb2.GetGameLogRequest, context: Context
     ) -> engine_pb2.GetGameLogResponse:

@@ -154,3 +154,59 @@ async def test_a_game_without_a_clock_has_no_deadline() -> None:
     assert created.game_id not in engine.clock_due
     clock.now += 10**9
     assert await engine.sweep_clocks() == 0
+
+
+async def test_a_turn_based_seat_takes_its_place_back_and_finishes() -> None:
+    from boulevard.audit.signing import reclaim_signing_bytes
+    from boulevard.platform.errors import Aborted, PermissionDenied
+    from tests.unit.engine.test_engine_core import SEAT_KEYS
+
+    store, clock, snaps = InMemoryEventStore(), Clock(), MemoryKeyValue()
+    engine = engine_on(store, clock, snaps)
+    control = TimeControl(ClockKind.TURN_BASED, per_move_ms=2_000, reserve_ms=500)
+    created = await engine.create_game("r", "las_vegas", seats(2), time_control=control)
+    gid = created.game_id
+    session = await engine.load(gid)
+    (stalled,) = session.to_act()[:1]
+    clock.now = engine.clock_due[gid] + 1
+    await engine.sweep_clocks()  # timed out; the bot plays its turn, then it is seat 1's
+    claims = verify_token(KEY, created.tokens[stalled])
+    session = await engine.load(gid)
+    version = session.version
+    with pytest.raises(PermissionDenied, match="does not verify"):
+        bad = SEAT_KEYS[5].sign(reclaim_signing_bytes(gid, stalled, version))
+        await engine.reclaim_seat(gid, claims, version, bad)
+    with pytest.raises(Aborted):
+        old = SEAT_KEYS[stalled].sign(reclaim_signing_bytes(gid, stalled, version - 1))
+        await engine.reclaim_seat(gid, claims, version - 1, old)
+    signature = SEAT_KEYS[stalled].sign(reclaim_signing_bytes(gid, stalled, version))
+    back = await engine.reclaim_seat(gid, claims, version, signature)
+    assert back.version == version + 1
+    again = await engine.reclaim_seat(gid, claims, version, signature)  # a retry
+    assert again.version == back.version
+    session = await engine.load(gid)
+    assert session.clocks is not None and not session.clocks.seats[stalled].absent
+    await play_others(engine, gid, created.tokens, absent=-1)  # everyone plays, itself too
+    log = [r.data for r in await store.read(gid)]
+    report = audit_game_log(gid, log, finished=True)
+    assert report.timeouts == 1
+
+
+async def test_a_real_time_seat_cannot_be_taken_back() -> None:
+    from boulevard.audit.signing import reclaim_signing_bytes
+    from tests.unit.engine.test_engine_core import SEAT_KEYS
+
+    store, clock, snaps = InMemoryEventStore(), Clock(), MemoryKeyValue()
+    engine = engine_on(store, clock, snaps)
+    created = await engine.create_game("r", "las_vegas", seats(2), time_control=CONTROL)
+    gid = created.game_id
+    session = await engine.load(gid)
+    (stalled,) = session.to_act()[:1]
+    clock.now = engine.clock_due[gid] + 1
+    await engine.sweep_clocks()
+    version = (await engine.load(gid)).version
+    signature = SEAT_KEYS[stalled].sign(reclaim_signing_bytes(gid, stalled, version))
+    with pytest.raises(FailedPrecondition, match="turn-based"):
+        await engine.reclaim_seat(
+            gid, verify_token(KEY, created.tokens[stalled]), version, signature
+        )

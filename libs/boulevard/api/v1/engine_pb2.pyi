@@ -912,3 +912,62 @@ class RevealSeedResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RevealSeedResponse: _TypeAlias = RevealSeedResponse  # noqa: Y015
+
+@_typing.final
+class ReclaimSeatRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
+    EXPECTED_VERSION_FIELD_NUMBER: _builtins.int
+    SIGNATURE_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    """max 64 chars"""
+    player_token: _builtins.str
+    """max 4096 chars: the seat's own token"""
+    expected_version: _builtins.int
+    """the version the seat saw; ABORTED if the game moved on"""
+    signature: _builtins.bytes
+    """Ed25519 signature by the seat's key over the reclaim signing bytes (docs/auditing.md,
+    "Clocks"): domain "boulevard.game.reclaim.v1", game id, seat, expected version.
+    max 64 bytes
+    """
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        player_token: _builtins.str = ...,
+        expected_version: _builtins.int = ...,
+        signature: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expected_version", b"expected_version", "game_id", b"game_id", "player_token", b"player_token", "signature", b"signature"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReclaimSeatRequest: _TypeAlias = ReclaimSeatRequest  # noqa: Y015
+
+@_typing.final
+class ReclaimSeatResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VERSION_FIELD_NUMBER: _builtins.int
+    RECEIPT_FIELD_NUMBER: _builtins.int
+    version: _builtins.int
+    """the version of the SeatReclaimed event"""
+    @_builtins.property
+    def receipt(self) -> Global___Receipt: ...
+    def __init__(
+        self,
+        *,
+        version: _builtins.int = ...,
+        receipt: Global___Receipt | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["receipt", b"receipt"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["receipt", b"receipt", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReclaimSeatResponse: _TypeAlias = ReclaimSeatResponse  # noqa: Y015

@@ -62,6 +62,10 @@ class EngineServiceStub:
     """The game's log as stored, page by page, for auditors (docs/auditing.md): everything
     once the game is over; during a game, shuffles are hidden as in WatchGame.
     """
+    ReclaimSeat: _grpc.UnaryUnaryMultiCallable[_engine_pb2.ReclaimSeatRequest, _engine_pb2.ReclaimSeatResponse]
+    """A seat that timed out in a turn-based game takes its place back from the platform's bot
+    (docs/clients.md, "Clocks"): signed by the seat's key, for the version it saw.
+    """
     GetEngineKey: _grpc.UnaryUnaryMultiCallable[_engine_pb2.GetEngineKeyRequest, _engine_pb2.GetEngineKeyResponse]
     """The Ed25519 key that signs receipts (SubmitActionResponse.receipt)."""
 
@@ -98,6 +102,10 @@ class EngineServiceAsyncStub(EngineServiceStub):
     GetGameLog: _aio.UnaryUnaryMultiCallable[_engine_pb2.GetGameLogRequest, _engine_pb2.GetGameLogResponse]  # type: ignore[assignment]
     """The game's log as stored, page by page, for auditors (docs/auditing.md): everything
     once the game is over; during a game, shuffles are hidden as in WatchGame.
+    """
+    ReclaimSeat: _aio.UnaryUnaryMultiCallable[_engine_pb2.ReclaimSeatRequest, _engine_pb2.ReclaimSeatResponse]  # type: ignore[assignment]
+    """A seat that timed out in a turn-based game takes its place back from the platform's bot
+    (docs/clients.md, "Clocks"): signed by the seat's key, for the version it saw.
     """
     GetEngineKey: _aio.UnaryUnaryMultiCallable[_engine_pb2.GetEngineKeyRequest, _engine_pb2.GetEngineKeyResponse]  # type: ignore[assignment]
     """The Ed25519 key that signs receipts (SubmitActionResponse.receipt)."""
@@ -186,6 +194,16 @@ class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_engine_pb2.GetGameLogResponse, _abc.Awaitable[_engine_pb2.GetGameLogResponse]]:
         """The game's log as stored, page by page, for auditors (docs/auditing.md): everything
         once the game is over; during a game, shuffles are hidden as in WatchGame.
+        """
+
+    @_abc_1.abstractmethod
+    def ReclaimSeat(
+        self,
+        request: _engine_pb2.ReclaimSeatRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_engine_pb2.ReclaimSeatResponse, _abc.Awaitable[_engine_pb2.ReclaimSeatResponse]]:
+        """A seat that timed out in a turn-based game takes its place back from the platform's bot
+        (docs/clients.md, "Clocks"): signed by the seat's key, for the version it saw.
         """
 
     @_abc_1.abstractmethod
