@@ -3,6 +3,8 @@ request/reply API and the public gRPC servicer."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Sequence
 
 import grpc
@@ -33,6 +35,7 @@ class DiceApp:
         self.dealer: Dealer | None = None
         self.queries: DiceQueries | None = None
         self._rpc: DiceRpc | None = None
+        self._purging: asyncio.Task[None] | None = None
 
     async def start(self, nc: NATS) -> None:
         s = self.settings
@@ -52,12 +55,18 @@ class DiceApp:
         self.queries = DiceQueries(dice_log, self._signer.public_key)
         self._rpc = DiceRpc(nc, self.dealer, s.dice_rpc_prefix, s.dice_rpc_queue)
         await self._rpc.start()
+        self._purging = asyncio.create_task(self.dealer.purge_until_done(), name="dice-purge")
 
     def register(self, server: grpc.aio.Server) -> None:
         assert self.queries is not None, "start() before register()"
         dice_pb2_grpc.add_DiceServiceServicer_to_server(DiceServicer(self.queries), server)
 
     async def stop(self) -> None:
+        if self._purging is not None:
+            self._purging.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._purging
+            self._purging = None
         if self._rpc is not None:
             await self._rpc.stop()
             self._rpc = None

@@ -119,10 +119,37 @@ class Dealer:
         self._cache: OrderedDict[str, Table] = OrderedDict()
         self._cache_size = cache_size
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._unpurged: set[str] = set()  # revealed seeds a purge failed to drop
 
     @property
     def public_key(self) -> bytes:
         return self._signer.public_key
+
+    @property
+    def unpurged(self) -> frozenset[str]:
+        """Games whose seed is revealed but still in the vault (a purge that failed)."""
+        return frozenset(self._unpurged)
+
+    async def purge_revealed(self) -> int:
+        """Try once more to drop every revealed seed still in the vault; how many remain."""
+        for game_id in sorted(self._unpurged):
+            try:
+                await self._vault.forget(game_id)
+            except Exception as exc:
+                log.warning("could not drop a revealed seed; will retry", game_id=game_id,
+                            error=repr(exc))  # fmt: skip
+                break  # NATS is not answering: the rest would fail the same way
+            self._unpurged.discard(game_id)
+            log.info("revealed seed dropped on retry", game_id=game_id)
+        metrics.DICE_SEEDS_UNPURGED.set(len(self._unpurged))
+        return len(self._unpurged)
+
+    async def purge_until_done(self, interval: float = 1.0) -> None:
+        """Runs for the life of the service: retries failed seed purges every `interval`."""
+        while True:
+            await asyncio.sleep(interval)
+            if self._unpurged:
+                await self.purge_revealed()
 
     # ---- the five operations ------------------------------------------------------------
 
@@ -342,8 +369,16 @@ class Dealer:
                 table.revealed = revealed
                 try:
                     await self._vault.forget(game_id)
-                except Exception:
-                    log.warning("could not drop a revealed seed", game_id=game_id, exc_info=True)
+                except Exception as exc:
+                    # The seed is public now, so keeping it is no secret lost, but the vault
+                    # must not keep seeds it has no reason to: retried until it is dropped.
+                    self._unpurged.add(game_id)
+                    metrics.DICE_SEEDS_UNPURGED.set(len(self._unpurged))
+                    log.warning(
+                        "could not drop a revealed seed; will retry",
+                        game_id=game_id,
+                        error=repr(exc),
+                    )
                 log.info("seed revealed", game_id=game_id, outcomes=table.next_nonce)
                 return revealed
         raise Aborted(f"could not reveal game {game_id}: the dice log kept changing")

@@ -17,7 +17,7 @@ from boulevard.api.v1 import dice_pb2
 from boulevard.contract.dice_log import parse_log, signed_view
 from boulevard.fairness import seed_matches_commitment, verify_game
 from boulevard.platform import metrics
-from boulevard.platform.errors import FailedPrecondition, InvalidArgument, NotFound
+from boulevard.platform.errors import FailedPrecondition, InvalidArgument, NotFound, OutOfRange
 from services.dice.dealer import check_game_id
 from services.dice.mapping import to_recorded, verification_response
 from services.dice.store import DiceLog
@@ -176,19 +176,34 @@ class DiceQueries:
         self, game_id: str, tree_size: int, leaf_index: int
     ) -> dice_pb2.GetLogInclusionProofResponse:
         tree = (await self.records(game_id)).tree()
+        # The ledger's codes for the same questions: a missing size is the caller's mistake,
+        # a size or leaf past the log is OUT_OF_RANGE (it may exist later).
+        if tree_size == 0:
+            raise InvalidArgument("tree_size is required (the size of a signed head you hold)")
+        _within(tree_size, tree.size)
+        if leaf_index >= tree_size:
+            raise OutOfRange(f"leaf index {leaf_index} is not in the tree of size {tree_size}")
         try:
             path = tree.inclusion_proof(leaf_index, tree_size)
             leaf = tree.leaf_hash(leaf_index)
         except VerificationFailed as err:
-            raise InvalidArgument(str(err)) from None
+            raise InvalidArgument(err.message) from None
         return dice_pb2.GetLogInclusionProofResponse(hashes=path, leaf_hash=leaf)
 
     async def consistency_proof(
         self, game_id: str, first: int, second: int
     ) -> dice_pb2.GetLogConsistencyProofResponse:
         tree = (await self.records(game_id)).tree()
+        if not 0 < first <= second:
+            raise InvalidArgument(f"need 0 < first_tree_size ≤ second, got {first}, {second}")
+        _within(second, tree.size)
         try:
             proof = tree.consistency_proof(first, second)
         except VerificationFailed as err:
-            raise InvalidArgument(str(err)) from None
+            raise InvalidArgument(err.message) from None
         return dice_pb2.GetLogConsistencyProofResponse(hashes=proof)
+
+
+def _within(tree_size: int, records: int) -> None:
+    if tree_size > records:
+        raise OutOfRange(f"tree size {tree_size} is beyond the {records} records of the log")

@@ -87,6 +87,7 @@ class EngineApp:
             token_ttl_seconds=s.seat_token_ttl_seconds,
             cache_size=s.engine_cache_games,
             on_finished=self._finished,
+            on_halted=self._finished,  # the index says "halted" (summary_json)
             reveal_seconds=s.engine_reveal_seconds,
             idle_trim_seconds=s.engine_idle_trim_seconds,
             receipt_key=load_key(
@@ -157,6 +158,7 @@ class EngineApp:
             self.engine.trim_idle()  # idle games' caches go, so ten thousand fit
 
     async def _finished(self, session: Session) -> None:
+        """Write the game's summary to the games index: at its end, or when it halts."""
         assert self.index is not None
         await self.index.put(session.game_id, summary_json(session))
 

@@ -84,19 +84,31 @@ def link(envelope: events_pb2.EventEnvelope, prev_hash: bytes) -> tuple[bytes, b
     return data, chain_hash(data)
 
 
-def receipt_pb(key: SigningKey, game_id: str, version: int, head: bytes) -> engine_pb2.Receipt:
-    r = Receipt.sign(key, game_id, version, head)
+def receipt_pb(
+    key: SigningKey, game_id: str, version: int, head: bytes, time_unix_ms: int = 0
+) -> engine_pb2.Receipt:
+    """The engine's signed receipt: the log reached `version` with `head`, the envelope
+    there recorded at `time_unix_ms` (0: an untimed, v1 receipt)."""
+    r = Receipt.sign(key, game_id, version, head, time_unix_ms)
     return engine_pb2.Receipt(
         game_id=r.game_id,
         version=r.version,
         chain_head=r.chain_head,
         key_id=r.key_id,
         signature=r.signature,
+        time_unix_ms=r.time_unix_ms,
     )
 
 
 def receipt_from_pb(pb: engine_pb2.Receipt) -> Receipt:
-    return Receipt(pb.game_id, pb.version, bytes(pb.chain_head), pb.key_id, bytes(pb.signature))
+    return Receipt(
+        pb.game_id,
+        pb.version,
+        bytes(pb.chain_head),
+        pb.key_id,
+        bytes(pb.signature),
+        pb.time_unix_ms,
+    )
 
 
 # Snapshots ---------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import structlog
 
 from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.signing import SigningKey, reclaim_signing_bytes, verify
-from boulevard.contract.mapping import command_to_action
+from boulevard.contract import mapping
 from boulevard.fairness import MAX_CLIENT_SEED_BYTES, client_seed_commitment, is_commitment
 from boulevard.games import REGISTRY, get_game
 from boulevard.games.base import (
@@ -33,6 +33,7 @@ from boulevard.games.base import (
     CommandAccepted,
     GameConfig,
     GameCreated,
+    GameDefinition,
     PlayerSeat,
     RulesError,
     SeatReclaimed,
@@ -52,7 +53,7 @@ from boulevard.platform.errors import (
 )
 from services.engine.chain import accept_command, check_public_key, receipt_pb
 from services.engine.chance import ChanceSource
-from services.engine.sessions import Session
+from services.engine.sessions import Session, redacted
 
 log = structlog.get_logger(__name__)
 
@@ -133,6 +134,9 @@ class SeedRevealed:
     version: int
     all_revealed: bool
     deadline_unix_ms: int
+    # The engine's signature over (game, version, head, time): the seat's proof that the
+    # log held its reveal by `version`, should it ever be dropped (docs/auditing.md).
+    receipt: engine_pb2.Receipt | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,15 +160,40 @@ class _Existing:
         raise NotFound(f"no game {self.game_id!r}")
 
 
+async def sign_receipt(
+    key: SigningKey, session: Session, read: ReadEnvelopes
+) -> engine_pb2.Receipt:
+    """The pipeline's `sign a receipt` step: the engine's signature over the game's version
+    now, its chain head and the time the envelope there was recorded (when the engine
+    accepted what the receipt is for)."""
+    (at,) = await read(session, session.version, session.version)
+    return receipt_pb(
+        key, session.game_id, session.version, session.head_hash, int(at.time_unix_ms)
+    )
+
+
+def from_action(
+    action: engine_pb2.Action | None,
+) -> Callable[[GameDefinition[Any, Any, Any, Any]], Any]:
+    """How a SubmitAction's Action becomes the game's command, once the game is known."""
+
+    def to_command(game: GameDefinition[Any, Any, Any, Any]) -> Any:
+        if action is None:
+            raise InvalidArgument("action is required")
+        return mapping.action_to_command(game, action)
+
+    return to_command
+
+
 @dataclass
 class Submit(_Existing):
     """A seat's signed move (SubmitAction): `action` is the exact bytes the seat signed
-    (the Action message's deterministic encoding) and `command` the game command it maps
-    to."""
+    (the Action message's deterministic encoding) and `to_command` gives the game command
+    they stand for, once the game is loaded (the mapping depends on the game)."""
 
     game_id: str
     claims: PlayerClaims
-    command: Any
+    to_command: Callable[[GameDefinition[Any, Any, Any, Any]], Any]
     expected_version: int
     idempotency_key: str
     action: bytes
@@ -172,6 +201,7 @@ class Submit(_Existing):
     read: ReadEnvelopes
     receipt_key: SigningKey
     settles_first: ClassVar[bool] = True
+    _command: Any = None
     _accepted: CommandAccepted | None = None
 
     @property
@@ -185,12 +215,17 @@ class Submit(_Existing):
     def authorize(self) -> None:
         if self.claims.game_id != self.game_id:
             raise PermissionDenied("this token is for another game")
-        if getattr(self.command, "seat", self.claims.seat) != self.claims.seat:
-            raise PermissionDenied(
-                f"you play seat {self.claims.seat}; you cannot act for seat {self.command.seat}"
-            )
+        if not GAME_ID.match(self.game_id):
+            raise InvalidArgument(f"malformed game id {self.game_id!r}")
 
     def verify(self, session: Session) -> None:
+        """The action is one of this game's commands, for the token's seat, signed with
+        the seat's key (INVALID_ARGUMENT, PERMISSION_DENIED, UNAUTHENTICATED)."""
+        command = self._command = self.to_command(session.game)
+        if getattr(command, "seat", self.claims.seat) != self.claims.seat:
+            raise PermissionDenied(
+                f"you play seat {self.claims.seat}; you cannot act for seat {command.seat}"
+            )
         self._accepted = accept_command(
             self.game_id,
             session.created,
@@ -212,7 +247,7 @@ class Submit(_Existing):
                 f"the game is at version {session.version}, not {self.expected_version}: "
                 "reload and decide again"
             )
-        events = session.game.decide(self.command, session.state)
+        events = session.game.decide(self._command, session.state)
         if not events:
             raise FailedPrecondition("that action changes nothing")
         assert self._accepted is not None, "verify() runs before decide()"
@@ -240,12 +275,15 @@ class Submit(_Existing):
         return await self._result(session, first, session.version)
 
     async def _result(self, session: Session, first: int, last: int) -> Submitted:
+        finished = session.finished is not None
+        envelopes = await self.read(session, first, last)
         return Submitted(
             session.version,
-            await self.read(session, first, last),
-            session.finished is not None,
+            # As the seat may see them: a shuffle's order stays hidden until the end.
+            tuple(redacted(session.game, e, finished) for e in envelopes),
+            finished,
             session.head_hash,
-            receipt_pb(self.receipt_key, self.game_id, session.version, session.head_hash),
+            await sign_receipt(self.receipt_key, session, self.read),
         )
 
     def _retried(self, session: Session, result: Submitted) -> Submitted:
@@ -272,6 +310,8 @@ class Reveal(_Existing):
     claims: PlayerClaims
     client_seed: str
     clock: Callable[[], int]
+    read: ReadEnvelopes
+    receipt_key: SigningKey
     settles_first: ClassVar[bool] = False
     pinned: bool = False
 
@@ -321,6 +361,7 @@ class Reveal(_Existing):
             session.version,
             not session.unrevealed(),
             session.created.reveal_deadline_unix_ms,
+            await sign_receipt(self.receipt_key, session, self.read),
         )
 
 
@@ -517,7 +558,7 @@ class StandIn(_Existing):
         bot = game.bots.get(STAND_IN_BOT) or next(iter(game.bots.values()))
         rng = random.Random(f"{self.game_id}:{version}:{seat}")
         command = bot(game.view(session.state, seat), legal, seat, rng)
-        action = command_to_action(game, command).SerializeToString(deterministic=True)
+        action = mapping.command_to_action(game, command).SerializeToString(deterministic=True)
         key = f"stand-in:{version}:{seat}"
         signature = self.stand_in_key.sign_command(self.game_id, seat, version, key, action)
         accepted = CommandAccepted(

@@ -19,8 +19,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 import structlog
+from google.protobuf.message import DecodeError
 
-from boulevard.api.v1 import events_pb2
+from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.signing import SigningKey, chain_hash
 from boulevard.eventlog.errors import ConcurrencyConflict
 from boulevard.eventlog.store import EventStore, NewEvent
@@ -62,6 +63,7 @@ from services.engine.commands import (
     Submit,
     Submitted,
     TimeOut,
+    from_action,
 )
 from services.engine.sessions import Session, envelope_of
 
@@ -118,6 +120,7 @@ class Engine:
         cache_size: int = 10_000,
         clock: Callable[[], int] = lambda: int(time.time() * 1000),
         on_finished: Callable[[Session], Awaitable[None]] | None = None,
+        on_halted: Callable[[Session], Awaitable[None]] | None = None,
         reveal_seconds: float = 60.0,
         receipt_key: SigningKey | None = None,
         idle_trim_seconds: float = 30.0,
@@ -131,6 +134,7 @@ class Engine:
         self.snapshot_every = snapshot_every
         self.clock = clock
         self.on_finished = on_finished
+        self.on_halted = on_halted  # told once per load that finds the game halted
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         # One lock per game while anyone holds or awaits it, then gone: a lookup of a game
         # that does not exist (GetGame, WatchGame, with no token) must leave nothing behind,
@@ -176,7 +180,7 @@ class Engine:
             Submit(
                 game_id,
                 claims,
-                command,
+                lambda _game: command,
                 expected_version,
                 idempotency_key,
                 action,
@@ -194,12 +198,47 @@ class Engine:
             Reclaim(game_id, claims, expected_version, signature, receipt_key=self.receipt_key)
         )
 
+    async def submit_action(
+        self,
+        game_id: str,
+        claims: PlayerClaims,
+        action: engine_pb2.Action | None,
+        expected_version: int,
+        idempotency_key: str,
+        signature: bytes,
+    ) -> Submitted:
+        """Run one signed Action as the seat sent it (SubmitAction): mapped to the game's
+        command once the game is loaded; the seat signed its deterministic encoding."""
+        signed = action.SerializeToString(deterministic=True) if action is not None else b""
+        return await self.handle(
+            Submit(
+                game_id,
+                claims,
+                from_action(action),
+                expected_version,
+                idempotency_key,
+                signed,
+                signature,
+                read=self._envelopes,
+                receipt_key=self.receipt_key,
+            )
+        )
+
     async def reveal_seed(
         self, game_id: str, claims: PlayerClaims, client_seed: str
     ) -> SeedRevealed:
         """Record a seat's client seed, checked against the commitment it made before the
         server seed was drawn; once every seat has revealed, the game's dice can run."""
-        return await self.handle(Reveal(game_id, claims, client_seed, clock=self.clock))
+        return await self.handle(
+            Reveal(
+                game_id,
+                claims,
+                client_seed,
+                clock=self.clock,
+                read=self._envelopes,
+                receipt_key=self.receipt_key,
+            )
+        )
 
     async def create_game(
         self,
@@ -234,13 +273,21 @@ class Engine:
     async def handle(self, command: Command[R]) -> R:
         """Run one command that changes a game, step by step (docs/architecture.md, "One
         command pipeline"). A lost race with another writer reloads the game and runs the
-        steps again, unless the caller pinned the version it decided on (ABORTED)."""
+        steps again, unless the caller pinned the version it decided on (ABORTED).
+
+        Where this wave's other steps go: a game whose log holds an event this engine cannot
+        read is halted right after the load; the rules a game runs by are chosen from its
+        GameCreated where the session is made (`Session.new`, `Session.from_snapshot`); a
+        receipt for each call is its command's `receipt` step; a seat's timeout and a bot's
+        move for an absent seat are commands of their own (commands.py), which a sweeper
+        hands to `handle` as a player's call does."""
         command.authorize()  # who may ask, before anything is read
         for _attempt in range(MAX_RETRIES):
             async with self._lock(command.game_id):
                 session = await self._load_or_none(command.game_id)  # cache, snapshot, log
                 if session is None:
                     session = await command.open()  # a new game, or NOT_FOUND
+                self.refuse_halted(session)  # an event it cannot read stopped the game
                 if command.settles_first and not await self._settled(session):
                     continue  # another replica settled it first: read the log again
                 command.verify(session)  # the signature, the seat
@@ -348,15 +395,56 @@ class Engine:
                 session = None
                 log_ = await self.store.read(game_id, 1)
         for recorded in log_:
-            envelope = events_pb2.EventEnvelope.FromString(recorded.data)
+            if session is not None and session.halted is not None:
+                break
+            try:
+                envelope = events_pb2.EventEnvelope.FromString(recorded.data)
+            except DecodeError as exc:
+                if session is None:
+                    raise
+                await self._halt(session, recorded.version, f"not an EventEnvelope ({exc})")
+                break
             if session is None:
                 created = created_of(envelope)
                 session = Session.new(game_id, created)
-            session.apply_envelope(envelope, recorded.data)
+            try:
+                session.apply_envelope(envelope, recorded.data)
+            except Exception as exc:  # any event the rules cannot read or apply halts
+                await self._halt(session, recorded.version, f"{envelope.type or 'an event'}: {exc}")
         if session is not None:
             self._cache(session)
             self._track_clock(session)
         return session
+
+    async def _halt(self, session: Session, version: int, why: str) -> None:
+        """The pipeline's `halt` step: a game whose log holds an event this engine cannot
+        read stops there, visibly (its status, a metric, an alert, the version named),
+        instead of failing every call on it — and no other game is touched. It takes no
+        more commands; its log is still served as stored, and every audit fails there."""
+        session.halted = (version, why[:500])
+        self.awaiting_seeds.pop(session.game_id, None)
+        metrics.GAMES_HALTED.labels(session.game.name).inc()
+        log.error(
+            "GAME HALTED: its log holds an event the engine cannot read",
+            game_id=session.game_id,
+            version=version,
+            why=why,
+        )
+        if self.on_halted is not None:
+            try:
+                await self.on_halted(session)
+            except Exception:  # the index shows it next time; the game is halted regardless
+                log.exception("could not record the halted game", game_id=session.game_id)
+
+    @staticmethod
+    def refuse_halted(session: Session) -> None:
+        """FAILED_PRECONDITION for any command on a halted game."""
+        if session.halted is not None:
+            version, why = session.halted
+            raise FailedPrecondition(
+                f"game {session.game_id} is halted at version {version}: its log holds an "
+                f"event the engine cannot read ({why}); it takes no more commands"
+            )
 
     def _open_snapshot(self, game_id: str, raw: bytes) -> Session | None:
         opened = open_snapshot(self.receipt_key, raw)
@@ -388,6 +476,8 @@ class Engine:
         async with self._lock(game_id):
             for _attempt in range(MAX_RETRIES):
                 session = await self._load(game_id)
+                if session.halted is not None:
+                    return session  # nothing to settle: it takes nothing more
                 try:
                     await self._settle(session)
                 except ConcurrencyConflict:

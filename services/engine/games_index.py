@@ -52,7 +52,7 @@ class Summary:
 
     revision: int
     game: str
-    status: str  # "active" or "finished"
+    status: str  # "active", "finished" or "halted"
     version: int
     players: tuple[str, ...]
     updated_unix_ms: int

@@ -21,8 +21,10 @@ from boulevard.contract.clocks import (
 )
 from boulevard.eventlog.jetstream import JetStreamEventStore, follow
 from boulevard.games.clock import TimeControl
+from boulevard.games.base import RulesError
 from boulevard.platform.auth import authorize, verify_token
 from boulevard.platform.errors import (
+    FailedPrecondition,
     InvalidArgument,
     PermissionDenied,
     ResourceExhausted,
@@ -39,6 +41,8 @@ Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
 
 def status_of(session: Session) -> engine_pb2.GameStatus.ValueType:
+    if session.halted is not None:
+        return engine_pb2.GAME_STATUS_HALTED
     return engine_pb2.GAME_STATUS_FINISHED if session.finished else engine_pb2.GAME_STATUS_ACTIVE
 
 
@@ -51,17 +55,27 @@ def _time_control(request: engine_pb2.CreateGameRequest) -> TimeControl | None:
         raise InvalidArgument(f"time_control: {err}") from None
 
 
+_STATUSES = {
+    "active": engine_pb2.GAME_STATUS_ACTIVE,
+    "finished": engine_pb2.GAME_STATUS_FINISHED,
+    "halted": engine_pb2.GAME_STATUS_HALTED,
+}
+
+
 def summary_json(session: Session) -> bytes:
-    summary = {
+    status = "finished" if session.finished else "active"
+    summary: dict[str, Any] = {
         "game": session.game.name,
-        "status": "finished" if session.finished else "active",
+        "status": "halted" if session.halted is not None else status,
         "version": session.version,
         "players": [s.player_id for s in session.created.seats],
         # When the engine wrote this summary (the game's creation, then its end): what
         # `boulevard audit all --since` filters on.
         "updated_unix_ms": int(time.time() * 1000),
     }
-    if not session.seeds_fixed:
+    if session.halted is not None:
+        summary["halted_at_version"] = session.halted[0]
+    elif not session.seeds_fixed:
         # What the reveal sweeper looks for after a restart.
         summary["seeds_pending_until"] = session.created.reveal_deadline_unix_ms
     if session.created.time_control is not None:
@@ -239,7 +253,9 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             version=session.version,
             status=status_of(session),
             view=self._view(session, seat),
-            to_act=session.to_act(),
+            to_act=session.to_act() if session.halted is None else [],
+            halted_at_version=session.halted[0] if session.halted else 0,
+            halted_reason=session.halted[1] if session.halted else "",
         )
         control = session.created.time_control
         if control is not None:
@@ -266,28 +282,20 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         claims = verify_token(self.engine.token_key, request.player_token)
         if claims.game_id != request.game_id:
             raise PermissionDenied("this token is for another game")
-        session = await self.engine.load(request.game_id)
-        if not request.HasField("action"):
-            raise InvalidArgument("action is required")
-        command = mapping.action_to_command(session.game, request.action)
-        result = await self.engine.submit(
+        result = await self.engine.submit_action(
             request.game_id,
             claims,
-            command,
+            request.action if request.HasField("action") else None,
             request.expected_version,
             request.idempotency_key,
-            # What the seat signed: the action's deterministic encoding (docs/auditing.md).
-            request.action.SerializeToString(deterministic=True),
             request.signature,
         )
         if result.finished:
             await self.index.put(
-                session.game_id, summary_json(await self.engine.load(session.game_id))
+                request.game_id, summary_json(await self.engine.load(request.game_id))
             )
         return engine_pb2.SubmitActionResponse(
-            version=result.version,
-            events=[redacted(session.game, e, result.finished) for e in result.envelopes],
-            receipt=result.receipt,
+            version=result.version, events=result.envelopes, receipt=result.receipt
         )
 
     async def RevealSeed(
@@ -299,6 +307,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             version=revealed.version,
             all_revealed=revealed.all_revealed,
             deadline_unix_ms=revealed.deadline_unix_ms,
+            receipt=revealed.receipt,
         )
 
     async def ReclaimSeat(
@@ -329,9 +338,13 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             hidden = False
             if not finished:
                 # During a game, the same redaction as WatchGame: a shuffle's order is the
-                # deck's future, so it stays hidden until the end.
-                parsed = events_pb2.EventEnvelope.FromString(r.data)
-                shown = redacted(session.game, parsed, False)
+                # deck's future, so it stays hidden until the end. Bytes that are no
+                # envelope (or no event) hide nothing: served as stored, for the audit.
+                try:
+                    parsed = events_pb2.EventEnvelope.FromString(r.data)
+                    shown = redacted(session.game, parsed, False)
+                except Exception:
+                    shown = parsed = events_pb2.EventEnvelope()
                 if shown is not parsed:
                     envelope, hidden = shown.SerializeToString(), True
             out.append(
@@ -350,6 +363,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             last_version=last_stored,
             finished=finished,
             next_from_version=last + 1 if last < last_stored else 0,
+            halted_at_version=session.halted[0] if session.halted else 0,
         )
 
     async def GetEngineKey(
@@ -372,6 +386,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             else None
         )
         session = await self.engine.load(request.game_id)  # NOT_FOUND before streaming
+        self.engine.refuse_halted(session)  # its log: GetGameLog, as stored
         if session.finished is not None and request.from_version > session.version:
             return  # past the end of a finished game: nothing will ever follow
         # This stream's own copy of the game, for views when this replica does not hold the
@@ -403,7 +418,13 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                     # included: that is what lets an auditor check the game used the
                     # recorded dice.
                     revealed = over or session.finished is not None
-                    event = redacted(session.game, envelope, revealed)
+                    try:
+                        event = redacted(session.game, envelope, revealed)
+                    except RulesError as err:  # written after this stream began
+                        raise FailedPrecondition(
+                            f"version {envelope.version} is no event the engine can read "
+                            f"({err.message}): the game halts there"
+                        ) from None
                     last = i == len(batch) - 1
                     if request.bursts:
                         burst.append(event)
@@ -514,6 +535,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         wanted_status = {
             engine_pb2.GAME_STATUS_ACTIVE: "active",
             engine_pb2.GAME_STATUS_FINISHED: "finished",
+            engine_pb2.GAME_STATUS_HALTED: "halted",
         }.get(request.status)
         try:
             await self.index.wait_ready(LIST_WAIT_SECONDS)
@@ -535,9 +557,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                 engine_pb2.GameSummary(
                     game_id=key,
                     game=info.game,
-                    status=engine_pb2.GAME_STATUS_FINISHED
-                    if info.status == "finished"
-                    else engine_pb2.GAME_STATUS_ACTIVE,
+                    status=_STATUSES.get(info.status, engine_pb2.GAME_STATUS_ACTIVE),
                     version=info.version,
                     player_ids=info.players if operator else [],
                     updated_unix_ms=info.updated_unix_ms,

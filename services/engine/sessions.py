@@ -67,6 +67,10 @@ class Session:
     # The chain hash of the envelope at `version` (docs/auditing.md): what the next
     # envelope names as its prev_hash, and what a receipt signs.
     head_hash: bytes = ZERO_HASH
+    # (version, why) of an event in the log this engine cannot read: the game stands as it
+    # was before it and takes no more commands (the engine's `halt` step). Not snapshotted:
+    # a reload finds the event again.
+    halted: tuple[int, str] | None = None
     # The latest envelopes this process appended or read, by version: a command's result
     # comes from here instead of re-reading the log (bounded; older results are read).
     recent: dict[int, events_pb2.EventEnvelope] = field(default_factory=dict)
@@ -184,18 +188,18 @@ class Session:
         if clocks is not None and time_ms > clocks.time_ms:
             # Charged to the seats asked after the envelope before this one (the audit's
             # rule, docs/auditing.md "Clocks").
-            clocks = self.clocks = clock.elapse(clocks, time_ms, self.asked())
+            clocks = clock.elapse(clocks, time_ms, self.asked())
         match event:
             case GameCreated():
                 self.created = event
                 if event.time_control is not None:
-                    self.clocks = clock.start(event.time_control, len(event.seats), time_ms)
+                    clocks = clock.start(event.time_control, len(event.seats), time_ms)
             case SeatTimedOut():
                 if clocks is not None:
-                    self.clocks = clock.timed_out(clocks, event.seat)
+                    clocks = clock.timed_out(clocks, event.seat)
             case SeatReclaimed():
                 if clocks is not None:
-                    self.clocks = clock.reclaimed(clocks, event.seat)
+                    clocks = clock.reclaimed(clocks, event.seat)
             case GameFinished():
                 self.finished = event
             case ClientSeedRevealed():
@@ -206,9 +210,10 @@ class Session:
                 # Who asked: recorded for auditors, no change to the game; a move for the
                 # seat's clock.
                 if clocks is not None:
-                    self.clocks = clock.moved(clocks, event.seat)
+                    clocks = clock.moved(clocks, event.seat)
             case _:
                 self.state = self.game.evolve(self.state, event)
+        self.clocks = clocks  # only once the event is in: an event evolve refuses moves nothing
         self.version = version
         if causation_id:
             known = self.commands.get(causation_id)
@@ -218,16 +223,14 @@ class Session:
 
     def apply_envelope(self, envelope: events_pb2.EventEnvelope, stored: bytes = b"") -> None:
         """Fold one envelope read from the log; `stored` (its bytes as stored) moves the
-        chain head along."""
+        chain head along. Raises RulesError (and leaves the session as it was) when the
+        payload does not decode; evolve may raise on an event the rules cannot apply."""
+        event = self.codec.loads(envelope.payload)
+        time_ms = int(envelope.time_unix_ms)
+        self.apply(event, int(envelope.version), envelope.causation_id, time_ms)
         if stored:
             self.head_hash = chain_hash(stored)
         self.remember(envelope)
-        self.apply(
-            self.codec.loads(envelope.payload),
-            int(envelope.version),
-            envelope.causation_id,
-            int(envelope.time_unix_ms),
-        )
 
     # Snapshots: the session's fold as canonical JSON, with the version it stands at.
     def snapshot(self) -> bytes:

@@ -22,6 +22,9 @@ def main() -> None:
         lifespan="on",
         log_config=None,  # the platform's logging (structlog), not uvicorn's own
         access_log=False,
+        # Headers as large as the gRPC services read, so a long bearer token reaches the
+        # service's auth (UNAUTHENTICATED) rather than stopping at HTTP's parser.
+        h11_max_incomplete_event_size=settings.grpc_max_metadata_bytes,
         ssl_certfile=str(settings.tls_cert_file) if tls else None,
         ssl_keyfile=str(settings.tls_key_file) if tls else None,
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) or 1,

@@ -60,6 +60,8 @@ class Poster:
         ack_wait: float = 30.0,
         clock: Callable[[], int] = now_ms,
         checkpoints: LedgerCheckpoints | None = None,
+        checkpoint_read_attempts: int = 3,
+        checkpoint_retry_seconds: float = 0.5,
     ) -> None:
         self._nc = nc
         self._js = nc.jetstream()
@@ -75,6 +77,8 @@ class Poster:
         self.ack_wait = ack_wait
         self.clock = clock
         self.checkpoints = checkpoints
+        self.checkpoint_read_attempts = max(1, checkpoint_read_attempts)
+        self.checkpoint_retry_seconds = checkpoint_retry_seconds
         # Where the last rebuild started ("checkpoint" or "log") and the entries it took
         # from the checkpoint: for operators' logs and the tests.
         self.last_rebuild: tuple[str, int] = ("log", 0)
@@ -112,28 +116,48 @@ class Poster:
         )
 
     async def _load_checkpoint(self) -> bool:
-        """Whether the book now holds the stored checkpoint's state. One that does not match
-        LEDGER is an alarm (someone wrote the bucket who should not have, or the stream
-        was replaced under it): logged, counted, and the caller reads all of LEDGER."""
+        """Whether the book now holds the stored checkpoint's state.
+
+        Two failures, told apart because only one is an alarm:
+        - unreadable (the bucket did not answer: a timeout or a lost connection, as in a
+          cluster failover): counted `unreadable` and read again, up to
+          `checkpoint_read_attempts` times, then the caller reads all of LEDGER. Nothing
+          is wrong with the checkpoint; the start is only slower.
+        - rejected (it was read and does not match LEDGER: someone wrote the bucket who
+          should not have, or the stream was replaced under it): a LEDGER ALARM, counted
+          `rejected` (BoulevardLedgerCheckpointRejected), and the caller reads all of
+          LEDGER."""
         assert self.checkpoints is not None
-        try:
-            loaded = await self.checkpoints.load(self.book)
-        except asyncio.CancelledError:
-            raise
-        except CheckpointRejected as exc:
-            reason, message = exc.reason, exc.message
-        except Exception as exc:  # unreadable: the full rebuild still works without it
-            reason, message = "unreadable", repr(exc)
-        else:
-            metrics.LEDGER_CHECKPOINTS.labels("loaded" if loaded else "none", "").inc()
-            return loaded
-        self.book.reset()
-        metrics.LEDGER_CHECKPOINTS.labels("rejected", reason).inc()
-        log.error(
-            "LEDGER ALARM: the checkpoint does not match LEDGER; rebuilding from the whole log",
-            reason=reason,
-            error=message,
-        )
+        for attempt in range(1, self.checkpoint_read_attempts + 1):
+            try:
+                loaded = await self.checkpoints.load(self.book)
+            except asyncio.CancelledError:
+                raise
+            except CheckpointRejected as exc:
+                self.book.reset()
+                metrics.LEDGER_CHECKPOINTS.labels("rejected", exc.reason).inc()
+                log.error(
+                    "LEDGER ALARM: the checkpoint does not match LEDGER; rebuilding from the "
+                    "whole log",
+                    reason=exc.reason,
+                    error=exc.message,
+                )
+                return False
+            except Exception as exc:  # the bucket did not answer: not the checkpoint's fault
+                self.book.reset()
+                metrics.LEDGER_CHECKPOINTS.labels("unreadable", type(exc).__name__).inc()
+                last = attempt == self.checkpoint_read_attempts
+                log.warning(
+                    "the ledger checkpoint could not be read; "
+                    + ("rebuilding from the whole log" if last else "will retry"),
+                    attempt=attempt,
+                    error=repr(exc),
+                )
+                if not last:
+                    await asyncio.sleep(self.checkpoint_retry_seconds * attempt)
+            else:
+                metrics.LEDGER_CHECKPOINTS.labels("loaded" if loaded else "none", "").inc()
+                return loaded
         return False
 
     async def start(self) -> None:

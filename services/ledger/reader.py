@@ -11,7 +11,6 @@ import re
 from bisect import bisect_left
 from collections.abc import Sequence
 
-import grpc
 from google.protobuf.message import DecodeError
 from nats.js import JetStreamContext
 
@@ -28,10 +27,10 @@ from boulevard.eventlog.jetstream import decode_commit
 from boulevard.games.base import RulesError
 from boulevard.platform import metrics
 from boulevard.platform.errors import (
-    BoulevardError,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
+    OutOfRange,
 )
 from services.ledger.book import LedgerBook
 from services.ledger.journal_log import LedgerLog, replay_stream
@@ -41,10 +40,6 @@ DEFAULT_PAGE = 100
 MAX_PAGE = 1000
 MAX_SCAN = 20_000  # entries looked at per ListEntries call when filtering by account
 _GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}\Z")
-
-
-class OutOfRange(BoulevardError):
-    status = grpc.StatusCode.OUT_OF_RANGE
 
 
 def _page_size(n: int) -> int:
@@ -159,6 +154,12 @@ class LedgerReader:
     async def tree_head(self, req: ledger_pb2.GetTreeHeadRequest) -> ledger_pb2.GetTreeHeadResponse:
         book = self.book
         async with book.lock:
+            if req.tree_size > self.durable_size:
+                # Past the tree, as for proofs: OUT_OF_RANGE (docs/ledger.md); a size within
+                # the tree that no head was signed for is NOT_FOUND below.
+                raise OutOfRange(
+                    f"tree size {req.tree_size} is beyond the {self.durable_size} entries"
+                )
             if req.tree_size:
                 sth = book.heads_by_size.get(req.tree_size)
                 if sth is None:

@@ -9,18 +9,25 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
 
-from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
-from boulevard.audit.signing import chain_hash
+from boulevard.accounting.treehead import TreeHeadSigner
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2, ledger_pb2
+from boulevard.audit.evidence import ACTION, REVEAL, Accepted, Evidence
+from boulevard.audit.signing import Receipt, SigningKey, chain_hash
+from boulevard.client.ledger import LedgerClient
+from boulevard.contract.ledger import head_to_pb
 from boulevard.eventlog.jetstream import EXPECTED_LAST_SUBJECT_SEQ, MSG_ID
 from boulevard.fairness import client_seed_commitment
-from tests.e2e.conftest import Platform
-from tests.e2e.test_game_audit import play, stored_log
-from tests.e2e.test_games import OPERATOR_MD, create
-from tests.support.keys import seat_key
+from boulevard.seats.player import play_game, reveal_seed
+from tests.e2e.conftest import REVEAL_SECONDS, Platform
+from tests.e2e.test_game_audit import audit_game, play, stored_log
+from tests.e2e.test_games import OPERATOR_MD, create, game_seed, wait_reconciled
+from tests.support.keys import seat_key, seat_keys
 
 pytestmark = pytest.mark.e2e
 
@@ -137,3 +144,176 @@ def test_audit_all_covers_running_games_and_its_ledger_step_is_the_whole_ledger_
     assert not verdicts[forged_game]["ok"] and verdicts[forged_game]["failed_at"] == version
     assert not result["ledger"]["ok"], result["ledger"]
     assert result["ledger"]["verdict"] == ledger.stdout.strip().replace("FAIL ", "FAIL ledger: ")
+
+
+def engine_key(platform: Platform) -> SigningKey:
+    """The engine's receipt key, from its key file: what the operator holds."""
+    path = Path(platform.env["BOULEVARD_DATA_DIR"]) / "engine" / "signing-key"
+    return SigningKey.from_hex(path.read_text())
+
+
+def ledger_signer(platform: Platform) -> TreeHeadSigner:
+    path = Path(platform.env["BOULEVARD_DATA_DIR"]) / "ledger" / "signing-key"
+    return TreeHeadSigner(bytes.fromhex(path.read_text().strip()))
+
+
+def test_a_dropped_reveal_is_shown_by_the_seats_receipt(platform: Platform, tmp_path: Path) -> None:
+    """Seat 1 reveals; the operator's engine answers as the engine does — a receipt signed
+    with the engine's key over the log's version and head — but never records the reveal.
+    The deadline passes and seat 1 plays with an empty seed: every audit passed with a note.
+    Seat 1's evidence file (the receipt and its seed) now fails the audit."""
+
+    async def run() -> tuple[str, Evidence]:
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            stub = engine_pb2_grpc.EngineServiceStub(channel)
+            created = await create(stub, "las_vegas", 2, reveal=False)
+            game_id = created.game_id
+            honest = await reveal_seed(
+                stub, game_id, created.player_tokens[0], game_seed(game_id, 0)
+            )
+            assert honest.HasField("receipt") and honest.receipt.time_unix_ms > 0
+            page = await stub.GetGameLog(engine_pb2.GetGameLogRequest(game_id=game_id))
+            last = page.envelopes[-1]
+            env = events_pb2.EventEnvelope.FromString(last.envelope)
+            answered = Receipt.sign(
+                engine_key(platform), game_id, last.version, bytes(last.chain_hash),
+                int(env.time_unix_ms),
+            )  # fmt: skip
+            give_up = time.monotonic() + REVEAL_SECONDS + 30
+            while not (await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id))).to_act:
+                assert time.monotonic() < give_up, "the game never woke after the deadline"
+                await asyncio.sleep(0.5)
+            await play_game(
+                channel, game_id, "las_vegas", list(created.player_tokens), seat_keys(2)
+            )
+        seed = game_seed(game_id, 1)
+        return game_id, Evidence(game_id, 1, [Accepted(REVEAL, answered, client_seed=seed)])
+
+    game_id, evidence = asyncio.run(run())
+    assert asyncio.run(wait_reconciled(platform, game_id)).reconciled
+    alone = audit_game(platform, game_id)
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    assert "seats [1] did not reveal" in alone.stdout, alone.stdout
+    path = tmp_path / "seat1.json"
+    path.write_text(evidence.dumps())
+    shown = audit_game(platform, game_id, "--evidence", str(path))
+    assert shown.returncode == 1, shown.stdout + shown.stderr
+    assert f"at version {evidence.accepted[0].receipt.version}" in shown.stdout, shown.stdout
+    assert "the reveal was dropped" in shown.stdout
+
+
+def test_the_evidence_players_keep_passes_and_a_ledger_that_equivocates_fails(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """Each seat of a played game keeps its receipts (moves and reveal) and the ledger head
+    it saw: `audit all --evidence DIR` passes them. A head the operator signed with the
+    ledger's key over another history (shown to that player, not served later) fails."""
+
+    async def run() -> tuple[str, list[Evidence], ledger_pb2.SignedTreeHead]:
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            stub = engine_pb2_grpc.EngineServiceStub(channel)
+            created = await create(stub, "las_vegas", 2, reveal=False)
+            seats = await play_game(
+                channel, created.game_id, "las_vegas", list(created.player_tokens),
+                seat_keys(2), client_seeds=[game_seed(created.game_id, s) for s in range(2)],
+            )  # fmt: skip
+        assert (await wait_reconciled(platform, created.game_id)).reconciled
+        async with grpc.aio.insecure_channel(platform.address("ledger")) as channel:
+            head, _, _ = await LedgerClient(channel).tree_head()
+        kept = []
+        for s in seats:
+            evidence = s.evidence()
+            kinds = [a.kind for a in evidence.accepted]
+            assert kinds.count(REVEAL) == 1 and kinds.count(ACTION) == s.moves > 0
+            evidence.ledger_heads.append(head_to_pb(head).SerializeToString())
+            kept.append(evidence)
+        other = ledger_signer(platform).sign(
+            head.head.tree_size, bytes(32), head.head.timestamp_unix_ms
+        )
+        return created.game_id, kept, head_to_pb(other)
+
+    game_id, kept, equivocated = asyncio.run(run())
+    folder = tmp_path / "evidence"
+    folder.mkdir()
+    for e in kept:
+        (folder / f"{e.game_id}-{e.seat}.json").write_text(e.dumps())
+
+    def audit_with(path: Path) -> dict[str, Any]:
+        done = cli(
+            platform, "audit", "all", "--game-name", "las_vegas", "--json",
+            "--since", "10m", "--evidence", str(path),
+            *addresses(platform, "engine", "dice", "ledger"),
+        )  # fmt: skip
+        assert done.returncode in (0, 1), done.stdout + done.stderr
+        games: dict[str, Any] = {g["game_id"]: g for g in json.loads(done.stdout)["games"]}
+        return games[game_id]
+
+    assert audit_with(folder)["ok"], audit_with(folder)
+    kept[0].ledger_heads = [equivocated.SerializeToString()]
+    (folder / f"{game_id}-0.json").write_text(kept[0].dumps())
+    failed = audit_with(folder)
+    assert not failed["ok"] and "not a prefix" in failed["verdict"], failed
+
+
+def test_an_unreadable_forged_event_halts_only_its_game_and_its_log_is_still_served(
+    platform: Platform,
+) -> None:
+    """A well-formed commit on a running game's subject, written with the engine's identity,
+    whose event has an unknown type: it stopped the game for good, GetGameLog answered
+    INVALID_ARGUMENT for the whole game (so `audit game` could only say "cannot audit"), and
+    `audit all` never looked at it. Now the game halts visibly, its log is served as stored,
+    the audits fail at that version, and the other games go on."""
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
+
+    async def run() -> tuple[str, int]:
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            stub = engine_pb2_grpc.EngineServiceStub(channel)
+            victim = await create(stub, "las_vegas", 2)
+            other = await create(stub, "las_vegas", 2)
+            page = await stub.GetGameLog(engine_pb2.GetGameLogRequest(game_id=victim.game_id))
+            last = page.envelopes[-1]
+            forged = events_pb2.EventEnvelope.FromString(last.envelope)
+            forged.event_id = uuid.uuid4().hex
+            forged.type = "NoSuchEvent"
+            forged.payload = b'{"type":"NoSuchEvent"}'
+            forged.version = last.version + 1
+            forged.prev_hash = bytes(last.chain_hash)
+            forged.ClearField("transfers")
+            await append_as_engine(platform, victim.game_id, forged)
+            await platform.arestart("engine")  # the event is read as the game loads
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            stub = engine_pb2_grpc.EngineServiceStub(channel)
+            got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=victim.game_id))
+            assert got.status == engine_pb2.GAME_STATUS_HALTED, got
+            assert got.halted_at_version == forged.version and "NoSuchEvent" in got.halted_reason
+            served = await stub.GetGameLog(engine_pb2.GetGameLogRequest(game_id=victim.game_id))
+            assert served.halted_at_version == forged.version
+            assert [e.version for e in served.envelopes][-1] == forged.version
+            assert served.envelopes[-1].envelope == forged.SerializeToString()
+            halted = await stub.ListGames(
+                engine_pb2.ListGamesRequest(status=engine_pb2.GAME_STATUS_HALTED, page_size=500)
+            )
+            assert victim.game_id in [g.game_id for g in halted.games]
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await play_game(
+                    channel, victim.game_id, "las_vegas", list(victim.player_tokens),
+                    seat_keys(2),
+                )  # fmt: skip
+            assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            # The other game is untouched: it plays to its end.
+            await play_game(channel, other.game_id, "las_vegas", list(other.player_tokens),
+                            seat_keys(2))  # fmt: skip
+        return victim.game_id, forged.version
+
+    game_id, version = asyncio.run(run())
+    assert "GAME HALTED" in platform.services["engine"].log()
+    one = audit_game(platform, game_id)
+    assert one.returncode == 1, one.stdout + one.stderr
+    assert f"at version {version}" in one.stdout, one.stdout
+    everything = cli(
+        platform, "audit", "all", "--game-name", "las_vegas", "--since", started, "--json",
+        "--no-ledger", *addresses(platform, "engine", "dice"),
+    )  # fmt: skip
+    verdicts = {g["game_id"]: g for g in json.loads(everything.stdout)["games"]}
+    assert verdicts[game_id]["failed_at"] == version, verdicts[game_id]
+    assert all(g["ok"] for g in verdicts.values() if g["game_id"] != game_id), verdicts

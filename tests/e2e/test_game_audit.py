@@ -90,7 +90,8 @@ def test_honest_games_pass_with_receipts_and_the_ledger_anchor(
             "".join(
                 json.dumps({"game_id": r.game_id, "version": r.version,
                             "chain_head": r.chain_head.hex(), "key_id": r.key_id,
-                            "signature": r.signature.hex()}) + "\n"
+                            "signature": r.signature.hex(),
+                            "time_unix_ms": r.time_unix_ms}) + "\n"
                 for r in receipts
             )
         )  # fmt: skip
@@ -100,7 +101,8 @@ def test_honest_games_pass_with_receipts_and_the_ledger_anchor(
         # A receipt for a history the log does not have fails the audit at its version.
         bad = receipts[len(receipts) // 2]
         forged = {"game_id": game_id, "version": bad.version, "chain_head": "00" * 32,
-                  "key_id": bad.key_id, "signature": bad.signature.hex()}  # fmt: skip
+                  "key_id": bad.key_id, "signature": bad.signature.hex(),
+                  "time_unix_ms": bad.time_unix_ms}  # fmt: skip
         path.write_text(json.dumps(forged) + "\n")
         result = audit_game(platform, game_id, "--receipts", str(path))
         assert result.returncode == 1, result.stdout + result.stderr

@@ -321,3 +321,40 @@ def test_the_web_app_or_its_placeholder_is_served_at_the_root(gateway: Gateway) 
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
     assert "Boulevard" in page.text
+
+
+@pytest.mark.parametrize("chars", [8193, 12_000, 40_000])
+def test_a_token_over_8_kib_is_unauthenticated_over_grpc_and_connect(
+    platform: Platform, gateway: Gateway, chars: int
+) -> None:
+    token = "x" * chars
+    request = matchmaking_pb2.CreateTicketRequest(game="las_vegas", public_key=KEY)
+    direct = grpc_error(
+        platform,
+        "matchmaking",
+        "CreateTicket",
+        request,
+        metadata=(("authorization", f"Bearer {token}"),),
+    )
+    assert direct.code() == grpc.StatusCode.UNAUTHENTICATED, direct
+    assert "longer than 8192" in direct.details()
+    reply = httpx.post(
+        f"{gateway.url}{MATCHMAKING}/CreateTicket",
+        json={"game": "las_vegas", "publicKey": KEY},
+        headers={"authorization": f"Bearer {token}"},
+    )
+    assert reply.status_code == 401, reply.text
+    assert reply.json() == {"code": "unauthenticated", "message": direct.details()}
+
+
+def test_a_header_block_over_64_kib_is_refused_by_grpc_itself(platform: Platform) -> None:
+    # The transport's limit (BOULEVARD_GRPC_MAX_METADATA_BYTES), before any service code.
+    request = matchmaking_pb2.CreateTicketRequest(game="las_vegas", public_key=KEY)
+    refused = grpc_error(
+        platform,
+        "matchmaking",
+        "CreateTicket",
+        request,
+        metadata=(("authorization", "Bearer " + "x" * 70_000),),
+    )
+    assert refused.code() == grpc.StatusCode.RESOURCE_EXHAUSTED

@@ -113,6 +113,14 @@ async def test_nats_down_means_not_serving_and_unavailable_then_recovery(
         for address in (engine_addr, ledger_addr, outage.procs["dice"].address):
             await wait_health(address, NOT_SERVING)
 
+        # A deadline shorter than NATS's own timeouts (5 s): UNAVAILABLE, within it.
+        for timeout in (1.0, 2.5):
+            started = time.monotonic()
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await stub.SubmitAction(submit, timeout=timeout)
+            assert err.value.code() == grpc.StatusCode.UNAVAILABLE, err.value.details()
+            assert "retry with the same idempotency_key" in (err.value.details() or "")
+            assert time.monotonic() - started < timeout
         # The engine holds this game in memory, so the command reaches the append, which
         # cannot be confirmed: the answer tells the client how to retry.
         with pytest.raises(grpc.aio.AioRpcError) as err:

@@ -31,6 +31,7 @@ from google.protobuf.message import DecodeError
 
 from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.clocks import ClockAudit, ClockAuditFailed
+from boulevard.audit.evidence import Evidence, contradiction
 from boulevard.audit.seats import seat_problem, withheld_bot_reveal
 from boulevard.audit.signing import (
     ZERO_HASH,
@@ -190,15 +191,23 @@ def audit_game_log(
     redacted: frozenset[int] = frozenset(),
     finished: bool = False,
     dice_opening: DiceOpening | None = None,
+    evidence: Sequence[Evidence] = (),
 ) -> GameAuditReport:
     """Check `log` (envelope bytes as stored, version 1 first); raise GameAuditFailed at the
     first version that does not follow. Optional inputs are checked when given; versions
     in `redacted` (a live game's hidden shuffles) end the audit there. `finished`: the
     caller was told the game is over (GetGameLog, ListGames), so the log must end with
-    GameFinished and nothing may be redacted."""
-    return _Audit(game_id, dice, engine_key, receipts, ledger, anchors, bot_key, dice_opening).run(
-        log, commitment, match_id, match_seats, redacted, finished
-    )
+    GameFinished and nothing may be redacted. `evidence`: what seats kept (their receipts
+    are checked with `receipts`, and what each was given for must be in the log)."""
+    kept = [r for e in evidence for r in e.receipts]
+    report = _Audit(
+        game_id, dice, engine_key, [*receipts, *kept], ledger, anchors, bot_key, dice_opening
+    ).run(log, commitment, match_id, match_seats, redacted, finished)
+    for e in evidence:
+        found = contradiction(e, log)
+        if found is not None:
+            raise GameAuditFailed(*found)
+    return report
 
 
 class _Audit:
@@ -257,6 +266,7 @@ class _Audit:
                 # only the shuffle its rules ask for at this point.
                 self._may_be_redacted(version, log[i + 1 :], finished)
                 self._hidden_shuffle(version, self._envelope(version, data, prev))
+                self._readable_after(version, log)
                 report.partial = f"version {version} is hidden until the game ends"
                 unchecked = sum(len(r) for v, r in self.receipts.items() if v >= version)
                 if unchecked:
@@ -362,6 +372,19 @@ class _Audit:
                 f"served redacted as a {env.type}, but only a running game's shuffle is "
                 "hidden, where its rules ask for one",
             )
+
+    def _readable_after(self, version: int, log: Sequence[bytes]) -> None:
+        """Past a hidden shuffle the audit cannot follow the rules, but every envelope must
+        still be an event of this game: an unreadable one (which halts the game) fails the
+        audit at its version, hidden shuffle or not."""
+        for later, data in enumerate(log[version:], start=version + 1):
+            try:
+                env = events_pb2.EventEnvelope.FromString(data)
+                self.codec.loads(env.payload)
+            except (DecodeError, RulesError) as err:
+                raise GameAuditFailed(
+                    later, f"not an event of this game, which halts it: {err}"
+                ) from None
 
     @staticmethod
     def _may_be_redacted(version: int, rest: Sequence[bytes], finished: bool) -> None:

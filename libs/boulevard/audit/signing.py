@@ -8,7 +8,8 @@ field tuples encode to the same bytes.
 - command signing bytes: what a seat's Ed25519 key signs for SubmitAction;
 - chain hash: SHA-256 over an envelope's stored bytes, each envelope naming the previous
   envelope's chain hash (`EventEnvelope.prev_hash`);
-- receipt signing bytes: what the engine's key signs in a SubmitAction answer.
+- receipt signing bytes: what the engine's key signs in a SubmitAction or RevealSeed
+  answer (v2, with the time the engine accepted it; v1 receipts, untimed, still verify).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 COMMAND_DOMAIN = b"boulevard.game.command.v1"
 CHAIN_DOMAIN = b"boulevard.game.chain.v1"
-RECEIPT_DOMAIN = b"boulevard.game.receipt.v1"
+RECEIPT_DOMAIN = b"boulevard.game.receipt.v1"  # untimed receipts (time_unix_ms 0)
+RECEIPT_DOMAIN_V2 = b"boulevard.game.receipt.v2"  # receipts that carry when they were given
 RECLAIM_DOMAIN = b"boulevard.game.reclaim.v1"
 ZERO_HASH = bytes(32)
 PUBLIC_KEY_SIZE = 32
@@ -75,16 +77,26 @@ def chain_hash(stored_envelope: bytes) -> bytes:
     return hashlib.sha256(CHAIN_DOMAIN + b"\x00" + stored_envelope).digest()
 
 
-def receipt_signing_bytes(game_id: str, version: int, chain_head: bytes) -> bytes:
-    """What the engine signs: "game `game_id`'s log reached `version` with this head"."""
+def receipt_signing_bytes(
+    game_id: str, version: int, chain_head: bytes, time_unix_ms: int = 0
+) -> bytes:
+    """What the engine signs: "game `game_id`'s log reached `version` with this head" and,
+    from v2 on, "at `time_unix_ms`" (the time of the envelope at `version`). A receipt with
+    time 0 is a v1 receipt: its bytes are the v1 bytes, so the receipts players kept before
+    receipts were timed still verify, and no v2 receipt reads as a v1 one (the domain)."""
     if len(chain_head) != 32:
         raise ValueError("a chain head is 32 bytes")
+    if time_unix_ms == 0:
+        return b"".join(
+            (_lp(RECEIPT_DOMAIN), _lp(game_id.encode()), struct.pack(">Q", version), chain_head)
+        )
     return b"".join(
         (
-            _lp(RECEIPT_DOMAIN),
+            _lp(RECEIPT_DOMAIN_V2),
             _lp(game_id.encode()),
             struct.pack(">Q", version),
             chain_head,
+            struct.pack(">q", time_unix_ms),
         )
     )
 
@@ -98,8 +110,13 @@ def parse_public_key(text: str) -> bytes:
     """A seat's key as bound in GameCreated: 64 lowercase hex digits. Raises ValueError."""
     if len(text) != 2 * PUBLIC_KEY_SIZE or text != text.lower():
         raise ValueError("a public key is 64 lowercase hex digits (32 raw Ed25519 bytes)")
-    raw = bytes.fromhex(text)
-    Ed25519PublicKey.from_public_bytes(raw)  # raises ValueError when not a key
+    try:
+        raw = bytes.fromhex(text)
+        Ed25519PublicKey.from_public_bytes(raw)  # raises ValueError when not a key
+    except ValueError:
+        # Our own words: the library's ("non-hexadecimal number found in fromhex() arg…")
+        # reached clients in a status message.
+        raise ValueError("a public key is 64 lowercase hex digits (32 raw Ed25519 bytes)") from None
     return raw
 
 
@@ -147,18 +164,22 @@ class SigningKey:
 
 @dataclass(frozen=True, slots=True)
 class Receipt:
-    """The engine's signed statement that a game's log reached `version` with `chain_head`."""
+    """The engine's signed statement that a game's log reached `version` with `chain_head`
+    (at `time_unix_ms`, when the engine accepted it; 0 in a v1, untimed receipt)."""
 
     game_id: str
     version: int
     chain_head: bytes
     key_id: str
     signature: bytes
+    time_unix_ms: int = 0
 
     @classmethod
-    def sign(cls, key: SigningKey, game_id: str, version: int, chain_head: bytes) -> Receipt:
-        signature = key.sign(receipt_signing_bytes(game_id, version, chain_head))
-        return cls(game_id, version, chain_head, key.key_id, signature)
+    def sign(
+        cls, key: SigningKey, game_id: str, version: int, chain_head: bytes, time_unix_ms: int = 0
+    ) -> Receipt:
+        signature = key.sign(receipt_signing_bytes(game_id, version, chain_head, time_unix_ms))
+        return cls(game_id, version, chain_head, key.key_id, signature, time_unix_ms)
 
     def verify(self, public_key: bytes) -> bool:
         if self.key_id != key_id(public_key) or len(self.chain_head) != 32:
@@ -166,17 +187,20 @@ class Receipt:
         return verify(
             public_key,
             self.signature,
-            receipt_signing_bytes(self.game_id, self.version, self.chain_head),
+            receipt_signing_bytes(self.game_id, self.version, self.chain_head, self.time_unix_ms),
         )
 
     def to_json(self) -> dict[str, object]:
-        return {
+        data: dict[str, object] = {
             "game_id": self.game_id,
             "version": self.version,
             "chain_head": self.chain_head.hex(),
             "key_id": self.key_id,
             "signature": self.signature.hex(),
         }
+        if self.time_unix_ms:
+            data["time_unix_ms"] = self.time_unix_ms
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> Receipt:
@@ -186,4 +210,5 @@ class Receipt:
             bytes.fromhex(str(data["chain_head"])),
             str(data["key_id"]),
             bytes.fromhex(str(data["signature"])),
+            int(str(data.get("time_unix_ms", 0))),
         )

@@ -816,6 +816,14 @@ def audit_game(
             help="the engine's receipt key (hex) obtained out of band (default: GetEngineKey)",
         ),
     ] = "",
+    evidence: Annotated[
+        Path | None,
+        typer.Option(
+            "--evidence",
+            metavar="FILE",
+            help="a player's evidence file (receipts, dice and ledger heads kept in play)",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
     html: HtmlOption = None,
 ) -> None:
@@ -827,7 +835,7 @@ def audit_game(
     _run(
         command.run_game, game_id=game_id, engine=engine, dice=dice, ledger=ledger,
         no_dice=no_dice, no_ledger=no_ledger, timeout=timeout, receipts=receipts,
-        engine_key=engine_key, json=as_json, html=html,
+        engine_key=engine_key, json=as_json, html=html, evidence=evidence,
     )  # fmt: skip
 
 
@@ -876,6 +884,14 @@ def audit_all(
             callback=_check_since,
         ),
     ] = None,
+    evidence: Annotated[
+        Path | None,
+        typer.Option(
+            "--evidence",
+            metavar="DIR",
+            help="a folder of players' evidence files (*.json), each checked with its game",
+        ),
+    ] = None,
     html: HtmlOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -888,7 +904,7 @@ def audit_all(
     _run(
         command.run_all, engine=engine, dice=dice, ledger=ledger, no_dice=no_dice,
         no_ledger=no_ledger, timeout=timeout, limit=limit, game_name=game_name, html=html,
-        json=as_json, since=since,
+        json=as_json, since=since, evidence=evidence,
     )  # fmt: skip
 
 

@@ -6,7 +6,8 @@ Fetched through public gRPC APIs only: the log as stored (`EngineService.GetGame
 engine's receipt key (`GetEngineKey`), the dice records and commitment (`DiceService`), the
 ledger's entries for the game (`LedgerService.ListEntries`); checked locally with
 `boulevard.audit.game_log`. Receipts players kept (`--receipts FILE`, JSON lines of
-{"game_id", "version", "chain_head", "key_id", "signature"}, hex) are checked against the
+{"game_id", "version", "chain_head", "key_id", "signature", "time_unix_ms"}, bytes in hex;
+no time: an untimed v1 receipt) and evidence files (`--evidence`) are checked against the
 log. Prints PASS with a summary, or FAIL naming the first version that does not follow and
 what was expected. Exit codes: 0 pass, 1 a check failed, 2 could not audit.
 
@@ -33,8 +34,15 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError
 
-from boulevard.accounting import JournalEntry, decode_entry
-from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+from boulevard.accounting import (
+    JournalEntry,
+    LedgerError,
+    decode_entry,
+    verify_consistency,
+    verify_tree_head,
+)
+from boulevard.api.v1 import dice_pb2, engine_pb2, engine_pb2_grpc, events_pb2, ledger_pb2
+from boulevard.audit.evidence import Evidence
 from boulevard.audit.game_log import (
     DiceOpening,
     DiceRecord,
@@ -50,6 +58,7 @@ from boulevard.cli.report import GameLogAudit
 from boulevard.client.dice import DiceReader
 from boulevard.client.ledger import LedgerClient
 from boulevard.contract.dice import kind_name
+from boulevard.contract.ledger import head_from_pb
 from boulevard.platform import tls
 from boulevard.platform.settings import Settings
 
@@ -70,6 +79,53 @@ def addresses_of(args: argparse.Namespace) -> Addresses:
         dice=None if args.no_dice else (args.dice or f"{s.grpc_host}:{s.dice_port}"),
         ledger=None if args.no_ledger else (args.ledger or f"{s.grpc_host}:{s.ledger_port}"),
     )
+
+
+class EvidenceFailed(Exception):
+    """A head a player kept is not a prefix of what the service serves now."""
+
+
+def load_evidence(path: Path) -> list[Evidence]:
+    """`--evidence`: one evidence file, or every `*.json` file of a folder (audit all)."""
+    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+    return [Evidence.loads(f.read_text(encoding="utf-8")) for f in files]
+
+
+async def check_kept_ledger_heads(address: str, kept: Sequence[bytes], timeout: float) -> None:
+    """Each ledger head a player kept must verify under the key the ledger serves and be a
+    prefix of its latest head (a consistency proof): else the ledger's history was rewritten
+    and re-signed (two histories under one key). Raises EvidenceFailed."""
+    if not kept:
+        return
+    async with tls.channel(address) as channel:
+        client = LedgerClient(channel, timeout=timeout)
+        latest, key, _ = await client.tree_head()
+        for data in kept:
+            try:
+                sth = head_from_pb(ledger_pb2.SignedTreeHead.FromString(data))
+                verify_tree_head(sth, key)
+            except (DecodeError, LedgerError) as err:
+                raise EvidenceFailed(f"a kept ledger head does not verify: {err}") from None
+            first, second = sth.head.tree_size, latest.head.tree_size
+            if first > second:
+                raise EvidenceFailed(
+                    f"a kept ledger head covers {first} entries; the ledger now signs only "
+                    f"{second}: its history was cut"
+                )
+            proof = await client.consistency_proof(first, second) if first < second else []
+            try:
+                verify_consistency(first, second, sth.head.root_hash, latest.head.root_hash, proof)
+            except LedgerError as err:
+                raise EvidenceFailed(
+                    f"the ledger head of size {first} a player kept is not a prefix of its "
+                    f"latest (size {second}): the journal was rewritten and re-signed "
+                    f"({err.message})"
+                ) from None
+
+
+def dice_heads_of(evidence: Sequence[Evidence]) -> list[dice_pb2.DiceTreeHead]:
+    """The dice log heads the players kept, for the dice audit's held heads."""
+    return [dice_pb2.DiceTreeHead.FromString(h) for e in evidence for h in e.dice_heads]
 
 
 def load_receipts(path: Path) -> list[Receipt]:
@@ -183,10 +239,13 @@ async def audit_one(
     engine_key_hex: str = "",
     timeout: float = 30.0,
     listed_finished: bool = False,
+    evidence: Sequence[Evidence] = (),
 ) -> GameAuditReport:
-    """Fetch everything public about one game and audit it; raises GameAuditFailed.
+    """Fetch everything public about one game and audit it; raises GameAuditFailed, or
+    EvidenceFailed when a head in the players' `evidence` is not what is served.
     `listed_finished`: the caller found the game among the finished ones (audit all), so
     its log must show its end, whatever GetGameLog says."""
+    evidence = [e for e in evidence if e.game_id == game_id]
     async with tls.channel(addresses.engine) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         log, redacted, finished = await fetch_log(stub, game_id, timeout)
@@ -224,8 +283,21 @@ async def audit_one(
         redacted=redacted,
         finished=finished or listed_finished,
         dice_opening=opening,
+        evidence=evidence,
     )
     report.ledger_seqs = seqs
+    if addresses.ledger:
+        await check_kept_ledger_heads(
+            addresses.ledger, [h for e in evidence for h in e.ledger_heads], timeout
+        )
+    held = dice_heads_of(evidence)
+    if addresses.dice and held and report.finished:
+        async with tls.channel(addresses.dice) as channel:
+            dice_report = await DiceReader(channel, timeout=timeout).audit_game(
+                game_id, cited=report.cited, published=report.published, held_heads=held
+            )
+        if not dice_report.ok:
+            raise EvidenceFailed(f"the dice log: {dice_report.describe()}")
     return report
 
 
@@ -255,8 +327,10 @@ def _run_game(args: argparse.Namespace) -> tuple[int, str, int | None]:
     """The audit as before; (exit code, its verdict, the version it failed at)."""
     try:
         receipts = load_receipts(args.receipts) if args.receipts else []
+        evidence_path = getattr(args, "evidence", None)
+        evidence = load_evidence(evidence_path) if evidence_path else []
     except (OSError, ValueError, KeyError) as err:
-        print(f"cannot read receipts: {err}", file=sys.stderr)
+        print(f"cannot read receipts or evidence: {err}", file=sys.stderr)
         return EXIT_ERROR, "", None
     try:
         report = asyncio.run(
@@ -266,8 +340,15 @@ def _run_game(args: argparse.Namespace) -> tuple[int, str, int | None]:
                 receipts=receipts,
                 engine_key_hex=args.engine_key,
                 timeout=args.timeout,
+                evidence=evidence,
             )
         )
+    except EvidenceFailed as failed:
+        if args.json:
+            print(json.dumps({"game_id": args.game_id, "ok": False, "evidence": str(failed)}))
+        else:
+            print(f"FAIL game {args.game_id}: a player's evidence: {failed}")
+        return EXIT_FAIL, f"FAIL a player's evidence: {failed}", None
     except GameAuditFailed as failed:
         if args.json:
             print(json.dumps({"game_id": args.game_id, "ok": False, "version": failed.version,
@@ -342,6 +423,8 @@ async def _audit_all(args: argparse.Namespace) -> int:
     addresses = addresses_of(args)
     since = getattr(args, "since", None)
     since_ms = since_unix_ms(since, time.time()) if since else 0
+    evidence_path = getattr(args, "evidence", None)
+    evidence = load_evidence(evidence_path) if evidence_path else []
     listing = await _listed_games(addresses.engine, args.game_name, args.timeout, since_ms)
     over = dict(listing)
     games = [g for g, _ in listing]
@@ -358,8 +441,9 @@ async def _audit_all(args: argparse.Namespace) -> int:
             failed_at: int | None = None
             try:
                 report = await audit_one(
-                    game_id, addresses, timeout=args.timeout, listed_finished=over[game_id]
-                )
+                    game_id, addresses, timeout=args.timeout, listed_finished=over[game_id],
+                    evidence=evidence,
+                )  # fmt: skip
                 listed[game_id] = report.ledger_seqs
                 if not report.finished:
                     # A running game: its log so far (the dice service reveals its seed,
@@ -370,14 +454,19 @@ async def _audit_all(args: argparse.Namespace) -> int:
                     # as drawn, the opening the one the game published.
                     async with tls.channel(addresses.dice) as channel:
                         dice = await DiceReader(channel, timeout=args.timeout).audit_game(
-                            game_id, cited=report.cited, published=report.published
-                        )
+                            game_id, cited=report.cited, published=report.published,
+                            held_heads=dice_heads_of(
+                                [e for e in evidence if e.game_id == game_id]
+                            ),
+                        )  # fmt: skip
                     if not dice.ok:
                         verdict = f"FAIL dice: {dice.describe()}"
                     notes = dice.notes
             except GameAuditFailed as failed:
                 verdict = f"FAIL game at version {failed.version}: {failed.message}"
                 failed_at = failed.version
+            except EvidenceFailed as failed:
+                verdict = f"FAIL a player's evidence: {failed}"
             except grpc.aio.AioRpcError as err:
                 verdict = f"ERROR {err.code().name}: {err.details()}"
             if verdict != "ok":

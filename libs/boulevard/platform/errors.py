@@ -54,6 +54,13 @@ class Unavailable(BoulevardError):
     status = grpc.StatusCode.UNAVAILABLE
 
 
+class OutOfRange(BoulevardError):
+    """A position past the end of what exists yet (a tree size or leaf beyond the log): the
+    same request may succeed later, unlike INVALID_ARGUMENT."""
+
+    status = grpc.StatusCode.OUT_OF_RANGE
+
+
 class ResourceExhausted(BoulevardError):
     """A bounded resource (e.g. concurrent streams) is full: retry later."""
 

@@ -76,6 +76,11 @@ GAMES_OVERDUE = Gauge(
     "passed over 10 s ago and that nobody has moved on: waiting longer than their time "
     "control allows",
 )
+GAMES_HALTED = Counter(
+    "boulevard_games_halted",
+    "Games the engine halted on loading them: their log holds an event it cannot read",
+    ["game"],
+)
 GAMES_LIVE = Gauge(
     "boulevard_games_live",
     "Unfinished games this engine process holds in memory (sum over replicas for the total)",
@@ -106,6 +111,10 @@ GAMES_CACHED = Gauge(
 # -- dice
 
 DICE_OUTCOMES = Counter("boulevard_dice_outcomes", "Outcomes drawn and recorded on DICE", ["kind"])
+DICE_SEEDS_UNPURGED = Gauge(
+    "boulevard_dice_seeds_unpurged",
+    "Revealed seeds the vault still holds because their purge failed (retried every second)",
+)
 DICE_VERIFICATIONS = Counter(
     "boulevard_dice_verifications",
     "VerifyGame answers by result (a failure means recorded outcomes do not match the seed)",
@@ -123,8 +132,9 @@ LEDGER_REJECTIONS = Counter(
 )
 LEDGER_CHECKPOINTS = Counter(
     "boulevard_ledger_checkpoints",
-    "Ledger checkpoints by outcome: written, write_failed, loaded, none, rejected (one that"
-    " does not match LEDGER: a LEDGER ALARM, the ledger rebuilt from the whole log)",
+    "Ledger checkpoints by outcome: written, write_failed, loaded, none, unreadable (the"
+    " bucket did not answer, a timeout or lost connection: read again, no alarm), rejected"
+    " (read and does not match LEDGER: a LEDGER ALARM, the ledger rebuilt from the whole log)",
     ["outcome", "reason"],
 )
 LEDGER_REBUILD_SECONDS = Gauge(

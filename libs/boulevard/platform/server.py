@@ -25,6 +25,7 @@ from boulevard.platform import metrics, tracing
 from boulevard.platform.edge import EdgeInterceptor
 from boulevard.platform.grpc_errors import ErrorInterceptor
 from boulevard.platform.logging import configure_logging
+from boulevard.platform.nats_deadline import NatsDeadlineInterceptor
 from boulevard.platform.settings import Settings
 from boulevard.platform.tls import client_ssl_context, nats_tls_url, server_credentials
 
@@ -204,10 +205,15 @@ async def start_service(app: App, settings: Settings, port: int | None = None) -
             *tracing.server_interceptors(),
             ErrorInterceptor(),
             EdgeInterceptor(),
+            NatsDeadlineInterceptor(lambda: nc.is_connected),  # UNAVAILABLE in time
         ],
         options=[
             ("grpc.max_receive_message_length", settings.grpc_max_receive_bytes),
             ("grpc.max_send_message_length", settings.grpc_max_send_bytes),
+            # Soft and hard limit equal: a header block is refused always or never, not at
+            # random between the two (gRPC's behaviour when they differ).
+            ("grpc.max_metadata_size", settings.grpc_max_metadata_bytes),
+            ("grpc.absolute_max_metadata_size", settings.grpc_max_metadata_bytes),
         ],
     )
     app.register(server)

@@ -53,6 +53,11 @@ class Settings(BaseSettings):
     # this, docs/security.md "Limits") and writes (a Reconcile with a long game's events).
     grpc_max_receive_bytes: int = Field(default=256 * 1024, ge=4096)
     grpc_max_send_bytes: int = Field(default=16 * 1024 * 1024, ge=4096)
+    # The largest header block (metadata) a service reads. gRPC's own default (8 KiB soft,
+    # 16 KiB hard, refused at random between the two) answered RESOURCE_EXHAUSTED to a
+    # bearer token just over 8 KiB before auth could say UNAUTHENTICATED; one fixed limit
+    # well above MAX_TOKEN_CHARS lets auth answer for every token a client can send under it.
+    grpc_max_metadata_bytes: int = Field(default=64 * 1024, ge=16 * 1024)
 
     # Prometheus /metrics, one port per service (0: any free port); loopback unless opened
     # on purpose (compose and k8s set 0.0.0.0 so the scraper can reach it).

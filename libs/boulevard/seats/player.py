@@ -21,6 +21,7 @@ from typing import Any
 import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.audit.evidence import ACTION, REVEAL, Accepted, Evidence, receipt_from_pb
 from boulevard.audit.signing import SigningKey
 from boulevard.contract.mapping import action_to_command, command_to_action, proto_to_view
 from boulevard.games import get_game
@@ -73,6 +74,9 @@ class SeatPlayer:
     client_seed: str | None = None  # revealed before playing, when given
     # The engine's signed receipt for each accepted move: proof, later, that the log held it.
     receipts: list[engine_pb2.Receipt] = field(default_factory=list)
+    # What the engine signed it accepted for this seat (moves by idempotency key, the seed
+    # reveal), with the receipts: the seat's evidence file (docs/auditing.md).
+    accepted: list[Accepted] = field(default_factory=list)
     # A person choosing instead of the bot (`boulevard play`); everything else a seat does
     # (tokens, seeds, signatures) stays here, the same for bots and people.
     choose: Chooser | None = None
@@ -85,7 +89,13 @@ class SeatPlayer:
     async def play(self) -> None:
         """Play until the game ends (revealing this seat's client seed first)."""
         if self.client_seed is not None:
-            await reveal_seed(self.stub, self.game_id, self.token, self.client_seed)
+            revealed = await reveal_seed(self.stub, self.game_id, self.token, self.client_seed)
+            if revealed.HasField("receipt"):
+                self.accepted.append(
+                    Accepted(
+                        REVEAL, receipt_from_pb(revealed.receipt), client_seed=self.client_seed
+                    )
+                )
         game = get_game(self.game_name)
         changed = asyncio.Event()
         changed.set()
@@ -203,9 +213,20 @@ class SeatPlayer:
                 await asyncio.sleep(0.5 * 2**attempt)
         self.moves += 1
         self.receipts.append(reply.receipt)
+        if reply.HasField("receipt"):
+            self.accepted.append(
+                Accepted(
+                    ACTION, receipt_from_pb(reply.receipt), idempotency_key=request.idempotency_key
+                )
+            )
         self.acted_at = version
         # Moved: the stream brings what follows (without one, look again now).
         return update is None
+
+    def evidence(self) -> Evidence:
+        """This seat's evidence so far: what the engine signed it accepted (add the dice and
+        ledger heads seen with `keep_heads`); `Evidence.dumps()` is the file's text."""
+        return Evidence(self.game_id, self.seat, list(self.accepted))
 
 
 SUBMIT_ATTEMPTS = 6  # UNAVAILABLE is retried with backoff for about 15 s

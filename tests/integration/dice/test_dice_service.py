@@ -10,6 +10,7 @@ from pathlib import Path
 import grpc
 import pytest
 from nats.aio.client import Client as NATS
+from nats.js.errors import KeyDeletedError, KeyNotFoundError
 
 from boulevard.api.v1 import dice_pb2, dice_pb2_grpc
 from boulevard.client.dice import DiceReader
@@ -212,23 +213,52 @@ async def test_bad_requests_get_precise_errors(
             with pytest.raises(grpc.aio.AioRpcError) as err:
                 await reader.verify_remote(game_id)
             assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            # The ledger's codes for the same questions (issue 27: past the tree was
+            # INVALID_ARGUMENT with an "out_of_range:" message here, OUT_OF_RANGE there).
+            out_of_range = grpc.StatusCode.OUT_OF_RANGE
             bad_proofs = (
-                stub.GetLogInclusionProof(
-                    dice_pb2.GetLogInclusionProofRequest(game_id=game_id, tree_size=3, leaf_index=3)
+                (
+                    stub.GetLogInclusionProof(
+                        dice_pb2.GetLogInclusionProofRequest(
+                            game_id=game_id, tree_size=1, leaf_index=1
+                        )
+                    ),
+                    out_of_range,
                 ),
-                stub.GetLogInclusionProof(
-                    dice_pb2.GetLogInclusionProofRequest(game_id=game_id, tree_size=99)
+                (
+                    stub.GetLogInclusionProof(
+                        dice_pb2.GetLogInclusionProofRequest(game_id=game_id, tree_size=99)
+                    ),
+                    out_of_range,
                 ),
-                stub.GetLogConsistencyProof(
-                    dice_pb2.GetLogConsistencyProofRequest(
-                        game_id=game_id, first_tree_size=0, second_tree_size=2
-                    )
+                (
+                    stub.GetLogInclusionProof(
+                        dice_pb2.GetLogInclusionProofRequest(game_id=game_id, tree_size=0)
+                    ),
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                ),
+                (
+                    stub.GetLogConsistencyProof(
+                        dice_pb2.GetLogConsistencyProofRequest(
+                            game_id=game_id, first_tree_size=0, second_tree_size=1
+                        )
+                    ),
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                ),
+                (
+                    stub.GetLogConsistencyProof(
+                        dice_pb2.GetLogConsistencyProofRequest(
+                            game_id=game_id, first_tree_size=1, second_tree_size=99
+                        )
+                    ),
+                    out_of_range,
                 ),
             )
-            for call in bad_proofs:
+            for call, code in bad_proofs:
                 with pytest.raises(grpc.aio.AioRpcError) as err:
                     await call
-                assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+                assert err.value.code() == code, err.value.details()
+                assert not err.value.details().startswith("out_of_range:")
             with pytest.raises(grpc.aio.AioRpcError) as err:
                 await reader.log_heads(game_id, tree_size=99)
             assert err.value.code() == grpc.StatusCode.NOT_FOUND
@@ -354,3 +384,37 @@ async def test_two_replicas_share_a_game_without_gaps_or_repeats(
         async with channel_to(one.address) as channel:
             report = await DiceReader(channel).audit_game(game_id)
         assert report.ok and report.checked == 60, report.describe()
+
+
+async def test_a_seed_purge_that_fails_is_retried_until_the_seed_is_gone(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path
+) -> None:
+    """A reveal whose purge of the vaulted seed fails (here: the vault's connection is lost
+    just then, as in a failover) still answers the reveal, and the service drops the seed
+    once NATS answers again, without anyone calling it."""
+    from services.dice.app import DiceApp
+
+    settings = dice_settings(nats_server.url, tmp_path)
+    async with running_dice(settings) as service:
+        app = service.app
+        assert isinstance(app, DiceApp) and app.dealer is not None
+        client = DiceClient(nc)
+        game_id = new_game_id()
+        await open_with_seeds(client, game_id, SEEDS)
+        await client.roll(game_id, "r0", 2, 6)
+        vault_kv = app.dealer._vault._kv
+        lost = await nats_server.connect()  # type: ignore[attr-defined]
+        app.dealer._vault._kv = await lost.jetstream().key_value("dice_seeds")
+        await lost.close()  # every vault call now fails with a closed connection
+        await finish_and_reveal(nc, client, game_id)
+        assert app.dealer.unpurged == {game_id}
+        seeds = await nc.jetstream().key_value("dice_seeds")
+        assert (await seeds.get(game_id)).value  # still sealed in the vault
+        app.dealer._vault._kv = vault_kv  # NATS answers again
+        for _ in range(100):
+            if not app.dealer.unpurged:
+                break
+            await asyncio.sleep(0.05)
+        assert not app.dealer.unpurged, "the failed purge was never retried"
+        with pytest.raises((KeyNotFoundError, KeyDeletedError)):
+            await seeds.get(game_id)

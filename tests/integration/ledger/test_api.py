@@ -86,7 +86,16 @@ async def test_pages_filters_proofs_and_errors(
         assert await status(stub.ListEntries(req.ListEntriesRequest(game_id="a.b"))) == (
             grpc.StatusCode.INVALID_ARGUMENT
         )
+        # Past the tree: OUT_OF_RANGE, as for proofs (issue 27: it said NOT_FOUND, the docs
+        # OUT_OF_RANGE); a size within the tree that no head was signed for: NOT_FOUND.
         assert await status(stub.GetTreeHead(req.GetTreeHeadRequest(tree_size=10**6))) == (
+            grpc.StatusCode.OUT_OF_RANGE
+        )
+        assert await status(stub.GetTreeHead(req.GetTreeHeadRequest(tree_size=total + 1))) == (
+            grpc.StatusCode.OUT_OF_RANGE
+        )
+        unsigned = next(n for n in range(1, total) if n not in {h.head.tree_size for h in heads})
+        assert await status(stub.GetTreeHead(req.GetTreeHeadRequest(tree_size=unsigned))) == (
             grpc.StatusCode.NOT_FOUND
         )
         assert await status(

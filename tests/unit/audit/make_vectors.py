@@ -63,12 +63,15 @@ def chain_case() -> Any:
     return {"name": "three envelopes", "envelopes": out}
 
 
-def receipt_case() -> Any:
+def receipt_case(time_unix_ms: int = 0) -> Any:
+    """A v1 receipt (untimed) or, with `time_unix_ms`, a v2 one."""
     engine = SigningKey(ENGINE_SEED)
     head = chain_hash(b"example")
-    message = receipt_signing_bytes("g-0001", 42, head)
+    message = receipt_signing_bytes("g-0001", 42, head, time_unix_ms)
+    timed = {"time_unix_ms": time_unix_ms} if time_unix_ms else {}
     return {
-        "name": "a receipt at version 42",
+        "name": "a receipt at version 42" + (" given at a time (v2)" if time_unix_ms else ""),
+        **timed,
         "seed": ENGINE_SEED.hex(),
         "public_key": engine.public_hex,
         "key_id": engine.key_id,
@@ -90,7 +93,7 @@ def vectors() -> Any:
             command_case("any version, unicode key", "match-xyz", 0, 0, "clé-€", b""),
         ],
         "chain": chain_case(),
-        "receipts": [receipt_case()],
+        "receipts": [receipt_case(), receipt_case(1_764_590_400_123)],
     }
 
 

@@ -48,12 +48,15 @@ def test_the_chain_and_receipts_follow_the_documented_layout() -> None:
         assert prev in stored or prev == bytes(32)  # field 11 carries it
         prev = hashlib.sha256(b"boulevard.game.chain.v1\x00" + stored).digest()
         assert prev.hex() == e["chain_hash"]
+    assert {"time_unix_ms" in r for r in data["receipts"]} == {True, False}
     for r in data["receipts"]:
+        timed = "time_unix_ms" in r  # v2: the time the engine accepted it, signed too
         by_hand = (
-            lp(b"boulevard.game.receipt.v1")
+            lp(b"boulevard.game.receipt.v2" if timed else b"boulevard.game.receipt.v1")
             + lp(r["game_id"].encode())
             + struct.pack(">Q", r["version"])
             + bytes.fromhex(r["chain_head"])
+            + (struct.pack(">q", r["time_unix_ms"]) if timed else b"")
         )
         assert by_hand.hex() == r["signing_bytes"]
         public = bytes.fromhex(r["public_key"])

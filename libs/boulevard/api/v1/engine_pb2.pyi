@@ -33,12 +33,20 @@ class _GameStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_GameStatus
     GAME_STATUS_UNSPECIFIED: _GameStatus.ValueType  # 0
     GAME_STATUS_ACTIVE: _GameStatus.ValueType  # 1
     GAME_STATUS_FINISHED: _GameStatus.ValueType  # 2
+    GAME_STATUS_HALTED: _GameStatus.ValueType  # 3
+    """Its log holds an event the engine cannot read at `halted_at_version` (forged, or
+    written by a newer release): it takes no more commands, and every audit fails there.
+    """
 
 class GameStatus(_GameStatus, metaclass=_GameStatusEnumTypeWrapper): ...
 
 GAME_STATUS_UNSPECIFIED: GameStatus.ValueType  # 0
 GAME_STATUS_ACTIVE: GameStatus.ValueType  # 1
 GAME_STATUS_FINISHED: GameStatus.ValueType  # 2
+GAME_STATUS_HALTED: GameStatus.ValueType  # 3
+"""Its log holds an event the engine cannot read at `halted_at_version` (forged, or
+written by a newer release): it takes no more commands, and every audit fails there.
+"""
 Global___GameStatus: _TypeAlias = GameStatus  # noqa: Y015
 
 @_typing.final
@@ -203,12 +211,19 @@ class GetGameResponse(_message.Message):
     TIME_CONTROL_FIELD_NUMBER: _builtins.int
     CLOCKS_FIELD_NUMBER: _builtins.int
     CLOCKS_UNIX_MS_FIELD_NUMBER: _builtins.int
+    HALTED_AT_VERSION_FIELD_NUMBER: _builtins.int
+    HALTED_REASON_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     game: _builtins.str
     version: _builtins.int
     status: Global___GameStatus.ValueType
     clocks_unix_ms: _builtins.int
     """the engine's time when it computed `clocks`"""
+    halted_at_version: _builtins.int
+    """GAME_STATUS_HALTED: the version of the event the engine cannot read, and why (the
+    game stands as it was before it; 0 and "" otherwise).
+    """
+    halted_reason: _builtins.str
     @_builtins.property
     def view(self) -> Global___GameView: ...
     @_builtins.property
@@ -235,10 +250,12 @@ class GetGameResponse(_message.Message):
         time_control: _events_pb2.TimeControl | None = ...,
         clocks: _abc.Iterable[_events_pb2.SeatClock] | None = ...,
         clocks_unix_ms: _builtins.int = ...,
+        halted_at_version: _builtins.int = ...,
+        halted_reason: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["time_control", b"time_control", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["clocks", b"clocks", "clocks_unix_ms", b"clocks_unix_ms", "game", b"game", "game_id", b"game_id", "status", b"status", "time_control", b"time_control", "to_act", b"to_act", "version", b"version", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clocks", b"clocks", "clocks_unix_ms", b"clocks_unix_ms", "game", b"game", "game_id", b"game_id", "halted_at_version", b"halted_at_version", "halted_reason", b"halted_reason", "status", b"status", "time_control", b"time_control", "to_act", b"to_act", "version", b"version", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -597,6 +614,7 @@ class Receipt(_message.Message):
     CHAIN_HEAD_FIELD_NUMBER: _builtins.int
     KEY_ID_FIELD_NUMBER: _builtins.int
     SIGNATURE_FIELD_NUMBER: _builtins.int
+    TIME_UNIX_MS_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     version: _builtins.int
     chain_head: _builtins.bytes
@@ -605,6 +623,11 @@ class Receipt(_message.Message):
     """hex SHA-256 of the engine's raw public key"""
     signature: _builtins.bytes
     """Ed25519 over the receipt's signing bytes"""
+    time_unix_ms: _builtins.int
+    """When the engine accepted what the receipt is for (ms since the epoch): the time of the
+    envelope at `version`. 0: a receipt from before receipts were timed (the v1 signing
+    bytes, which do not cover it); otherwise the signature covers it (v2).
+    """
     def __init__(
         self,
         *,
@@ -613,10 +636,11 @@ class Receipt(_message.Message):
         chain_head: _builtins.bytes = ...,
         key_id: _builtins.str = ...,
         signature: _builtins.bytes = ...,
+        time_unix_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_head", b"chain_head", "game_id", b"game_id", "key_id", b"key_id", "signature", b"signature", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_head", b"chain_head", "game_id", b"game_id", "key_id", b"key_id", "signature", b"signature", "time_unix_ms", b"time_unix_ms", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -693,6 +717,7 @@ class GetGameLogResponse(_message.Message):
     LAST_VERSION_FIELD_NUMBER: _builtins.int
     FINISHED_FIELD_NUMBER: _builtins.int
     NEXT_FROM_VERSION_FIELD_NUMBER: _builtins.int
+    HALTED_AT_VERSION_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     game: _builtins.str
     last_version: _builtins.int
@@ -700,6 +725,10 @@ class GetGameLogResponse(_message.Message):
     finished: _builtins.bool
     next_from_version: _builtins.int
     """0 when this page reached the end"""
+    halted_at_version: _builtins.int
+    """The game is halted at this version (an event the engine cannot read); its envelopes
+    are served as stored all the same. 0: not halted.
+    """
     @_builtins.property
     def envelopes(self) -> _containers.RepeatedCompositeFieldContainer[Global___LoggedEnvelope]: ...
     def __init__(
@@ -711,10 +740,11 @@ class GetGameLogResponse(_message.Message):
         last_version: _builtins.int = ...,
         finished: _builtins.bool = ...,
         next_from_version: _builtins.int = ...,
+        halted_at_version: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["envelopes", b"envelopes", "finished", b"finished", "game", b"game", "game_id", b"game_id", "last_version", b"last_version", "next_from_version", b"next_from_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["envelopes", b"envelopes", "finished", b"finished", "game", b"game", "game_id", b"game_id", "halted_at_version", b"halted_at_version", "last_version", b"last_version", "next_from_version", b"next_from_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -892,22 +922,30 @@ class RevealSeedResponse(_message.Message):
     VERSION_FIELD_NUMBER: _builtins.int
     ALL_REVEALED_FIELD_NUMBER: _builtins.int
     DEADLINE_UNIX_MS_FIELD_NUMBER: _builtins.int
+    RECEIPT_FIELD_NUMBER: _builtins.int
     version: _builtins.int
     """the game's version after the reveal was recorded"""
     all_revealed: _builtins.bool
     """every seat has revealed: the game's chance can run"""
     deadline_unix_ms: _builtins.int
     """after this, seats that did not reveal play with "" """
+    @_builtins.property
+    def receipt(self) -> Global___Receipt:
+        """The engine's signed statement that the log holds this seat's reveal at `receipt.version`
+        (its ClientSeedRevealed): the seat's proof, should the reveal ever be dropped.
+        """
+
     def __init__(
         self,
         *,
         version: _builtins.int = ...,
         all_revealed: _builtins.bool = ...,
         deadline_unix_ms: _builtins.int = ...,
+        receipt: Global___Receipt | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["receipt", b"receipt"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_revealed", b"all_revealed", "deadline_unix_ms", b"deadline_unix_ms", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_revealed", b"all_revealed", "deadline_unix_ms", b"deadline_unix_ms", "receipt", b"receipt", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

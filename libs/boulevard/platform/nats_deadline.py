@@ -1,0 +1,82 @@
+"""UNAVAILABLE within the client's deadline while NATS is away.
+
+Without this, a call that reaches a NATS request while the connection is down waits for
+that request's own timeout (5 s for a JetStream publish), so a client whose deadline is
+shorter sees DEADLINE_EXCEEDED, not the UNAVAILABLE that docs/security.md promises ("NATS
+away: retry later"). This interceptor answers for the handler shortly before the client's
+deadline, but only when NATS is disconnected at that moment: with NATS connected a slow call
+is just slow and keeps running to its natural end (DEADLINE_EXCEEDED if it misses).
+
+Cancelling a handler in the middle of a NATS publish is what the UNAVAILABLE of a
+SubmitAction already means (docs/security.md): the append may still land when NATS is back,
+so the client retries with the same idempotency key and the engine applies it once.
+
+Only unary calls are guarded; a stream's deadline is its whole life, not a wait on NATS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+
+from boulevard.platform.handlers import Behavior, Rewrapped, rewrapped
+
+# Answer this long before the client's deadline, so the answer arrives in time; never
+# earlier than half the time the client gave.
+MARGIN_SECONDS = 0.25
+
+UNAVAILABLE_DETAILS = (
+    "NATS is unreachable and did not answer within your deadline; the service is "
+    "reconnecting: retry later (SubmitAction: it may have been applied: retry with the "
+    "same idempotency_key)"
+)
+
+
+def answer_by(remaining: float) -> float:
+    """Seconds from now at which to answer UNAVAILABLE for a call with `remaining` seconds
+    of deadline left."""
+    return max(remaining - MARGIN_SECONDS, remaining / 2)
+
+
+class NatsDeadlineInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # no types
+    """`nats_up()` says whether the service's NATS connection is connected right now."""
+
+    def __init__(self, nats_up: Callable[[], bool]) -> None:
+        self._nats_up = nats_up
+        self._rewrapped = Rewrapped()
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        return self._rewrapped.get(
+            handler_call_details.method,
+            handler,
+            lambda inner: rewrapped(inner, self._guard, lambda behavior: behavior),
+        )
+
+    def _guard(self, behavior: Behavior) -> Behavior:
+        nats_up = self._nats_up
+
+        async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            remaining = context.time_remaining()
+            if remaining is None:  # no deadline: nothing to answer within
+                return await behavior(request, context)
+            call = asyncio.ensure_future(behavior(request, context))
+            done, _ = await asyncio.wait({call}, timeout=answer_by(remaining))
+            if done or nats_up():
+                return await call
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await call
+            await context.abort(grpc.StatusCode.UNAVAILABLE, UNAVAILABLE_DETAILS)
+
+        return guarded
