@@ -20,8 +20,8 @@ from boulevard.contract.clocks import (
     time_control_to_proto,
 )
 from boulevard.eventlog.jetstream import JetStreamEventStore, follow
-from boulevard.games.clock import TimeControl
 from boulevard.games.base import RulesError
+from boulevard.games.clock import TimeControl
 from boulevard.platform.auth import authorize, verify_token
 from boulevard.platform.errors import (
     FailedPrecondition,
