@@ -222,3 +222,85 @@ def test_a_timeout_forged_before_its_deadline_fails_the_audit_at_its_version(
         assert "before its deadline" in result.stdout, result.stdout
 
     asyncio.run(run())
+
+
+@pytest.mark.timeout(300)
+async def test_a_turn_based_player_who_left_comes_back_with_play_resume_and_finishes(
+    platform: Platform,
+) -> None:
+    """Seat 0's player leaves (never moves); a day-per-move game, here 3 s per move, times
+    the seat out and the platform's bot plays it while seat 1 plays on. The player comes
+    back with `boulevard play --resume <game_id>` (its screen, driven by Textual's pilot):
+    the seat is taken back with a signed reclaim, the player plays to the end, and the
+    game's audit passes with the hand-over in the log."""
+    from boulevard.cli.play import PlayApp
+    from tests.support.identity import mint
+
+    async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+        stub = engine_pb2_grpc.EngineServiceStub(channel)
+        created = await create_timed(stub, 2, "3s/move")
+        stalled = await first_to_act(stub, created.game_id)
+        game = get_game(GAME)
+        other = 1 - stalled
+        others = asyncio.create_task(
+            SeatPlayer(
+                stub,
+                created.game_id,
+                GAME,
+                other,
+                created.player_tokens[other],
+                game.bots["heuristic"],
+                random.Random(other),
+                seat_key(other),
+            ).play()
+        )
+        for _ in range(100):  # the seat's 3 s run out; the bot takes over
+            log = await stored_log_live(platform, created.game_id)
+            if timeouts_in(log) and stand_in_moves(log):
+                break
+            await asyncio.sleep(0.2)
+        assert timeouts_in(log) and stand_in_moves(log)
+        app = PlayApp(
+            GAME,
+            f"p{stalled}",
+            2,
+            token=mint(f"p{stalled}", ("player",), ttl=3600),
+            matchmaking=platform.address("matchmaking"),
+            engine=platform.address("engine"),
+            dice=platform.address("dice"),
+            key=seat_key(stalled),
+            resume=created.game_id,
+        )
+        moves = 0
+        deadline = time.monotonic() + 240
+        async with app.run_test(size=(150, 44)) as pilot:
+            while not app.finished:
+                assert time.monotonic() < deadline, f"no end; last status: {app.last_status}"
+                assert not app.failed, app.last_status
+                if app.choices:
+                    await pilot.press("s")
+                    await pilot.press("enter")
+                    moves += 1
+                await pilot.pause(0.02)
+        await asyncio.wait_for(others, 60)
+    assert moves > 0
+    log = await finished_log(platform, created.game_id)
+    types = [events_pb2.EventEnvelope.FromString(d).type for d in log]
+    assert types.count("SeatReclaimed") == 1
+    own_moves_after = [
+        json.loads(events_pb2.EventEnvelope.FromString(d).payload)
+        for d in log[types.index("SeatReclaimed") :]
+        if events_pb2.EventEnvelope.FromString(d).type == "CommandAccepted"
+    ]
+    assert any(m["seat"] == stalled and not m.get("stand_in") for m in own_moves_after)
+    result = audit_game(platform, created.game_id)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+async def stored_log_live(platform: Platform, game_id: str) -> list[bytes]:
+    """A running game's log as served (a hidden shuffle re-encoded without its values)."""
+    async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+        page = await engine_pb2_grpc.EngineServiceStub(channel).GetGameLog(
+            engine_pb2.GetGameLogRequest(game_id=game_id)
+        )
+    return [bytes(e.envelope) for e in page.envelopes]

@@ -342,11 +342,11 @@ def play(
         str,
         typer.Argument(
             metavar="GAME",
-            help=f"the game to play: {', '.join(sorted(REGISTRY))}",
+            help=f"the game to play: {', '.join(sorted(REGISTRY))} (not with --resume)",
             autocompletion=_game_names,
-            callback=_known_game,
+            callback=_known_game_or_any,
         ),
-    ],
+    ] = "",
     token: Annotated[
         str | None,
         typer.Option(
@@ -387,6 +387,24 @@ def play(
     dice: Annotated[
         str | None, typer.Option("--dice", metavar=HOST_PORT, help="the dice service's address")
     ] = None,
+    clock: Annotated[
+        str,
+        typer.Option(
+            "--clock",
+            metavar="CONTROL",
+            help="a time control: 10m+20s (real time: base + increment per move), 1d/move or "
+            "1d/move+1h (turn-based: per move + reserve), none; tables match only equal ones",
+        ),
+    ] = "none",
+    resume: Annotated[
+        str,
+        typer.Option(
+            "--resume",
+            metavar="GAME_ID",
+            help="sit down again at a running game of yours (taking your seat back from the "
+            "platform's bot if your time ran out in a turn-based game)",
+        ),
+    ] = "",
 ) -> None:
     """Sit down at a table and play a game in the terminal.
 
@@ -396,7 +414,8 @@ def play(
 
     _run(
         command.run, game=game, token=token, player=player, data_dir=data_dir, seats=seats,
-        bot_fill=bot_fill, matchmaking=matchmaking, engine=engine, dice=dice,
+        bot_fill=bot_fill, matchmaking=matchmaking, engine=engine, dice=dice, clock=clock,
+        resume=resume,
     )  # fmt: skip
 
 

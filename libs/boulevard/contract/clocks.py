@@ -3,7 +3,7 @@ events.proto) and boulevard.games.clock. Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from boulevard.api.v1 import events_pb2
 from boulevard.games.clock import ClockError, ClockKind, SeatTime, TimeControl
@@ -89,3 +89,34 @@ def _duration(text: str) -> int:
             except ValueError:
                 break
     raise ClockError(f"not a duration: {text!r} (e.g. 10m, 20s, 1d, 500ms)")
+
+
+def clock_line(clocks: Sequence[events_pb2.SeatClock], names: Sequence[str]) -> str:
+    """Every seat's time as the update carried it: "alice 4 min 10 s ▶, bob 10 min,
+    carol absent (bot)" (▶: running; the time is as of the update)."""
+    parts = []
+    for c in clocks:
+        who = names[c.seat] if c.seat < len(names) else f"seat {c.seat}"
+        if c.absent:
+            parts.append(f"{who} absent (bot)")
+            continue
+        parts.append(f"{who} {clock_words(c.remaining_ms)}{' ▶' if c.running else ''}")
+    return ", ".join(parts)
+
+
+def clock_words(ms: int) -> str:
+    """Time left for people: "1 d 3 h", "4 min 10 s", "8.2 s"."""
+    seconds = ms / 1000
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    s = int(seconds)
+    days, s = divmod(s, 86_400)
+    hours, s = divmod(s, 3600)
+    minutes, s = divmod(s, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    if minutes:
+        return f"{minutes} min {s} s" if s else f"{minutes} min"
+    return f"{s} s"

@@ -46,3 +46,17 @@ def test_an_absent_or_unspecified_control_is_no_clock_and_a_bad_one_is_refused()
         time_control_from_proto(events_pb2.TimeControl(kind=events_pb2.CLOCK_KIND_REAL_TIME))
     with pytest.raises(ClockError, match="unknown clock kind"):
         time_control_from_proto(events_pb2.TimeControl(kind=7))  # type: ignore[arg-type]
+
+
+def test_the_clock_line_people_read() -> None:
+    from boulevard.contract.clocks import clock_line, clock_words
+
+    clocks = [
+        events_pb2.SeatClock(seat=0, remaining_ms=250_000, running=True),
+        events_pb2.SeatClock(seat=1, remaining_ms=600_000),
+        events_pb2.SeatClock(seat=2, absent=True),
+    ]
+    line = clock_line(clocks, ["alice", "bob", "carol"])
+    assert line == "alice 4 min 10 s ▶, bob 10 min, carol absent (bot)"
+    assert clock_words(8_200) == "8.2 s"
+    assert clock_words(97_200_000) == "1 d 3 h"
