@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import subprocess
+import sys
 import time
 import uuid
 
@@ -35,7 +38,10 @@ GAME = "las_vegas"  # one seat asked at a time: the stalled seat is the only clo
 
 
 async def create_timed(
-    stub: engine_pb2_grpc.EngineServiceStub, players: int, control: str
+    stub: engine_pb2_grpc.EngineServiceStub,
+    players: int,
+    control: str,
+    names: list[str] | None = None,
 ) -> engine_pb2.CreateGameResponse:
     request_id = uuid.uuid4().hex
     created: engine_pb2.CreateGameResponse = await stub.CreateGame(
@@ -45,7 +51,7 @@ async def create_timed(
             seats=[
                 engine_pb2.SeatAssignment(
                     seat=i,
-                    player_id=f"p{i}",
+                    player_id=names[i] if names else f"p{i}",
                     client_seed_commitment=client_seed_commitment(seed_of(request_id, i)),
                     public_key=seat_key(i).public_hex,
                 )
@@ -304,3 +310,56 @@ async def stored_log_live(platform: Platform, game_id: str) -> list[bytes]:
             engine_pb2.GetGameLogRequest(game_id=game_id)
         )
     return [bytes(e.envelope) for e in page.envelopes]
+
+
+def test_games_mine_tells_a_player_where_it_is_their_turn_across_two_games(
+    platform: Platform, tmp_path: object
+) -> None:
+    """Two games with a clock where one player sits: `boulevard games --mine` (their JWT)
+    lists both, the one where it is their turn first, with their time left."""
+    from tests.support.identity import mint
+
+    me, other = f"me-{uuid.uuid4().hex[:6]}", f"them-{uuid.uuid4().hex[:6]}"
+
+    async def run() -> tuple[str, str]:
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            stub = engine_pb2_grpc.EngineServiceStub(channel)
+            one = await create_timed(stub, 2, "1d/move", names=[me, other])
+            two = await create_timed(stub, 2, "1d/move", names=[other, me])
+            first = await first_to_act(stub, one.game_id)
+            await first_to_act(stub, two.game_id)
+            # Game one: whoever is first; game two: the same seat number, so one of the two
+            # games is `me`'s turn and the other is not.
+            assert first == await first_to_act(stub, two.game_id)
+            mine = one.game_id if first == 0 else two.game_id
+            theirs = two.game_id if mine == one.game_id else one.game_id
+            return mine, theirs
+
+    mine, theirs = asyncio.run(run())
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "boulevard.cli.main", "games", "--mine", "--json",
+            "--token", mint(me, ("player",), ttl=600), "--engine", platform.address("engine"),
+        ],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    listed = json.loads(done.stdout)
+    assert listed["player_id"] == me
+    games = {g["game_id"]: g for g in listed["games"]}
+    assert list(games) == [mine, theirs]  # your turn first
+    assert games[mine]["your_turn"] and not games[theirs]["your_turn"]
+    assert 0 < games[mine]["remaining_ms"] <= 86_400_000
+    assert games[mine]["deadline_unix_ms"] and games[theirs]["deadline_unix_ms"] is None
+    text = subprocess.run(
+        [
+            sys.executable, "-m", "boulevard.cli.main", "games", "--mine",
+            "--token", mint(me, ("player",), ttl=600), "--engine", platform.address("engine"),
+        ],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert (
+        "your turn, 23 h 59 min left" in text.stdout or "your turn, 1 d 0 h left" in text.stdout
+    ), text.stdout
+    assert "your turn in 1" in text.stdout
