@@ -26,6 +26,7 @@ from boulevard.platform.auth import authorize, verify_token
 from boulevard.platform.errors import (
     FailedPrecondition,
     InvalidArgument,
+    NotFound,
     PermissionDenied,
     ResourceExhausted,
     Unauthenticated,
@@ -83,6 +84,7 @@ def summary_json(session: Session) -> bytes:
     return json.dumps(summary, sort_keys=True).encode()
 
 
+PLAYER_POLL_SECONDS = 0.5  # WatchPlayer looks at a player's games this often
 LIST_WAIT_SECONDS = 5.0  # ListGames waits this long for a replaying index, then UNAVAILABLE
 BURST_MAX = 128  # WatchGame in bursts mode: events per message at most (a catch-up splits)
 
@@ -519,6 +521,82 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         return engine_pb2.RenewPlayerTokenResponse(
             player_token=token, seat=seat, expires_unix_ms=expires * 1000
         )
+
+    async def WatchPlayer(
+        self, request: engine_pb2.WatchPlayerRequest, context: Context
+    ) -> AsyncIterator[engine_pb2.WatchPlayerResponse]:
+        """Every game of the caller (their JWT's subject), as the games index lists them,
+        looked at every PLAYER_POLL_SECONDS: a message per change of what the player must
+        know (playing, their turn, timed out, over). It reads the index and each of their
+        games as this replica holds it (cached), not every event."""
+        player = self.verifier.require(context.invocation_metadata(), PLAYER, "WatchPlayer")
+        me = player.subject
+        try:
+            await self.index.wait_ready(LIST_WAIT_SECONDS)
+        except IndexUnavailable as exc:
+            raise Unavailable(str(exc)) from None
+        seen: dict[str, tuple[int, bool, bool]] = {}  # game id -> (kind, your turn, absent)
+        while True:
+            for game_id, info in self.index.items():
+                if me not in info.players:
+                    continue
+                before = seen.get(game_id)
+                if info.status != "active":
+                    if before is not None and before[0] != engine_pb2.PLAYER_EVENT_KIND_GAME_OVER:
+                        seen[game_id] = (engine_pb2.PLAYER_EVENT_KIND_GAME_OVER, False, False)
+                        yield engine_pb2.WatchPlayerResponse(
+                            game_id=game_id,
+                            game=info.game,
+                            kind=engine_pb2.PLAYER_EVENT_KIND_GAME_OVER,
+                            seat=info.players.index(me),
+                        )
+                    continue
+                update = await self._player_update(game_id, me)
+                if update is None:
+                    continue
+                absent = update.clock.absent
+                now = (update.kind, update.your_turn, absent)
+                if before is None:
+                    update.kind = engine_pb2.PLAYER_EVENT_KIND_PLAYING
+                elif update.kind == engine_pb2.PLAYER_EVENT_KIND_GAME_OVER:
+                    pass
+                elif absent and not before[2]:
+                    update.kind = engine_pb2.PLAYER_EVENT_KIND_TIMED_OUT
+                elif update.your_turn and not before[1]:
+                    update.kind = engine_pb2.PLAYER_EVENT_KIND_YOUR_TURN
+                else:
+                    seen[game_id] = now
+                    continue
+                seen[game_id] = (update.kind, update.your_turn, absent)
+                yield update
+            await asyncio.sleep(PLAYER_POLL_SECONDS)
+
+    async def _player_update(
+        self, game_id: str, player_id: str
+    ) -> engine_pb2.WatchPlayerResponse | None:
+        try:
+            session = await self.engine.load(game_id)
+        except NotFound:
+            return None
+        seat = next((s.seat for s in session.created.seats if s.player_id == player_id), None)
+        if seat is None:
+            return None
+        now = self.engine.clock()
+        update = engine_pb2.WatchPlayerResponse(
+            game_id=game_id,
+            game=session.game.name,
+            kind=engine_pb2.PLAYER_EVENT_KIND_GAME_OVER
+            if session.finished is not None
+            else engine_pb2.PLAYER_EVENT_KIND_PLAYING,
+            seat=seat,
+            version=session.version,
+            your_turn=seat in session.to_act(),
+        )
+        times = session.clock_times(now)
+        if times:
+            update.clock.CopyFrom(seat_clocks_to_proto(times)[seat])
+            update.clocks_unix_ms = now
+        return update
 
     async def ListGames(
         self, request: engine_pb2.ListGamesRequest, context: Context

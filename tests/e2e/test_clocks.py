@@ -363,3 +363,65 @@ def test_games_mine_tells_a_player_where_it_is_their_turn_across_two_games(
         "your turn, 23 h 59 min left" in text.stdout or "your turn, 1 d 0 h left" in text.stdout
     ), text.stdout
     assert "your turn in 1" in text.stdout
+
+
+def test_the_player_stream_tells_each_player_when_it_is_their_turn_across_two_games(
+    platform: Platform,
+) -> None:
+    """Two players at two tables (seated in opposite orders): each one's WatchPlayer stream
+    (their JWT only) names both games when it opens, and says YOUR_TURN when a move of the
+    other makes it their turn."""
+    from tests.support.identity import mint
+
+    a, b = f"a-{uuid.uuid4().hex[:6]}", f"b-{uuid.uuid4().hex[:6]}"
+
+    async def first_messages(
+        stub: engine_pb2_grpc.EngineServiceStub, who: str, want: int
+    ) -> tuple[grpc.aio.UnaryStreamCall, list[engine_pb2.WatchPlayerResponse]]:
+        call = stub.WatchPlayer(
+            engine_pb2.WatchPlayerRequest(),
+            metadata=(("authorization", f"Bearer {mint(who, ('player',), ttl=600)}"),),
+        )
+        got = [await asyncio.wait_for(call.read(), 10) for _ in range(want)]
+        return call, got
+
+    async def run() -> None:
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            stub = engine_pb2_grpc.EngineServiceStub(channel)
+            one = await create_timed(stub, 2, "1d/move", names=[a, b])
+            two = await create_timed(stub, 2, "1d/move", names=[b, a])
+            first = await first_to_act(stub, one.game_id)
+            assert first == await first_to_act(stub, two.game_id)
+            streams = {}
+            for who in (a, b):
+                call, opening = await first_messages(stub, who, 2)
+                assert {m.game_id for m in opening} == {one.game_id, two.game_id}
+                assert all(m.kind == engine_pb2.PLAYER_EVENT_KIND_PLAYING for m in opening)
+                # Seat `first` is to act at both tables: that is one of a's games and one of
+                # b's, so each player is told it is their turn in exactly one.
+                assert sum(m.your_turn for m in opening) == 1, opening
+                streams[who] = call
+            # Whoever is to act at table one moves until the other seat is asked there.
+            game = get_game(GAME)
+            mover = first
+            token = one.player_tokens[mover]
+            player = SeatPlayer(
+                stub, one.game_id, GAME, mover, token, game.bots["heuristic"],
+                random.Random(1), seat_key(mover),
+            )  # fmt: skip
+            waiting_for = [a, b][1 - mover]
+            for _ in range(20):
+                g = await stub.GetGame(engine_pb2.GetGameRequest(game_id=one.game_id))
+                if (1 - mover) in g.to_act:
+                    break
+                await player._act(game)
+            told = await asyncio.wait_for(streams[waiting_for].read(), 10)
+            assert (told.game_id, told.kind) == (
+                one.game_id,
+                engine_pb2.PLAYER_EVENT_KIND_YOUR_TURN,
+            )
+            assert told.your_turn and told.clock.running and told.clock.remaining_ms > 0
+            for call in streams.values():
+                call.cancel()
+
+    asyncio.run(run())

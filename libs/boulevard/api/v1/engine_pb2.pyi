@@ -49,6 +49,35 @@ written by a newer release): it takes no more commands, and every audit fails th
 """
 Global___GameStatus: _TypeAlias = GameStatus  # noqa: Y015
 
+class _PlayerEventKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _PlayerEventKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_PlayerEventKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    PLAYER_EVENT_KIND_UNSPECIFIED: _PlayerEventKind.ValueType  # 0
+    PLAYER_EVENT_KIND_PLAYING: _PlayerEventKind.ValueType  # 1
+    """a running game of yours (when the stream opens, or new)"""
+    PLAYER_EVENT_KIND_YOUR_TURN: _PlayerEventKind.ValueType  # 2
+    """the game now asks your seat to act"""
+    PLAYER_EVENT_KIND_TIMED_OUT: _PlayerEventKind.ValueType  # 3
+    """your seat's time ran out: the platform's bot plays it"""
+    PLAYER_EVENT_KIND_GAME_OVER: _PlayerEventKind.ValueType  # 4
+    """the game ended"""
+
+class PlayerEventKind(_PlayerEventKind, metaclass=_PlayerEventKindEnumTypeWrapper): ...
+
+PLAYER_EVENT_KIND_UNSPECIFIED: PlayerEventKind.ValueType  # 0
+PLAYER_EVENT_KIND_PLAYING: PlayerEventKind.ValueType  # 1
+"""a running game of yours (when the stream opens, or new)"""
+PLAYER_EVENT_KIND_YOUR_TURN: PlayerEventKind.ValueType  # 2
+"""the game now asks your seat to act"""
+PLAYER_EVENT_KIND_TIMED_OUT: PlayerEventKind.ValueType  # 3
+"""your seat's time ran out: the platform's bot plays it"""
+PLAYER_EVENT_KIND_GAME_OVER: PlayerEventKind.ValueType  # 4
+"""the game ended"""
+Global___PlayerEventKind: _TypeAlias = PlayerEventKind  # noqa: Y015
+
 @_typing.final
 class SeatAssignment(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
@@ -1009,3 +1038,64 @@ class ReclaimSeatResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ReclaimSeatResponse: _TypeAlias = ReclaimSeatResponse  # noqa: Y015
+
+@_typing.final
+class WatchPlayerRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchPlayerRequest: _TypeAlias = WatchPlayerRequest  # noqa: Y015
+
+@_typing.final
+class WatchPlayerResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    GAME_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
+    YOUR_TURN_FIELD_NUMBER: _builtins.int
+    CLOCK_FIELD_NUMBER: _builtins.int
+    CLOCKS_UNIX_MS_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    game: _builtins.str
+    kind: Global___PlayerEventKind.ValueType
+    seat: _builtins.int
+    """your seat in the game"""
+    version: _builtins.int
+    """the game's version when this was seen"""
+    your_turn: _builtins.bool
+    """the game asks your seat to act now"""
+    clocks_unix_ms: _builtins.int
+    @_builtins.property
+    def clock(self) -> _events_pb2.SeatClock:
+        """your seat's clock at clocks_unix_ms (absent without a clock)"""
+
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        game: _builtins.str = ...,
+        kind: Global___PlayerEventKind.ValueType = ...,
+        seat: _builtins.int = ...,
+        version: _builtins.int = ...,
+        your_turn: _builtins.bool = ...,
+        clock: _events_pb2.SeatClock | None = ...,
+        clocks_unix_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "clocks_unix_ms", b"clocks_unix_ms", "game", b"game", "game_id", b"game_id", "kind", b"kind", "seat", b"seat", "version", b"version", "your_turn", b"your_turn"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchPlayerResponse: _TypeAlias = WatchPlayerResponse  # noqa: Y015

@@ -91,6 +91,11 @@ class EngineServiceStub:
                 request_serializer=boulevard_dot_v1_dot_engine__pb2.ReclaimSeatRequest.SerializeToString,
                 response_deserializer=boulevard_dot_v1_dot_engine__pb2.ReclaimSeatResponse.FromString,
                 _registered_method=True)
+        self.WatchPlayer = channel.unary_stream(
+                '/boulevard.v1.EngineService/WatchPlayer',
+                request_serializer=boulevard_dot_v1_dot_engine__pb2.WatchPlayerRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_engine__pb2.WatchPlayerResponse.FromString,
+                _registered_method=True)
         self.GetEngineKey = channel.unary_unary(
                 '/boulevard.v1.EngineService/GetEngineKey',
                 request_serializer=boulevard_dot_v1_dot_engine__pb2.GetEngineKeyRequest.SerializeToString,
@@ -179,6 +184,15 @@ class EngineServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchPlayer(self, request, context):
+        """One stream for a player across all their games (their bearer JWT, no seat tokens):
+        each running game of theirs when it opens, then a message whenever one starts, becomes
+        their turn, times their seat out, or ends (docs/clients.md, "The player stream").
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetEngineKey(self, request, context):
         """The Ed25519 key that signs receipts (SubmitActionResponse.receipt).
         """
@@ -238,6 +252,11 @@ def add_EngineServiceServicer_to_server(servicer, server):
                     servicer.ReclaimSeat,
                     request_deserializer=boulevard_dot_v1_dot_engine__pb2.ReclaimSeatRequest.FromString,
                     response_serializer=boulevard_dot_v1_dot_engine__pb2.ReclaimSeatResponse.SerializeToString,
+            ),
+            'WatchPlayer': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchPlayer,
+                    request_deserializer=boulevard_dot_v1_dot_engine__pb2.WatchPlayerRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_engine__pb2.WatchPlayerResponse.SerializeToString,
             ),
             'GetEngineKey': grpc.unary_unary_rpc_method_handler(
                     servicer.GetEngineKey,
@@ -522,6 +541,33 @@ class EngineService:
             '/boulevard.v1.EngineService/ReclaimSeat',
             boulevard_dot_v1_dot_engine__pb2.ReclaimSeatRequest.SerializeToString,
             boulevard_dot_v1_dot_engine__pb2.ReclaimSeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchPlayer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/boulevard.v1.EngineService/WatchPlayer',
+            boulevard_dot_v1_dot_engine__pb2.WatchPlayerRequest.SerializeToString,
+            boulevard_dot_v1_dot_engine__pb2.WatchPlayerResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -66,6 +66,11 @@ class EngineServiceStub:
     """A seat that timed out in a turn-based game takes its place back from the platform's bot
     (docs/clients.md, "Clocks"): signed by the seat's key, for the version it saw.
     """
+    WatchPlayer: _grpc.UnaryStreamMultiCallable[_engine_pb2.WatchPlayerRequest, _engine_pb2.WatchPlayerResponse]
+    """One stream for a player across all their games (their bearer JWT, no seat tokens):
+    each running game of theirs when it opens, then a message whenever one starts, becomes
+    their turn, times their seat out, or ends (docs/clients.md, "The player stream").
+    """
     GetEngineKey: _grpc.UnaryUnaryMultiCallable[_engine_pb2.GetEngineKeyRequest, _engine_pb2.GetEngineKeyResponse]
     """The Ed25519 key that signs receipts (SubmitActionResponse.receipt)."""
 
@@ -106,6 +111,11 @@ class EngineServiceAsyncStub(EngineServiceStub):
     ReclaimSeat: _aio.UnaryUnaryMultiCallable[_engine_pb2.ReclaimSeatRequest, _engine_pb2.ReclaimSeatResponse]  # type: ignore[assignment]
     """A seat that timed out in a turn-based game takes its place back from the platform's bot
     (docs/clients.md, "Clocks"): signed by the seat's key, for the version it saw.
+    """
+    WatchPlayer: _aio.UnaryStreamMultiCallable[_engine_pb2.WatchPlayerRequest, _engine_pb2.WatchPlayerResponse]  # type: ignore[assignment]
+    """One stream for a player across all their games (their bearer JWT, no seat tokens):
+    each running game of theirs when it opens, then a message whenever one starts, becomes
+    their turn, times their seat out, or ends (docs/clients.md, "The player stream").
     """
     GetEngineKey: _aio.UnaryUnaryMultiCallable[_engine_pb2.GetEngineKeyRequest, _engine_pb2.GetEngineKeyResponse]  # type: ignore[assignment]
     """The Ed25519 key that signs receipts (SubmitActionResponse.receipt)."""
@@ -204,6 +214,17 @@ class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_engine_pb2.ReclaimSeatResponse, _abc.Awaitable[_engine_pb2.ReclaimSeatResponse]]:
         """A seat that timed out in a turn-based game takes its place back from the platform's bot
         (docs/clients.md, "Clocks"): signed by the seat's key, for the version it saw.
+        """
+
+    @_abc_1.abstractmethod
+    def WatchPlayer(
+        self,
+        request: _engine_pb2.WatchPlayerRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_engine_pb2.WatchPlayerResponse], _abc.AsyncIterator[_engine_pb2.WatchPlayerResponse]]:
+        """One stream for a player across all their games (their bearer JWT, no seat tokens):
+        each running game of theirs when it opens, then a message whenever one starts, becomes
+        their turn, times their seat out, or ends (docs/clients.md, "The player stream").
         """
 
     @_abc_1.abstractmethod
