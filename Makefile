@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 BUF     := tools/buf/node_modules/.bin/buf
 
 .DEFAULT_GOAL := help
-.PHONY: help setup proto proto-check nats-config run test test-unit test-integration explore lint format bench clean
+.PHONY: help setup proto proto-check web nats-config run test test-unit test-integration explore lint format bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -29,6 +29,9 @@ proto: $(STAMP) ## regenerate libs/boulevard/api from protos/
 
 proto-check: $(STAMP) ## fail if the committed generated code drifted from protos/
 	$(BIN)/python tools/gen_protos.py --check
+
+web: ## rebuild the web app (web/, TypeScript) into libs/boulevard/web/static with npm
+	cd web && npm ci --no-audit --no-fund && node build.mjs
 
 nats-config: $(STAMP) ## render deploy/nats/nats-permissions.conf (+ its k8s copy) from the identities code
 	$(BIN)/python tools/render_nats_config.py

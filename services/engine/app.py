@@ -90,6 +90,7 @@ class EngineApp:
             on_halted=self._finished,  # the index says "halted" (summary_json)
             reveal_seconds=s.engine_reveal_seconds,
             idle_trim_seconds=s.engine_idle_trim_seconds,
+            rules_release=s.engine_new_games_rules_release,
             receipt_key=load_key(
                 s.engine_signing_key.get_secret_value(),
                 s.engine_signing_key_file or s.data_dir / "engine" / "signing-key",

@@ -27,7 +27,7 @@ from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.signing import SigningKey, reclaim_signing_bytes, verify
 from boulevard.contract import mapping
 from boulevard.fairness import MAX_CLIENT_SEED_BYTES, client_seed_commitment, is_commitment
-from boulevard.games import REGISTRY, get_game
+from boulevard.games import REGISTRY
 from boulevard.games.base import (
     ClientSeedRevealed,
     CommandAccepted,
@@ -41,6 +41,7 @@ from boulevard.games.base import (
     check_options,
 )
 from boulevard.games.clock import ClockKind, TimeControl
+from boulevard.games.versions import RulesVersion, for_release
 from boulevard.platform.auth import PlayerClaims
 from boulevard.platform.errors import (
     Aborted,
@@ -382,6 +383,8 @@ class Create:
     reveal_ms: int
     issue_token: Callable[[str, int, str], str]
     time_control: TimeControl | None = None
+    # New games take this release's rules ("": the newest; engine_new_games_rules_release).
+    rules_release: str = ""
     settles_first: ClassVar[bool] = False
     pinned: bool = False
 
@@ -398,7 +401,7 @@ class Create:
             raise InvalidArgument(
                 f"unknown game {self.game_name!r}; known: {', '.join(sorted(REGISTRY))}"
             )
-        game = get_game(self.game_name)
+        game = self.rules().definition
         seats = self.seats
         if not game.min_players <= len(seats) <= game.max_players:
             raise InvalidArgument(
@@ -426,6 +429,11 @@ class Create:
         if self.match_id and not GAME_ID.match(self.match_id):
             raise InvalidArgument("malformed match id")
 
+    def rules(self) -> RulesVersion:
+        """The rules a new game takes: the newest, or during a rolling upgrade the ones of
+        the release the engine was told to keep creating games with."""
+        return for_release(self.game_name, self.rules_release)
+
     async def open(self) -> Session:
         """A new game: the dice service draws and commits its seed knowing only the seats'
         commitments (the seeds themselves come later, with RevealSeed)."""
@@ -452,6 +460,8 @@ class Create:
             match_id=self.match_id,
             reveal_deadline_unix_ms=opened.reveal_deadline_unix_ms,
             time_control=self.time_control,
+            # Pinned for the game's whole life (docs/architecture.md, "Rules versions").
+            rules_version=self.rules().pin,
         )
         return Session.new(self.game_id, created)
 

@@ -25,7 +25,7 @@ from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.signing import SigningKey, chain_hash
 from boulevard.eventlog.errors import ConcurrencyConflict
 from boulevard.eventlog.store import EventStore, NewEvent
-from boulevard.games import clock
+from boulevard.games import REGISTRY, clock
 from boulevard.games.base import (
     ClientSeedsFixed,
     CommandAccepted,
@@ -36,6 +36,7 @@ from boulevard.games.base import (
 )
 from boulevard.games.clock import TimeControl
 from boulevard.games.codec import Codec
+from boulevard.games.versions import UnknownRulesVersion, for_release
 from boulevard.platform import metrics, tracing
 from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
 from boulevard.platform.errors import (
@@ -65,7 +66,7 @@ from services.engine.commands import (
     TimeOut,
     from_action,
 )
-from services.engine.sessions import Session, envelope_of
+from services.engine.sessions import Session, StaleSnapshot, envelope_of
 
 __all__ = ["Engine", "MemoryKeyValue", "OutcomeUnknown", "SeatRequest", "Submitted", "game_id_for"]
 
@@ -125,7 +126,13 @@ class Engine:
         receipt_key: SigningKey | None = None,
         idle_trim_seconds: float = 30.0,
         stand_in_key: SigningKey | None = None,
+        rules_release: str = "",
     ) -> None:
+        # New games take this release's rules ("": the newest recorded). Checked now, so a
+        # misspelt release fails the start, not the first CreateGame.
+        for name in REGISTRY:
+            for_release(name, rules_release)
+        self.rules_release = rules_release
         self.store = store
         self.chance = chance
         self.snapshots = snapshots
@@ -265,6 +272,7 @@ class Engine:
                 reveal_ms=self.reveal_ms,
                 issue_token=self.seat_token,
                 time_control=time_control,
+                rules_release=self.rules_release,
             )
         )
 
@@ -275,16 +283,16 @@ class Engine:
         command pipeline"). A lost race with another writer reloads the game and runs the
         steps again, unless the caller pinned the version it decided on (ABORTED).
 
-        Where this wave's other steps go: a game whose log holds an event this engine cannot
-        read is halted right after the load; the rules a game runs by are chosen from its
-        GameCreated where the session is made (`Session.new`, `Session.from_snapshot`); a
-        receipt for each call is its command's `receipt` step; a seat's timeout and a bot's
-        move for an absent seat are commands of their own (commands.py), which a sweeper
-        hands to `handle` as a player's call does."""
+        The rules a game runs by are the ones its GameCreated names, chosen where the session
+        is made (`Session.new`, `Session.from_snapshot`); a command that is not a player's
+        (a seat's timeout, a bot's move for an absent seat) is a class of its own in
+        commands.py, handed to `handle` by a sweeper as a player's call is by the server."""
         command.authorize()  # who may ask, before anything is read
         for _attempt in range(MAX_RETRIES):
             async with self._lock(command.game_id):
-                session = await self._load_or_none(command.game_id)  # cache, snapshot, log
+                # The game from cache, snapshot and log, with the rules its GameCreated
+                # names: never other rules (FAILED_PRECONDITION when not hosted here).
+                session = await self._load_or_none(command.game_id)
                 if session is None:
                     session = await command.open()  # a new game, or NOT_FOUND
                 self.refuse_halted(session)  # an event it cannot read stopped the game
@@ -376,6 +384,21 @@ class Engine:
             _LOADED_FROM_CACHE.inc()
             self._used(game_id)
             return cached
+        try:
+            session = await self._fold(game_id)
+        except UnknownRulesVersion as err:
+            # Never replayed with other rules: the game waits for an engine that has them.
+            raise FailedPrecondition(
+                f"game {game_id!r}: {err}; an engine of a release that hosts it must serve it"
+            ) from None
+        if session is not None:
+            self._cache(session)
+            self._track_clock(session)
+        return session
+
+    async def _fold(self, game_id: str) -> Session | None:
+        """The game from its sealed snapshot (if it can be trusted) and its log's tail,
+        folded by the rules version its GameCreated names (`rules_of`, sessions.py)."""
         session: Session | None = None
         raw = await self.snapshots.get(game_id)
         if raw is not None:
@@ -411,9 +434,7 @@ class Engine:
                 session.apply_envelope(envelope, recorded.data)
             except Exception as exc:  # any event the rules cannot read or apply halts
                 await self._halt(session, recorded.version, f"{envelope.type or 'an event'}: {exc}")
-        if session is not None:
-            self._cache(session)
-            self._track_clock(session)
+
         return session
 
     async def _halt(self, session: Session, version: int, why: str) -> None:
@@ -454,6 +475,10 @@ class Engine:
         body, _version, _head = opened
         try:
             return Session.from_snapshot(game_id, body)
+        except StaleSnapshot as stale:
+            log.info("snapshot of another schema: rebuilding from the log", game_id=game_id)
+            log.debug("stale snapshot", why=str(stale))
+            return None
         except (ValueError, KeyError, TypeError, RulesError):
             self._forged_snapshot(game_id, "it does not decode")
             return None

@@ -14,7 +14,7 @@ from typing import Any
 
 from boulevard.api.v1 import events_pb2
 from boulevard.audit.signing import ZERO_HASH, chain_hash
-from boulevard.games import clock, get_game
+from boulevard.games import clock
 from boulevard.games.base import (
     ChanceKind,
     ChanceResolved,
@@ -29,6 +29,13 @@ from boulevard.games.base import (
     transfers_of,
 )
 from boulevard.games.codec import Codec, from_plain, to_plain
+from boulevard.games.upcasting import SCHEMA_VERSION
+from boulevard.games.versions import rules_for
+
+
+class StaleSnapshot(ValueError):
+    """A snapshot written at another schema: not used (the log, read through the
+    upcasters, is the one source that knows old shapes); the game is rebuilt from its log."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +232,7 @@ class Session:
         """Fold one envelope read from the log; `stored` (its bytes as stored) moves the
         chain head along. Raises RulesError (and leaves the session as it was) when the
         payload does not decode; evolve may raise on an event the rules cannot apply."""
-        event = self.codec.loads(envelope.payload)
+        event = self.codec.load_stored(envelope.payload, envelope.schema_version)
         time_ms = int(envelope.time_unix_ms)
         self.apply(event, int(envelope.version), envelope.causation_id, time_ms)
         if stored:
@@ -235,6 +242,7 @@ class Session:
     # Snapshots: the session's fold as canonical JSON, with the version it stands at.
     def snapshot(self) -> bytes:
         data = {
+            "schema_version": SCHEMA_VERSION,
             "version": self.version,
             "game": self.game.name,
             "created": to_plain(self.created),
@@ -253,12 +261,17 @@ class Session:
     @classmethod
     def from_snapshot(cls, game_id: str, raw: bytes) -> Session:
         data = json.loads(raw)
-        game = get_game(data["game"])
+        if data.get("schema_version", 0) != SCHEMA_VERSION:
+            raise StaleSnapshot(f"snapshot schema {data.get('schema_version', 0)}")
+        created = from_plain(GameCreated, data["created"])
+        # The sealed snapshot carries the game's rules version (in `created`): the state
+        # is folded on by those rules or by none (UnknownRulesVersion).
+        game = rules_for(created.game, created.rules_version).definition
         state_type = type(game.initial_state())
         return cls(
             game_id=game_id,
             game=game,
-            created=from_plain(GameCreated, data["created"]),
+            created=created,
             state=from_plain(state_type, data["state"]),
             version=data["version"],
             finished=from_plain(GameFinished, data["finished"]) if data["finished"] else None,
@@ -272,7 +285,9 @@ class Session:
 
     @classmethod
     def new(cls, game_id: str, created: GameCreated) -> Session:
-        game = get_game(created.game)
+        """A game about to fold its log: decided by the rules version its GameCreated
+        names, or by none (UnknownRulesVersion: never replayed with other rules)."""
+        game = rules_for(created.game, created.rules_version).definition
         return cls(game_id, game, created, game.initial_state())
 
 
@@ -310,6 +325,7 @@ def envelope_of(
         causation_id=causation_id,
         correlation_id=correlation_id,
         payload=codec.dumps(event),
+        schema_version=SCHEMA_VERSION,
         transfers=[
             events_pb2.Transfer(source=t.source, target=t.target, amount=t.amount, reason=t.reason)
             for t in transfers_of(event)

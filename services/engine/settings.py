@@ -44,6 +44,10 @@ class EngineSettings(Settings):
     # create) `bot_signing_key_file`, by default `<data_dir>/bots/signing-key`.
     bot_signing_key: SecretStr = SecretStr("")
     bot_signing_key_file: Path | None = None
+    # New games take the rules of this release (a name in releases.json); "": the newest
+    # recorded rules. During a rolling upgrade, set it to the release still running beside
+    # this one, and clear it once no engine of that release is left (docs/operations.md).
+    engine_new_games_rules_release: str = ""
 
 
 @cache

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Sequence
 
 import grpc
@@ -9,6 +11,7 @@ import structlog
 from nats.aio.client import Client as NATS
 
 from boulevard.api.v1 import ledger_pb2, ledger_pb2_grpc
+from boulevard.messaging.lag import sample_forever
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from services.ledger.book import LedgerBook
 from services.ledger.checkpoint import LedgerCheckpoints, open_bucket
@@ -33,6 +36,7 @@ class LedgerApp:
         self.book = LedgerBook()
         self.poster: Poster | None = None
         self.reader: LedgerReader | None = None
+        self._sampling: asyncio.Task[None] | None = None
 
     async def start(self, nc: NATS) -> None:
         s = self.settings
@@ -69,6 +73,12 @@ class LedgerApp:
             checkpoints=checkpoints,
         )
         await self.poster.start()
+        # Its GAMES consumer's lag, and the replicas of the streams money depends on.
+        self._sampling = asyncio.create_task(
+            sample_forever(js, [(s.games_stream, s.ledger_consumer)],
+                           [s.games_stream, s.ledger_stream]),
+            name="ledger-lag",
+        )  # fmt: skip
         self.reader = LedgerReader(self.book, journal, js, s.games_stream, s.games_subject_prefix)
         self.reader.public_key = self.signer.public_key
         log.info("ledger key", key_id=self.signer.key_id, public_key=self.signer.public_key.hex())
@@ -78,5 +88,9 @@ class LedgerApp:
         ledger_pb2_grpc.add_LedgerServiceServicer_to_server(LedgerServicer(self.reader), server)
 
     async def stop(self) -> None:
+        if self._sampling is not None:
+            self._sampling.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sampling
         if self.poster is not None:
             await self.poster.stop()

@@ -105,15 +105,20 @@ class LedgerBook:
 
     # Reading LEDGER back --------------------------------------------------------------
 
-    def load(self, kind: str, data: bytes, stream_seq: int, subject: str = "") -> None:
+    def load(
+        self, kind: str, data: bytes, stream_seq: int, subject: str = ""
+    ) -> JournalEntry | None:
         """Apply one stored LEDGER message. One that does not decode, an entry that does not
         chain, balance or respect the account rules, or a head that does not match the
         tree, was not written by this service as it should have been: it is quarantined
         (a LEDGER ALARM, counted, its sequence kept in `quarantined`) and the rebuild goes
-        on, so one bad message cannot keep the ledger from starting."""
+        on, so one bad message cannot keep the ledger from starting. Returns the entry
+        applied, if it was one."""
+        entry = None
         try:
             if kind == "entry":
-                self._index(decode_and_append(self.ledger, data), stream_seq)
+                entry = decode_and_append(self.ledger, data)
+                self._index(entry, stream_seq)
             elif kind == "head":
                 sth = head_from_pb(ledger_pb2.SignedTreeHead.FromString(data))
                 size = sth.head.tree_size
@@ -126,7 +131,9 @@ class LedgerBook:
         except Exception as exc:
             self.quarantined.append(stream_seq)
             poisoned("ledger.rebuild", f"bad_{kind}", subject=subject, seq=stream_seq, error=exc)
+            entry = None
         self.last_stream_seq = stream_seq
+        return entry
 
     def _index(self, entry: JournalEntry, stream_seq: int) -> None:
         self.stream_seqs.append(stream_seq)

@@ -25,13 +25,14 @@ from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import FetchTimeoutError, NotFoundError
 
-from boulevard.accounting import JournalEntry, TreeHeadSigner
+from boulevard.accounting import JournalEntry, LedgerError, TreeHeadSigner
+from boulevard.accounting.journal import postings_from_transfers
 from boulevard.api.v1 import events_pb2
 from boulevard.audit.signing import chain_hash
-from boulevard.eventlog.jetstream import decode_commit
+from boulevard.eventlog.jetstream import JetStreamEventStore, decode_commit
 from boulevard.messaging.poison import poisoned
 from boulevard.platform import metrics
-from services.ledger.book import LedgerBook, Rejection
+from services.ledger.book import LedgerBook, Rejection, entry_source
 from services.ledger.checkpoint import CheckpointRejected, LedgerCheckpoints
 from services.ledger.journal_log import LedgerLog, Outgoing
 from services.ledger.mapping import head_to_pb
@@ -84,6 +85,12 @@ class Poster:
         self.last_rebuild: tuple[str, int] = ("log", 0)
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
+        # Entries read back from LEDGER (not posted by this process) that no signed head
+        # covers yet, by seq; and, once one is found that no game event explains, that
+        # entry and why: the ledger then signs no more heads (a LEDGER ALARM).
+        self.unvouched: dict[int, JournalEntry] = {}
+        self.refusing: tuple[int, str] | None = None
+        self._games = JetStreamEventStore(nc, games_stream, games_prefix)
 
     async def rebuild(self) -> None:
         """Throw the in-memory view away and read it back: from the latest checkpoint and
@@ -96,10 +103,21 @@ class Poster:
         if self.checkpoints is not None and await self._load_checkpoint():
             source = "checkpoint"
         checkpointed, loaded_in = book.size, time.perf_counter() - started
-        await journal.replay(
-            lambda subject, data, seq: book.load(journal.kind_of(subject), data, seq, subject),
-            from_seq=book.last_stream_seq + 1,
-        )
+        # The entries read back that no signed head covers: this process did not post
+        # them, so before it signs a head over them each must be a game event's (`_vouch`).
+        self.unvouched = {}
+        self.refusing = None
+
+        def load(subject: str, data: bytes, seq: int) -> None:
+            kind = journal.kind_of(subject)
+            entry = book.load(kind, data, seq, subject)
+            if entry is not None:
+                self.unvouched[entry.seq] = entry
+            elif kind == "head":
+                signed = book.signed_size
+                self.unvouched = {s: e for s, e in self.unvouched.items() if s > signed}
+
+        await journal.replay(load, from_seq=book.last_stream_seq + 1)
         seconds = time.perf_counter() - started
         self.last_rebuild = (source, checkpointed)
         metrics.LEDGER_TREE_SIZE.set(book.size)
@@ -381,6 +399,10 @@ class Poster:
         size = book.size
         if size <= book.signed_size:
             return
+        if self.unvouched and self.refusing is None:
+            await self._vouch()
+        if self.refusing is not None:
+            return  # never a head over an entry no game event explains
         sth = self.signer.sign(size, book.ledger.tree.root(size), self.clock())
         (seq,) = await self.journal.publish(
             [
@@ -395,6 +417,66 @@ class Poster:
         book.add_head(sth, seq)
         book.last_stream_seq = seq
         log.info("tree head signed", tree_size=size, root=sth.head.root_hash.hex())
+
+    async def _vouch(self) -> None:
+        """Check each entry read back from LEDGER that no head covers against the game
+        event it names on GAMES: the same event (id, type, time), the postings its
+        transfers make, or for an anchor the chain hash of its GameFinished. The first that
+        does not match is a LEDGER ALARM: the ledger stops signing (`refusing`), since a
+        head over it would vouch for money no game moved (someone wrote LEDGER with the
+        ledger's identity and key)."""
+        logs: dict[str, dict[int, tuple[events_pb2.EventEnvelope, bytes]]] = {}
+        for seq in sorted(self.unvouched):
+            entry = self.unvouched[seq]
+            game_id = entry.source.game_id
+            if game_id not in logs:
+                logs[game_id] = {}
+                for recorded in await self._games.read(game_id):
+                    try:
+                        env = events_pb2.EventEnvelope.FromString(recorded.data)
+                    except DecodeError:
+                        continue
+                    logs[game_id][recorded.version] = (env, recorded.data)
+            why = unexplained(entry, logs[game_id].get(entry.source.version))
+            if why is not None:
+                self.refusing = (seq, why)
+                metrics.LEDGER_UNEXPLAINED.inc()
+                log.error(
+                    "LEDGER ALARM: an entry no game event explains; signing no more heads",
+                    seq=seq,
+                    game_id=game_id,
+                    version=entry.source.version,
+                    why=why,
+                )
+                return
+            del self.unvouched[seq]
+
+
+def unexplained(
+    entry: JournalEntry, event: tuple[events_pb2.EventEnvelope, bytes] | None
+) -> str | None:
+    """Why the game event (envelope, stored bytes) does not explain `entry`; None if it
+    does: the entry is what posting that event makes."""
+    if event is None:
+        return f"GAMES holds no version {entry.source.version} of game {entry.source.game_id}"
+    env, stored = event
+    try:
+        source = entry_source(env)
+    except LedgerError as err:
+        return err.message
+    if source != entry.source:
+        return f"the entry records {entry.source}, the game event is {source}"
+    if entry.anchor is not None:
+        if env.type != "GameFinished" or chain_hash(stored) != entry.anchor:
+            return "the anchor is not the chain hash of the game's GameFinished"
+        return None
+    try:
+        postings = postings_from_transfers(env.game_id, env.transfers)
+    except LedgerError as err:
+        return err.message
+    if sorted(map(str, postings)) != sorted(map(str, entry.postings)):
+        return "the entry's postings are not the ones the game event's transfers make"
+    return None
 
 
 def envelopes_with_bytes(

@@ -4,12 +4,14 @@ GAMES, and the gRPC servicer."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 
 import grpc
 from nats.aio.client import Client as NATS
 
 from boulevard.api.v1 import matchmaking_pb2, matchmaking_pb2_grpc
+from boulevard.messaging.lag import sample_forever
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from boulevard.platform.identity import TokenVerifier
 from boulevard.platform.keys import load_key
@@ -55,6 +57,7 @@ class MatchmakingApp:
         self.matchmaker: Matchmaker | None = None
         self.ratings: RatingFeed | None = None
         self.bots: BotRunner | None = None
+        self._sampling: asyncio.Task[None] | None = None  # consumer lag (messaging/lag.py)
 
     async def start(self, nc: NATS) -> None:
         try:
@@ -116,6 +119,14 @@ class MatchmakingApp:
             bot_key=self.bot_key,
         )
         await self.bots.start()
+        self._sampling = asyncio.create_task(
+            sample_forever(
+                nc.jetstream(),
+                [(s.games_stream, s.matchmaking_ratings_consumer),
+                 (s.matchmaking_stream, self.bots.durable)],
+            ),
+            name="matchmaking-lag",
+        )  # fmt: skip
 
     def register(self, server: grpc.aio.Server) -> None:
         assert self.matchmaker is not None, "start() first"
@@ -129,6 +140,10 @@ class MatchmakingApp:
         )
 
     async def stop(self) -> None:
+        if self._sampling is not None:
+            self._sampling.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sampling
         if self.bots is not None:
             await self.bots.stop()
         if self.ratings is not None:

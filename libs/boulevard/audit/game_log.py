@@ -32,6 +32,7 @@ from google.protobuf.message import DecodeError
 from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.clocks import ClockAudit, ClockAuditFailed
 from boulevard.audit.evidence import Evidence, contradiction
+from boulevard.audit.rules import RulesCheckFailed, codec_of, recorded_rules, stored_event
 from boulevard.audit.seats import seat_problem, withheld_bot_reveal
 from boulevard.audit.signing import (
     ZERO_HASH,
@@ -111,6 +112,7 @@ class SeatBinding:
 class GameAuditReport:
     game_id: str
     game: str = ""
+    rules_version: str = ""  # the rules it was re-decided with: "<number>:<sha256>"
     versions: int = 0
     commands: int = 0
     chance: int = 0
@@ -234,6 +236,7 @@ class _Audit:
         self.report = GameAuditReport(game_id)
         self.game: GameDefinition[Any, Any, Any, Any] | None = None
         self.codec = Codec(())
+        self.today = b""  # the last decoded payload's bytes at today's schema
         self.created: GameCreated | None = None
         self.state: Any = None
         self.expected: deque[Any] = deque()  # events still owed by the last command/opening
@@ -457,18 +460,12 @@ class _Audit:
     # -- the rules --------------------------------------------------------------------------
 
     def _decode(self, version: int, env: events_pb2.EventEnvelope) -> Any:
+        """The event of an envelope, read at its schema and upcast (audit/rules.py); its
+        bytes at today's schema are kept in `self.today` to compare with the rules'."""
         try:
-            event = self.codec.loads(env.payload)
-        except RulesError as err:
-            raise GameAuditFailed(version, f"undecodable payload: {err.message}") from None
-        if self.codec.dumps(event) != env.payload:
-            # One event, one byte string: duplicate or unknown keys, or another layout,
-            # could make a reader in another language see another event than this audit.
-            raise GameAuditFailed(
-                version,
-                f"the payload is not the canonical JSON of the {type(event).__name__} it "
-                "decodes to (keys sorted, each once, no others, no whitespace)",
-            )
+            event, self.today = stored_event(self.codec, env.payload, env.schema_version)
+        except RulesCheckFailed as err:
+            raise GameAuditFailed(version, str(err)) from None
         if env.type != type(event).__name__:
             raise GameAuditFailed(
                 version, f"envelope type {env.type!r} but payload {type(event).__name__}"
@@ -490,13 +487,18 @@ class _Audit:
         created = self._decode(1, env)
         if not isinstance(created, GameCreated):
             raise GameAuditFailed(1, f"expected GameCreated first, found {env.type}")
-        game = REGISTRY.get(created.game)
-        if game is None or env.game != created.game:
+        if created.game not in REGISTRY or env.game != created.game:
             raise GameAuditFailed(1, f"unknown game {created.game!r}")
+        try:
+            rules = recorded_rules(created)  # never other rules than the game names
+        except RulesCheckFailed as err:
+            raise GameAuditFailed(1, str(err)) from None
+        game = rules.definition
         self.game, self.created = game, created
         self.clocks = ClockAudit.open(self.game_id, game, created, env.time_unix_ms)
         self.report.game = game.name
-        self.codec = Codec((*game.event_types, *game.command_types))
+        self.report.rules_version = rules.pin
+        self.codec = codec_of(game)
         if [s.seat for s in created.seats] != list(range(len(created.seats))):
             raise GameAuditFailed(1, "seats are not numbered 0..n-1 in order")
         for s in created.seats:
@@ -565,11 +567,11 @@ class _Audit:
         clocks.elapse(version, env.time_unix_ms, lambda: self.state)
         if self.expected:
             want = self.expected.popleft()
-            if self.codec.dumps(want) != env.payload:
+            if self.codec.dumps(want) != self.today:
                 raise GameAuditFailed(
                     version,
                     f"{self.cause} gives {self.codec.dumps(want).decode()}, the log records "
-                    f"{env.payload.decode(errors='replace')}",
+                    f"{self.today.decode(errors='replace')}",
                 )
             self.state = game.evolve(self.state, event)
             return

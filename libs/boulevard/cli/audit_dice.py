@@ -21,7 +21,6 @@ import contextlib
 import io
 import json
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -209,12 +208,11 @@ def _print(game_id: str, report: VerificationReport, as_json: bool) -> None:
     print(json.dumps(result))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m boulevard.cli.audit_dice <game_id> …`: `boulevard audit dice` on its own."""
-    from boulevard.cli.main import main as boulevard
-
-    return boulevard(["audit", "dice", *(sys.argv[1:] if argv is None else argv)])
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m boulevard.cli.audit_dice <game_id> …`: `boulevard audit dice` on its own.
+    # Imported only when this file is the program (then it is `__main__`, not this module):
+    # the commands import this module, so an import of the entry point at the top would
+    # make a circle.
+    from boulevard.cli.main import main
+
+    sys.exit(main(["audit", "dice", *sys.argv[1:]]))

@@ -14,7 +14,7 @@ the pure core (`boulevard.accounting`), trusting nothing the service says about 
 
 Prints a clear pass, or the exact entry (or head, or game version and seat) that fails, and
 exits non-zero on failure. Exit codes: 0 pass, 1 verification failed, 2 could not audit
-(the ledger is unreachable, or bad arguments). Its options: `boulevard.cli.app`.
+(the ledger is unreachable, or bad arguments). Its options: `boulevard.cli.commands.audits`.
 """
 
 from __future__ import annotations

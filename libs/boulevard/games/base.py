@@ -124,6 +124,10 @@ class GameCreated:
     # Seats reveal their client seeds (ClientSeedRevealed) until this time; then the seeds
     # are fixed (ClientSeedsFixed) and chance may run. 0: no deadline (every seat must).
     reveal_deadline_unix_ms: int = 0
+    # The rules that decide this game, for its whole life: "<number>:<sha256>" of its
+    # game's recorded rules versions (boulevard.games.versions). "" (games created before
+    # rules were pinned): version 1.
+    rules_version: str = ""
     # Each seat's clock (boulevard.games.clock); None: no clock, seats wait forever.
     time_control: TimeControl | None = field(default=None, metadata=ADDED_LATER)
 

@@ -17,6 +17,7 @@ from functools import cache
 from typing import Any, Union
 
 from boulevard.games.base import OMITTED_AT_DEFAULT, PLATFORM_EVENTS, ChanceResolved, RulesError
+from boulevard.games.upcasting import upcast
 
 JSON = Any
 
@@ -166,6 +167,18 @@ class Codec:
 
     def dumps(self, obj: object) -> bytes:
         return json.dumps(self.encode(obj), sort_keys=True, separators=(",", ":")).encode()
+
+    def load_stored(self, payload: bytes, schema_version: int) -> Any:
+        """Decode a payload as stored in an envelope of `schema_version`, upcast to today's
+        schema first (boulevard.games.upcasting). The audit reads more strictly
+        (`read_stored`: canonical at its schema, one value per key)."""
+        try:
+            data = json.loads(payload)
+        except ValueError as exc:
+            raise RulesError("malformed", f"not JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise RulesError("malformed", "expected an object with a 'type' field")
+        return self.decode(upcast(data, schema_version))
 
     def loads(self, raw: bytes | str) -> Any:
         try:

@@ -140,6 +140,23 @@ def newest(game: str) -> RulesVersion:
     return versions[-1]
 
 
+def for_release(game: str, release: str = "") -> RulesVersion:
+    """The version new games of `game` are created with when new games must keep a
+    release's rules ("": the newest recorded; else the version release `release` names).
+    During a rolling upgrade, the new engines create games with the old release's rules
+    until no engine of it runs (docs/operations.md, "Upgrading")."""
+    if not release:
+        return newest(game)
+    for r in releases():
+        if r.name == release:
+            number = r.rules.get(game)
+            if number is None:
+                raise UnknownRulesVersion(f"release {release} has no rules for {game}")
+            return rules_for(game, f"{number}:{recorded_versions(game)[number]}")
+    known = ", ".join(r.name for r in releases())
+    raise UnknownRulesVersion(f"no release {release!r} in releases.json (releases: {known})")
+
+
 def parse_pin(pin: str) -> tuple[int, str]:
     """`"<number>:<sha256>"` -> (number, sha256); `""` (a game from before pinning) -> (1, "")."""
     if pin == "":

@@ -9,14 +9,14 @@ reflection requests only get the decoding guard.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError, Message
 
 from boulevard.platform.errors import InvalidArgument
-from boulevard.platform.handlers import Rewrapped, is_generator, rewrapped
+from boulevard.platform.handlers import Behavior, WrappingInterceptor
 from boulevard.platform.limits import check_message
 
 
@@ -50,42 +50,23 @@ def checked(request: Any) -> Any:
     return request
 
 
-def _unary(behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    async def wrapped(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        return await behavior(checked(request), context)
-
-    return wrapped
-
-
-def _stream(behavior: Callable[..., Any]) -> Callable[..., Any]:
-    if not is_generator(behavior):  # a coroutine writing with context.write: keep its shape
-        return _unary(behavior)
-
-    async def wrapped(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        async for item in behavior(checked(request), context):
-            yield item
-
-    return wrapped
-
-
-class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
+class EdgeInterceptor(WrappingInterceptor):
     """Install inside `ErrorInterceptor` (later in the list), which maps what this raises."""
 
-    def __init__(self) -> None:
-        self._rewrapped = Rewrapped()
+    def request_deserializer(self, handler: grpc.RpcMethodHandler) -> Callable[[bytes], Any]:
+        return guarded_deserializer(handler.request_deserializer)
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
-        return self._rewrapped.get(
-            handler_call_details.method,
-            handler,
-            lambda inner: rewrapped(
-                inner, _unary, _stream, guarded_deserializer(inner.request_deserializer)
-            ),
-        )
+    def wrap_unary(self, behavior: Behavior, method: str) -> Behavior:
+        async def wrapped(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            return await behavior(checked(request), context)
+
+        return wrapped
+
+    def wrap_generator(self, behavior: Behavior, method: str) -> Behavior:
+        async def wrapped(
+            request: Any, context: grpc.aio.ServicerContext[Any, Any]
+        ) -> AsyncIterator[Any]:
+            async for item in behavior(checked(request), context):
+                yield item
+
+        return wrapped

@@ -6,14 +6,14 @@ client ever sees UNKNOWN: unexpected exceptions are logged and become INTERNAL.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 import structlog
 
 from boulevard.platform.errors import status_of
-from boulevard.platform.handlers import Rewrapped, is_generator, rewrapped
+from boulevard.platform.handlers import Behavior, WrappingInterceptor
 
 log = structlog.get_logger(__name__)
 
@@ -27,53 +27,28 @@ async def _abort(context: grpc.aio.ServicerContext[Any, Any], exc: Exception, me
         await context.abort(mapped[0], mapped[1])
 
 
-def _wrap_unary(behavior: Callable[..., Awaitable[Any]], method: str) -> Callable[..., Any]:
-    async def wrapped(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        try:
-            return await behavior(request, context)
-        except grpc.aio.AbortError:
-            raise
-        except Exception as exc:
-            await _abort(context, exc, method)
+class ErrorInterceptor(WrappingInterceptor):
+    def wrap_unary(self, behavior: Behavior, method: str) -> Behavior:
+        async def wrapped(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            try:
+                return await behavior(request, context)
+            except grpc.aio.AbortError:
+                raise
+            except Exception as exc:
+                await _abort(context, exc, method)
 
-    return wrapped
+        return wrapped
 
+    def wrap_generator(self, behavior: Behavior, method: str) -> Behavior:
+        async def wrapped(
+            request: Any, context: grpc.aio.ServicerContext[Any, Any]
+        ) -> AsyncIterator[Any]:
+            try:
+                async for item in behavior(request, context):
+                    yield item
+            except grpc.aio.AbortError:
+                raise
+            except Exception as exc:
+                await _abort(context, exc, method)
 
-def _wrap_stream(behavior: Callable[..., Any], method: str) -> Callable[..., Any]:
-    if not is_generator(behavior):  # a coroutine writing with context.write: keep its shape
-        return _wrap_unary(behavior, method)
-
-    async def wrapped(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        try:
-            async for item in behavior(request, context):
-                yield item
-        except grpc.aio.AbortError:
-            raise
-        except Exception as exc:
-            await _abort(context, exc, method)
-
-    return wrapped
-
-
-class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
-    def __init__(self) -> None:
-        self._rewrapped = Rewrapped()
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
-        method = handler_call_details.method
-        return self._rewrapped.get(
-            method,
-            handler,
-            lambda inner: rewrapped(
-                inner,
-                lambda behavior: _wrap_unary(behavior, method),
-                lambda behavior: _wrap_stream(behavior, method),
-            ),
-        )
+        return wrapped

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.registry import CollectorRegistry
 
-from boulevard.platform.handlers import Behavior, Rewrapped, is_generator, rewrapped
+from boulevard.platform.handlers import Behavior, WrappingInterceptor
 
 # Latency buckets for calls that hit JetStream (fsync on every write: `sync_interval: always`)
 _LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -130,6 +130,11 @@ LEDGER_REJECTIONS = Counter(
     "Game events the ledger refused to post (the LEDGER ALARM), by reason code",
     ["code"],
 )
+LEDGER_UNEXPLAINED = Counter(
+    "boulevard_ledger_unexplained_entries",
+    "Entries read back from LEDGER that no game event explains (the LEDGER ALARM): the "
+    "ledger stops signing heads",
+)
 LEDGER_CHECKPOINTS = Counter(
     "boulevard_ledger_checkpoints",
     "Ledger checkpoints by outcome: written, write_failed, loaded, none, unreadable (the"
@@ -147,6 +152,30 @@ LEDGER_RECONCILIATIONS = Counter(
     "Reconcile answers by result (a failure: ledger money differs from the game's)",
     ["result"],
 )
+
+# -- JetStream, as the services read it (boulevard.messaging.lag)
+
+CONSUMER_PENDING = Gauge(
+    "boulevard_consumer_pending_messages",
+    "Messages a durable consumer has not acknowledged yet (undelivered plus unacked)",
+    ["stream", "consumer"],
+)
+CONSUMER_ACK_FLOOR_AGE = Gauge(
+    "boulevard_consumer_ack_floor_age_seconds",
+    "Seconds since a durable consumer last acknowledged, while messages wait (0: none wait)",
+    ["stream", "consumer"],
+)
+STREAM_REPLICAS = Gauge("boulevard_stream_replicas", "Replicas a stream is configured with",
+                        ["stream"])  # fmt: skip
+STREAM_REPLICAS_CURRENT = Gauge(
+    "boulevard_stream_replicas_current",
+    "Replicas of a stream that are up to date, the leader included",
+    ["stream"],
+)
+STREAM_HAS_LEADER = Gauge(
+    "boulevard_stream_has_leader", "1 while a stream has a leader (0: no writes possible)",
+    ["stream"],
+)  # fmt: skip
 
 # -- matchmaking
 
@@ -209,68 +238,59 @@ def _code_of(context: grpc.aio.ServicerContext[Any, Any], failed: BaseException 
     return str(grpc.StatusCode.OK.name)
 
 
-class MetricsInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
+class MetricsInterceptor(WrappingInterceptor):
     """Counts every call by method and final status code and times it. Runs outside the
-    error interceptor, so a domain error is counted with the code the client saw."""
+    error interceptor, so a domain error is counted with the code the client saw.
+    Client-streaming methods (reflection) are not counted."""
 
     def __init__(self, service: str) -> None:
+        super().__init__()
         self.service = service
-        self._rewrapped = Rewrapped()
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
-        full = handler_call_details.method
-        return self._rewrapped.get(
-            full, handler, lambda inner: self._timed(inner, full.rsplit("/", 1)[-1])
-        )
-
-    def _timed(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
-        """`handler` counted and timed (built once per method)."""
-        service = self.service
+    def _recorder(
+        self, method: str
+    ) -> Callable[[grpc.aio.ServicerContext[Any, Any], float, Any], None]:
+        """What a call of `method` records when it ends (its labels looked up once per
+        method, its status code on every call)."""
+        service, short = self.service, method.rsplit("/", 1)[-1]
         requests = GRPC_REQUESTS
-        seconds = GRPC_SECONDS.labels(service, method)
+        seconds = GRPC_SECONDS.labels(service, short)
 
         def record(context: grpc.aio.ServicerContext[Any, Any], start: float, exc: Any) -> None:
             seconds.observe(time.perf_counter() - start)
-            requests.labels(service, method, _code_of(context, exc)).inc()
+            requests.labels(service, short, _code_of(context, exc)).inc()
 
-        def unary(inner: Behavior) -> Behavior:
-            async def timed(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-                start, failed = time.perf_counter(), None
-                try:
-                    return await inner(request, context)
-                except BaseException as exc:
-                    failed = exc
-                    raise
-                finally:
-                    record(context, start, failed)
+        return record
 
-            return timed
+    def wrap_unary(self, behavior: Behavior, method: str) -> Behavior:
+        record = self._recorder(method)
 
-        def stream(inner: Behavior) -> Behavior:
-            if not is_generator(inner):  # a coroutine writing with context.write: its shape
-                return unary(inner)
+        async def timed(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            start, failed = time.perf_counter(), None
+            try:
+                return await behavior(request, context)
+            except BaseException as exc:
+                failed = exc
+                raise
+            finally:
+                record(context, start, failed)
 
-            async def timed(
-                request: Any, context: grpc.aio.ServicerContext[Any, Any]
-            ) -> AsyncIterator[Any]:
-                start, failed = time.perf_counter(), None
-                try:
-                    async for item in inner(request, context):
-                        yield item
-                except BaseException as exc:
-                    failed = exc
-                    raise
-                finally:
-                    record(context, start, failed)
+        return timed
 
-            return timed
+    def wrap_generator(self, behavior: Behavior, method: str) -> Behavior:
+        record = self._recorder(method)
 
-        # Client-streaming methods (reflection) are not counted.
-        return rewrapped(handler, unary, stream)
+        async def timed(
+            request: Any, context: grpc.aio.ServicerContext[Any, Any]
+        ) -> AsyncIterator[Any]:
+            start, failed = time.perf_counter(), None
+            try:
+                async for item in behavior(request, context):
+                    yield item
+            except BaseException as exc:
+                failed = exc
+                raise
+            finally:
+                record(context, start, failed)
+
+        return timed

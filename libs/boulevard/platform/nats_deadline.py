@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import grpc
 
-from boulevard.platform.handlers import Behavior, Rewrapped, rewrapped
+from boulevard.platform.handlers import Behavior, WrappingInterceptor
 
 # Answer this long before the client's deadline, so the answer arrives in time; never
 # earlier than half the time the client gave.
@@ -42,26 +42,18 @@ def answer_by(remaining: float) -> float:
     return max(remaining - MARGIN_SECONDS, remaining / 2)
 
 
-class NatsDeadlineInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # no types
+class NatsDeadlineInterceptor(WrappingInterceptor):
     """`nats_up()` says whether the service's NATS connection is connected right now."""
 
     def __init__(self, nats_up: Callable[[], bool]) -> None:
+        super().__init__()
         self._nats_up = nats_up
-        self._rewrapped = Rewrapped()
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
-        return self._rewrapped.get(
-            handler_call_details.method,
-            handler,
-            lambda inner: rewrapped(inner, self._guard, lambda behavior: behavior),
-        )
+    def wrap_unary(self, behavior: Behavior, method: str) -> Behavior:
+        return self._guard(behavior)
+
+    def wrap_stream(self, behavior: Behavior, method: str) -> Behavior:
+        return behavior  # a stream's deadline is its whole life, not a wait on NATS
 
     def _guard(self, behavior: Behavior) -> Behavior:
         nats_up = self._nats_up

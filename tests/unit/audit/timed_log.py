@@ -32,6 +32,7 @@ from boulevard.games.base import (
 from boulevard.games.clock import TimeControl
 from boulevard.games.codec import Codec
 from boulevard.games.playout import resolve_locally
+from boulevard.games.upcasting import SCHEMA_VERSION
 
 SEAT_KEYS = [SigningKey(bytes([i + 1]) * 32) for i in range(8)]
 STAND_IN_KEY = SigningKey(b"\x77" * 32)
@@ -88,6 +89,7 @@ class TimedLog:
                     version=self.version + 1,
                     time_unix_ms=self.time,
                     payload=self.codec.dumps(event),
+                    schema_version=SCHEMA_VERSION,  # as today's engine writes it
                     transfers=[
                         events_pb2.Transfer(
                             source=t.source, target=t.target, amount=t.amount, reason=t.reason

@@ -148,6 +148,7 @@ class EventEnvelope(_message.Message):
     TRANSFERS_FIELD_NUMBER: _builtins.int
     PREV_HASH_FIELD_NUMBER: _builtins.int
     BLINDING_FIELD_NUMBER: _builtins.int
+    SCHEMA_VERSION_FIELD_NUMBER: _builtins.int
     event_id: _builtins.str
     """unique; also the Nats-Msg-Id of the message"""
     type: _builtins.str
@@ -177,6 +178,11 @@ class EventEnvelope(_message.Message):
     (a shuffle of a few items could otherwise be found by hashing every order). Empty,
     and so absent from the stored bytes, on every other envelope.
     """
+    schema_version: _builtins.int
+    """The schema the payload was written with (boulevard.games.upcasting.SCHEMA_VERSION at
+    the time; 0 on envelopes written before this field). Readers upcast older payloads to
+    today's before the rules see them; the stored bytes are never rewritten.
+    """
     @_builtins.property
     def transfers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Transfer]:
         """the money it moves, lifted from the payload"""
@@ -196,10 +202,11 @@ class EventEnvelope(_message.Message):
         transfers: _abc.Iterable[Global___Transfer] | None = ...,
         prev_hash: _builtins.bytes = ...,
         blinding: _builtins.bytes = ...,
+        schema_version: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["blinding", b"blinding", "causation_id", b"causation_id", "correlation_id", b"correlation_id", "event_id", b"event_id", "game", b"game", "game_id", b"game_id", "payload", b"payload", "prev_hash", b"prev_hash", "time_unix_ms", b"time_unix_ms", "transfers", b"transfers", "type", b"type", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["blinding", b"blinding", "causation_id", b"causation_id", "correlation_id", b"correlation_id", "event_id", b"event_id", "game", b"game", "game_id", b"game_id", "payload", b"payload", "prev_hash", b"prev_hash", "schema_version", b"schema_version", "time_unix_ms", b"time_unix_ms", "transfers", b"transfers", "type", b"type", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -6,6 +6,10 @@ rulings in docs/games/long-shot.md. The platform reaches the game only through `
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
 from boulevard.games.base import GameDefinition
 from boulevard.games.long_shot import bots, rules
 from boulevard.games.long_shot.data import DATA
@@ -40,4 +44,10 @@ GAME: GameDefinition[LongShotState, Command, AnyEvent, LongShotView] = GameDefin
     view_type=LongShotView,
 )
 
-__all__ = ["GAME"]
+# The recorded rules versions whose decisions differ from GAME's (boulevard.games.versions):
+# version 1 let a re-rolled 0 steal like the opening roll's (docs/games/long-shot.md).
+EARLIER_RULES: Mapping[int, GameDefinition[Any, Any, Any, Any]] = {
+    1: dataclasses.replace(GAME, decide=rules.decide_v1),
+}
+
+__all__ = ["EARLIER_RULES", "GAME"]

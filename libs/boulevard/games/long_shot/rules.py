@@ -173,7 +173,20 @@ def _apply_transfers(money: tuple[int, ...], transfers: Iterable[Transfer]) -> t
 
 
 def decide(command: Command, state: LongShotState) -> tuple[Event, ...]:
-    """The events a command causes, or RulesError with nothing changed."""
+    """The events a command causes, or RulesError with nothing changed (rules version 2:
+    a 0 re-rolled on the move die moves nothing and takes nothing)."""
+    return _decide(command, state, rerolled_zero_steals=False)
+
+
+def decide_v1(command: Command, state: LongShotState) -> tuple[Event, ...]:
+    """Rules version 1 (release 1), kept for the games created under it: a re-rolled 0
+    steals or draws like the opening roll's."""
+    return _decide(command, state, rerolled_zero_steals=True)
+
+
+def _decide(
+    command: Command, state: LongShotState, *, rerolled_zero_steals: bool
+) -> tuple[Event, ...]:
     match command:
         case Reroll(seat=seat, die=die):
             _require_turn(state, seat, Phase.MOVING)
@@ -182,7 +195,7 @@ def decide(command: Command, state: LongShotState) -> tuple[Event, ...]:
             return (RerollUsed(seat=seat, die=die),)
         case MoveHorses(seat=seat, horses=horses):
             _require_turn(state, seat, Phase.MOVING)
-            return _move_horses(state, seat, horses)
+            return _move_horses(state, seat, horses, rerolled_zero_steals)
         case PlayCard(seat=seat, card=card, horse=horse, target=target):
             _require_turn(state, seat, Phase.ACTING)
             return _play_card(state, seat, card, horse, target)
@@ -230,7 +243,9 @@ def _check_horse(horse: int | None) -> int:
     return horse
 
 
-def _move_horses(state: LongShotState, seat: Seat, horses: tuple[int, ...]) -> tuple[Event, ...]:
+def _move_horses(
+    state: LongShotState, seat: Seat, horses: tuple[int, ...], rerolled_zero_steals: bool
+) -> tuple[Event, ...]:
     rolled, spaces = state.horse_die, state.move_die
     assert rolled is not None and spaces is not None  # phase MOVING
     if len(set(horses)) != len(horses):
@@ -238,6 +253,11 @@ def _move_horses(state: LongShotState, seat: Seat, horses: tuple[int, ...]) -> t
     if spaces == 0:
         if horses:
             raise RulesError("zero_moves_nothing", "a 0 on the move die moves no horse")
+        if state.move_rerolled and not rerolled_zero_steals:
+            # "Si se saca una 0 en el dado de movimiento (solo durante la tirada inicial
+            # del dado)": the steal belongs to the opening roll's 0; a re-rolled 0 only
+            # moves nothing.
+            return (ZeroRolled(seat=seat, horse=rolled, victim=None), RollResolved(seat=seat))
         return _zero(state, seat, rolled)
     allowed = bar_horses(state, seat)
     for horse in horses:
@@ -612,6 +632,7 @@ def evolve(state: LongShotState, event: AnyEvent) -> LongShotState:
                 rerolls=_put(state.rerolls, seat, state.rerolls[seat] - 1),
                 horse_die=None if die is Die.HORSE else state.horse_die,
                 move_die=None if die is Die.MOVE else state.move_die,
+                move_rerolled=state.move_rerolled or die is Die.MOVE,
             )
         case HorseMoved(horse=horse, position=position):
             return replace(state, positions=_put(state.positions, horse - 1, position))
@@ -669,6 +690,7 @@ def evolve(state: LongShotState, event: AnyEvent) -> LongShotState:
                 turn=state.turn + 1,
                 horse_die=None,
                 move_die=None,
+                move_rerolled=False,
             )
         case RaceEnded(transfers=transfers):
             return replace(

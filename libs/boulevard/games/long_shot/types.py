@@ -351,6 +351,9 @@ class LongShotState:
     horse_die: int | None = None  # this turn's horse die (a running horse)
     move_die: int | None = None  # this turn's move die face
     steal: Steal | None = None  # a random-card steal waiting for its chance
+    # This turn's move die was re-rolled (Reroll of the move die): its 0 is not the opening
+    # roll's, and under rules 2 steals nothing (docs/games/long-shot.md, choice 3).
+    move_rerolled: bool = False
 
 
 # --- view -------------------------------------------------------------------------------

@@ -1,0 +1,172 @@
+// Drive the web app in Chromium with playwright-core, as a player would: log in, queue for a
+// game with bot fill, play it to the end through the page's controls, open the audit page.
+// Run by tests/browser/test_play.py; prints one JSON object per line (progress, then the
+// result) and exits non-zero when the game could not be played or audited.
+//
+//   node test/drive.mjs '{"url":…,"token":…,"chromium":…,"games":["las_vegas"],
+//                         "shots":DIR|null,"doctor":false}'
+//
+// doctor: after playing, serve the audit page a doctored GetGameLog (one digit of one
+// ChanceResolved roll changed, in the stored bytes, the served chain hashes left as they
+// were) by intercepting the response, and report the verdict the page shows.
+
+import { chromium } from "playwright-core";
+
+const opts = JSON.parse(process.argv[2]);
+const say = (obj) => console.log(JSON.stringify(obj));
+
+// A small deterministic generator, so a failing run can be replayed with the same choices.
+function rng(seed) {
+  let s = seed >>> 0;
+  return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+}
+
+/** Which move to play: end the turn soon (short games), never start trades (a bot's answer
+ * brings the same choice back), otherwise a random legal move. */
+function choose(labels, random) {
+  const ending = labels.findIndex((l) => /^(end turn|pass turn)/.test(l));
+  if (ending >= 0 && random() < 0.6) return ending;
+  const fine = labels.map((l, i) => [l, i]).filter(([l]) => !/^propose trade/.test(l));
+  const pool = fine.length ? fine : labels.map((l, i) => [l, i]);
+  return pool[Math.floor(random() * pool.length)][1];
+}
+
+async function playOne(page, game, random) {
+  await page.goto(`${opts.url}/#/`);
+  await page.selectOption("#game", game);
+  // The smallest table the game allows: the shortest game (bots fill the other seats).
+  const seats = await page.$eval("#seats", (s) => s.options[0].value);
+  await page.selectOption("#seats", seats);
+  await page.fill("#bot-fill", "1");
+  await page.click("#queue");
+  await page.waitForURL(/#\/game\//, { timeout: 60_000 });
+  const gameId = decodeURIComponent(page.url().split("#/game/")[1]);
+  say({ event: "seated", game, gameId });
+  await page.waitForSelector("#dice-commitment", { timeout: 30_000 });
+  const started = Date.now();
+  let moves = 0;
+  let keys = 0;
+  let shot = false;
+  for (;;) {
+    const state = await page.waitForFunction(
+      () => {
+        if (document.getElementById("game-over")) return "over";
+        const b = [...document.querySelectorAll("button.move")];
+        return b.length > 0 && b.every((x) => !x.disabled) ? "move" : false;
+      },
+      null,
+      { timeout: opts.moveTimeout ?? 120_000, polling: 50 },
+    );
+    if ((await state.jsonValue()) === "over") break;
+    const labels = await page.$$eval("button.move", (bs) => bs.map((b) => b.textContent ?? ""));
+    const i = choose(labels, random);
+    // Keyboard play for the first nine moves shown, a click for the others.
+    const played = () =>
+      page.waitForFunction(
+        () => [...document.querySelectorAll("button.move")].every((b) => b.disabled) || document.getElementById("game-over"),
+        null,
+        { timeout: 5_000, polling: 20 },
+      );
+    if (i < 9 && moves % 2 === 0) {
+      await page.keyboard.press(String(i + 1));
+      keys += 1;
+    } else {
+      await page.click(`button.move >> nth=${i}`);
+    }
+    moves += 1;
+    await played().catch(() => {});
+    if (opts.shots && !opts.doctor && !shot && moves >= 12) {
+      await page.screenshot({ path: `${opts.shots}/web-play-${game}.png`, fullPage: true });
+      if (game === opts.games[0]) {
+        // A phone-sized screen: the board above the moves, nothing wider than the screen.
+        await page.setViewportSize({ width: 390, height: 844 });
+        const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+        say({ event: "phone", game, scrollWidth: wide });
+        await page.screenshot({ path: `${opts.shots}/web-phone-${game}.png` });
+        await page.setViewportSize({ width: 1100, height: 900 });
+      }
+      shot = true;
+    }
+    if (moves > 3000) throw new Error(`${game}: no end after ${moves} moves`);
+  }
+  const seconds = (Date.now() - started) / 1000;
+  say({ event: "finished", game, gameId, moves, keys, seconds });
+  return gameId;
+}
+
+async function auditPage(page, gameId) {
+  await page.goto(`${opts.url}/#/`);
+  await page.waitForSelector("#player");
+  await page.goto(`${opts.url}/#/audit/${encodeURIComponent(gameId)}`);
+  const verdict = await page.waitForSelector("#verdict.pass, #verdict.fail, #verdict .error", { timeout: 120_000 });
+  return {
+    verdict: (await verdict.textContent()) ?? "",
+    failedAt: (await page.$eval("#failed-at", (e) => e.textContent).catch(() => null)),
+    message: (await page.$eval("#failure-message", (e) => e.textContent).catch(() => null)),
+  };
+}
+
+/** The stored bytes of one ChanceResolved roll, with one value's digit changed (same length,
+ * so the protobuf around it still decodes): a forged event. */
+function doctor(body) {
+  const text = Buffer.from(body).toString("latin1");
+  const at = text.search(/"kind":"roll","nonce":\d+,"purpose":"[a-z_]+","sides":6,"type":"ChanceResolved","values":\[[1-6]/);
+  if (at < 0) return null;
+  const digit = text.indexOf('"values":[', at) + '"values":['.length;
+  const forged = Buffer.from(body);
+  forged[digit] = forged[digit] === 0x31 ? 0x32 : 0x31;
+  return forged;
+}
+
+const browser = await chromium.launch({
+  executablePath: opts.chromium,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+});
+let failed = false;
+let page;
+try {
+  const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+  page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto(`${opts.url}/#token=${encodeURIComponent(opts.token)}`);
+  await page.waitForSelector("#player");
+  if (opts.shots && !opts.doctor) await page.screenshot({ path: `${opts.shots}/web-lobby.png`, fullPage: true });
+  const random = rng(27);
+  for (const game of opts.games) {
+    const gameId = await playOne(page, game, random);
+    const result = await auditPage(page, gameId);
+    say({ event: "audit", game, gameId, ...result });
+    if (opts.shots && !opts.doctor && game === opts.games[0]) {
+      await page.screenshot({ path: `${opts.shots}/web-audit.png`, fullPage: true });
+      await page.goto(`${opts.url}/#/replay/${encodeURIComponent(gameId)}`);
+      await page.waitForSelector("#slider:not([disabled])");
+      await page.focus("#slider");
+      for (let i = 0; i < 20; i++) await page.keyboard.press("ArrowLeft");
+      await page.screenshot({ path: `${opts.shots}/web-replay.png`, fullPage: true });
+    }
+    if (opts.doctor) {
+      let forgedVersion = null;
+      await page.route("**/boulevard.v1.EngineService/GetGameLog", async (route) => {
+        const response = await route.fetch();
+        const body = await response.body();
+        const forged = doctor(body);
+        forgedVersion = forged === null ? null : "forged";
+        await route.fulfill({ response, body: forged ?? body });
+      });
+      const doctored = await auditPage(page, gameId);
+      await page.unroute("**/boulevard.v1.EngineService/GetGameLog");
+      say({ event: "doctored", game, gameId, forged: forgedVersion, ...doctored });
+      if (opts.shots) await page.screenshot({ path: `${opts.shots}/web-audit-fail.png`, fullPage: true });
+    }
+  }
+  if (errors.length) say({ event: "page-errors", errors });
+} catch (err) {
+  failed = true;
+  const story = page ? await page.$eval("#app", (e) => e.innerText).catch(() => "") : "";
+  say({ event: "error", error: String(err && err.stack ? err.stack : err), page: story.slice(0, 4000) });
+  if (page && opts.shots) await page.screenshot({ path: `${opts.shots}/error.png`, fullPage: true }).catch(() => {});
+} finally {
+  await browser.close();
+}
+process.exit(failed ? 1 : 0);
