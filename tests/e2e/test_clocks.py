@@ -142,7 +142,7 @@ def test_a_seat_that_never_moves_times_out_at_its_deadline_and_the_bot_finishes(
     async def run() -> None:
         async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
             stub = engine_pb2_grpc.EngineServiceStub(channel)
-            created = await create_timed(stub, 3, "2s+200ms")
+            created = await create_timed(stub, 3, "2s+2s")
             stalled = await first_to_act(stub, created.game_id)
             game = await stub.GetGame(engine_pb2.GetGameRequest(game_id=created.game_id))
             clocks = {c.seat: c for c in game.clocks}
@@ -170,7 +170,7 @@ def test_the_engine_killed_between_the_deadline_and_the_sweep(platform: Platform
     async def run() -> None:
         async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
             stub = engine_pb2_grpc.EngineServiceStub(channel)
-            created = await create_timed(stub, 2, "2s")
+            created = await create_timed(stub, 2, "2s+2s")
             stalled = await first_to_act(stub, created.game_id)
             game = await stub.GetGame(engine_pb2.GetGameRequest(game_id=created.game_id))
             deadline = {c.seat: c for c in game.clocks}[stalled].deadline_unix_ms
