@@ -171,6 +171,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         self.max_streams_per_seat = max_streams_per_seat
         self._spectators = 0
         self._seat_streams: dict[tuple[str, int], int] = {}
+        self._player_streams: dict[str, int] = {}  # WatchPlayer streams by player id
 
     async def CreateGame(
         self, request: engine_pb2.CreateGameRequest, context: Context
@@ -488,6 +489,13 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             self._seat_streams[key] = held + 1
         context.add_done_callback(lambda _call: self._release(key))
 
+    def _release_player(self, player_id: str) -> None:
+        left = self._player_streams[player_id] - 1
+        if left:
+            self._player_streams[player_id] = left
+        else:
+            del self._player_streams[player_id]
+
     def _release(self, key: tuple[str, int] | None) -> None:
         if key is None:
             self._spectators -= 1
@@ -531,6 +539,14 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         games as this replica holds it (cached), not every event."""
         player = self.verifier.require(context.invocation_metadata(), PLAYER, "WatchPlayer")
         me = player.subject
+        # Each stream looks at the player's games twice a second: a few per player.
+        held = self._player_streams.get(me, 0)
+        if held >= self.max_streams_per_seat:
+            raise ResourceExhausted(
+                f"you already have {held} WatchPlayer streams open here; close one first"
+            )
+        self._player_streams[me] = held + 1
+        context.add_done_callback(lambda _call: self._release_player(me))
         try:
             await self.index.wait_ready(LIST_WAIT_SECONDS)
         except IndexUnavailable as exc:

@@ -421,7 +421,13 @@ def test_the_player_stream_tells_each_player_when_it_is_their_turn_across_two_ga
                 engine_pb2.PLAYER_EVENT_KIND_YOUR_TURN,
             )
             assert told.your_turn and told.clock.running and told.clock.remaining_ms > 0
-            for call in streams.values():
+            # A few streams per player (each looks at their games twice a second): a's is
+            # open, three more are served, the fifth is refused.
+            more = [(await first_messages(stub, a, 1))[0] for _ in range(3)]
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await first_messages(stub, a, 1)
+            assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            for call in [*streams.values(), *more]:
                 call.cancel()
 
     asyncio.run(run())
