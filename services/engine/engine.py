@@ -49,7 +49,7 @@ from boulevard.platform.errors import (
     nats_unavailable,
 )
 from services.engine.chain import link, open_snapshot, seal_snapshot
-from services.engine.chance import ChanceSource
+from services.engine.chance import AwaitSeeds, ChanceSource, Finish, FixSeeds, Resolve, owed
 from services.engine.commands import (
     GAME_ID,
     Command,
@@ -594,35 +594,39 @@ class Engine:
         raise Aborted("too many concurrent writers on this game; reload to see your move")
 
     async def _settle(self, session: Session, causation: str = "") -> None:
-        """Resolve every chance the game asks for, then close it if it is over."""
+        """Do what the game owes (`chance.py:owed`) until it owes nothing or waits for its
+        seeds: fix the seeds at the dice service, resolve each chance there, close a game
+        that is over. The events go in under `causation` (the command that led to them)."""
         causation = causation or session.last_causation
         while session.finished is None:
-            if not session.seeds_fixed:
-                if not await self._fix_seeds_when_due(session, causation or "seeds"):
+            match owed(session, self.clock()):
+                case None:
+                    return
+                case AwaitSeeds(deadline):
+                    self.awaiting_seeds[session.game_id] = deadline
                     return  # no chance before the seeds are fixed
-                continue
-            request = session.game.chance(session.state)
-            if request is not None:
-                # The request id names the version it answers: a retry after a crash
-                # gets the same outcome from the dice service, never a fresh one.
-                request_id = f"{session.game_id}:{session.version}"
-                resolved = await self.chance.resolve(session.game_id, request_id, request)
-                await self._append(session, [resolved], causation)
-                continue
-            outcome = session.game.outcome(session.state)
-            if not outcome.finished:
-                return
-            finished = GameFinished(
-                ranking=outcome.ranking,
-                scores=outcome.scores,
-                player_ids=tuple(s.player_id for s in session.created.seats),
-                reason=outcome.reason,
-            )
-            await self._append(session, [finished], causation)
-            await self._snapshot(session)
-            log.info("game finished", game_id=session.game_id, ranking=outcome.ranking)
-            if self.on_finished is not None:
-                await self.on_finished(session)
+                case FixSeeds(fixed):
+                    # The dice service checks them against the commitments it recorded.
+                    await self.chance.fix_seeds(
+                        session.game_id, fixed.client_seeds, fixed.missing_seats
+                    )
+                    await self._append(session, [fixed], causation or "seeds")
+                    self.awaiting_seeds.pop(session.game_id, None)
+                    if fixed.missing_seats:
+                        log.warning(
+                            "seats did not reveal their seeds",
+                            game_id=session.game_id,
+                            seats=list(fixed.missing_seats),
+                        )
+                case Resolve(request_id, request):
+                    resolved = await self.chance.resolve(session.game_id, request_id, request)
+                    await self._append(session, [resolved], causation)
+                case Finish(finished):
+                    await self._append(session, [finished], causation)
+                    await self._snapshot(session)
+                    log.info("game finished", game_id=session.game_id, ranking=finished.ranking)
+                    if self.on_finished is not None:
+                        await self.on_finished(session)
         if not session.revealed:
             # Idempotent at the dice service; done by whoever first sees the game finished,
             # so a crash between GameFinished and the reveal still reveals.
@@ -633,24 +637,6 @@ class Engine:
         await self.snapshots.put(
             session.game_id, seal_snapshot(self.receipt_key, session.snapshot())
         )
-
-    async def _fix_seeds_when_due(self, session: Session, causation: str) -> bool:
-        """Fix the client seeds once every seat has revealed or the deadline has passed
-        (missing seats play with ""): hand them to the dice service, which checks them
-        against the commitments it recorded, then record ClientSeedsFixed. False while the
-        game still waits for reveals."""
-        missing = session.unrevealed()
-        deadline = session.created.reveal_deadline_unix_ms
-        if missing and (not deadline or self.clock() < deadline):
-            self.awaiting_seeds[session.game_id] = deadline
-            return False
-        seeds = tuple(session.client_seeds.get(s.seat, "") for s in session.created.seats)
-        await self.chance.fix_seeds(session.game_id, seeds, missing)
-        await self._append(session, [ClientSeedsFixed(seeds, tuple(missing))], causation)
-        self.awaiting_seeds.pop(session.game_id, None)
-        if missing:
-            log.warning("seats did not reveal their seeds", game_id=session.game_id, seats=missing)
-        return True
 
     async def sweep_reveals(self) -> int:
         """Wake the games whose reveal deadline has passed (their players may never come

@@ -5,7 +5,9 @@ Queues through matchmaking for a table of --seats (bots take the seats nobody ta
 the board as the game draws it, your money and hand, the other players' moves in words as
 they happen, and your legal actions as a menu (arrows and enter; `s` highlights the move the
 game's bot would make; `q` quits). The dice service's commitment is shown when the game is
-created and verified when it ends (VerifyGame, and every outcome re-derived here).
+created and verified when it ends (VerifyGame, and every outcome re-derived here). With
+--evidence FILE, the seat's receipts and the dice and ledger heads shown at the end are
+written there, for `boulevard audit game --evidence FILE`.
 
 Joining and playing go through the client library (`MatchmakingClient.join`,
 `MatchmakingClient.seat_player`): whatever a seat must carry, it carries for this app too.
@@ -28,7 +30,7 @@ from pathlib import Path
 import grpc
 from textual.markup import escape
 
-from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.api.v1 import dice_pb2_grpc, engine_pb2, engine_pb2_grpc, ledger_pb2_grpc
 from boulevard.audit.signing import SigningKey
 from boulevard.cli.login import issuer_folder, local_issuer
 from boulevard.cli.screen import GameScreen
@@ -41,7 +43,7 @@ from boulevard.platform import tls
 from boulevard.platform.identity import bearer
 from boulevard.platform.keys import load_key
 from boulevard.platform.settings import Settings
-from boulevard.seats.player import SeatPlayer, reclaim_if_absent
+from boulevard.seats.player import SeatPlayer, keep_heads, reclaim_if_absent
 from boulevard.seats.watching import each_event
 
 
@@ -59,6 +61,8 @@ class PlayApp(GameScreen):
         engine: str,
         dice: str,
         bot_fill: int = 2,
+        ledger: str = "",
+        evidence: Path | None = None,
         key: SigningKey | None = None,
         time_control: TimeControl | None = None,
         resume: str = "",
@@ -67,7 +71,10 @@ class PlayApp(GameScreen):
         self.player = player  # the token's subject: the name the table shows
         self.token = token  # the player's bearer JWT (boulevard login)
         self.seats = seats
-        self.addresses = {"matchmaking": matchmaking, "engine": engine, "dice": dice}
+        self.addresses = {
+            "matchmaking": matchmaking, "engine": engine, "dice": dice, "ledger": ledger
+        }  # fmt: skip
+        self.evidence_path = evidence  # the seat's evidence file, written at the end
         self.bot_fill = bot_fill
         # The key that signs this player's moves: kept on disk by `run`, so that a player
         # who quits can sit down again (`--resume`) and sign as the same seat.
@@ -173,6 +180,22 @@ class PlayApp(GameScreen):
             watching.cancel()
             await asyncio.gather(watching, return_exceptions=True)
         await self.verify_dice(DiceReader(dice_channel))
+        if self.evidence_path is not None:
+            await self._write_evidence(player, dice_channel)
+
+    async def _write_evidence(self, player: SeatPlayer, dice_channel: grpc.aio.Channel) -> None:
+        """The seat's receipts with the dice and ledger heads shown now: what this player
+        keeps to audit the game later (docs/auditing.md, "Evidence a player keeps")."""
+        assert self.evidence_path is not None
+        evidence = player.evidence()
+        async with tls.channel(self.addresses["ledger"]) as ledger_channel:
+            await keep_heads(
+                evidence,
+                dice_pb2_grpc.DiceServiceStub(dice_channel),
+                ledger_pb2_grpc.LedgerServiceStub(ledger_channel),
+            )
+        self.evidence_path.write_text(evidence.dumps(), encoding="utf-8")
+        self.say(f"evidence kept in {self.evidence_path}")
 
     async def _watch(
         self, engine: engine_pb2_grpc.EngineServiceStub, game_id: str, token: str
@@ -272,6 +295,8 @@ def run(args: argparse.Namespace) -> int:
         engine=engine_address,
         dice=args.dice or f"{settings.grpc_host}:{settings.dice_port}",
         bot_fill=args.bot_fill,
+        ledger=getattr(args, "ledger", None) or f"{settings.grpc_host}:{settings.ledger_port}",
+        evidence=getattr(args, "evidence", None),
         key=key,
         time_control=time_control,
         resume=resume,

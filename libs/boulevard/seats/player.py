@@ -20,7 +20,14 @@ from typing import Any
 
 import grpc
 
-from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.api.v1 import (
+    dice_pb2,
+    dice_pb2_grpc,
+    engine_pb2,
+    engine_pb2_grpc,
+    ledger_pb2,
+    ledger_pb2_grpc,
+)
 from boulevard.audit.evidence import ACTION, REVEAL, Accepted, Evidence, receipt_from_pb
 from boulevard.audit.signing import SigningKey, reclaim_signing_bytes
 from boulevard.contract.mapping import action_to_command, command_to_action, proto_to_view
@@ -251,6 +258,30 @@ class SeatPlayer:
         """This seat's evidence so far: what the engine signed it accepted (add the dice and
         ledger heads seen with `keep_heads`); `Evidence.dumps()` is the file's text."""
         return Evidence(self.game_id, self.seat, list(self.accepted))
+
+
+async def keep_heads(
+    evidence: Evidence,
+    dice: dice_pb2_grpc.DiceServiceStub | None = None,
+    ledger: ledger_pb2_grpc.LedgerServiceStub | None = None,
+    timeout: float = 10.0,
+) -> None:
+    """Add to `evidence` the signed heads the services show now: the game's dice log heads
+    and the ledger's latest tree head (a service with nothing signed yet adds nothing).
+    Kept, they are what a rewritten and re-signed dice log or journal contradicts."""
+    if dice is not None:
+        heads = await dice.GetLogHeads(
+            dice_pb2.GetLogHeadsRequest(game_id=evidence.game_id), timeout=timeout
+        )
+        evidence.dice_heads.extend(h.SerializeToString() for h in heads.heads)
+    if ledger is not None:
+        try:
+            head = await ledger.GetTreeHead(ledger_pb2.GetTreeHeadRequest(), timeout=timeout)
+        except grpc.aio.AioRpcError as err:
+            if err.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+        else:
+            evidence.ledger_heads.append(head.head.SerializeToString())
 
 
 SUBMIT_ATTEMPTS = 6  # UNAVAILABLE is retried with backoff for about 15 s

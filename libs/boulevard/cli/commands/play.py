@@ -77,6 +77,18 @@ def play(
     dice: Annotated[
         str | None, typer.Option("--dice", metavar=HOST_PORT, help="the dice service's address")
     ] = None,
+    ledger: Annotated[
+        str | None, typer.Option("--ledger", metavar=HOST_PORT, help="the ledger's address")
+    ] = None,
+    evidence: Annotated[
+        Path | None,
+        typer.Option(
+            "--evidence",
+            metavar="FILE",
+            help="write your seat's evidence here at the end (receipts, dice and ledger "
+            "heads), for `boulevard audit game --evidence`",
+        ),
+    ] = None,
     clock: Annotated[
         str,
         typer.Option(
@@ -104,8 +116,8 @@ def play(
 
     invoke(
         command.run, game=game, token=token, player=player, data_dir=data_dir, seats=seats,
-        bot_fill=bot_fill, matchmaking=matchmaking, engine=engine, dice=dice, clock=clock,
-        resume=resume,
+        bot_fill=bot_fill, matchmaking=matchmaking, engine=engine, dice=dice, ledger=ledger,
+        evidence=evidence, clock=clock, resume=resume,
     )  # fmt: skip
 
 
