@@ -27,7 +27,6 @@ from boulevard.eventlog.errors import ConcurrencyConflict
 from boulevard.eventlog.store import EventStore, NewEvent
 from boulevard.games import REGISTRY, clock
 from boulevard.games.base import (
-    ClientSeedsFixed,
     CommandAccepted,
     GameCreated,
     GameFinished,
