@@ -2,11 +2,11 @@
 BoulevardGamesStalled alert (nothing appended anywhere for 15 minutes) cannot see it.
 
 A game is stalled when its newest event is older than a limit (BOULEVARD_ENGINE_STALL_SECONDS,
-15 minutes by default): nobody moved, or a move cannot be stored. Until the clocks work
-gives every game a time control, the limit is one setting for all games; with a time
-control, the limit for a game is the time its control allows a move, and this is where to
-read it. Only games the engine holds in memory are seen (the newest `cache_size`): a game
-evicted while waiting is not counted.
+15 minutes by default): nobody moved, or a move cannot be stored. It covers every game,
+with a clock or without; a game with a time control also has its own, sharper signal, the
+clocks' `boulevard_games_overdue` (its deadline passed and the sweeper did not act).
+Only games the engine holds in memory are seen (the newest `cache_size`): a game evicted
+while waiting is not counted.
 """
 
 from __future__ import annotations
