@@ -607,6 +607,7 @@ class Reclaim(_Existing):
     expected_version: int
     signature: bytes
     receipt_key: SigningKey
+    read: ReadEnvelopes
     settles_first: ClassVar[bool] = True
     pinned: bool = True
 
@@ -657,7 +658,5 @@ class Reclaim(_Existing):
 
     async def receipt(self, session: Session, first: int | None) -> Reclaimed:
         version = first if first is not None else session.commands[self.causation].first
-        return Reclaimed(
-            version,
-            receipt_pb(self.receipt_key, self.game_id, session.version, session.head_hash),
-        )
+        # Timed: the player can show when the engine took the seat back for them.
+        return Reclaimed(version, await sign_receipt(self.receipt_key, session, self.read))

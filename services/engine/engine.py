@@ -201,7 +201,14 @@ class Engine:
     ) -> Reclaimed:
         """A timed-out seat of a turn-based game takes its place back from the bot."""
         return await self.handle(
-            Reclaim(game_id, claims, expected_version, signature, receipt_key=self.receipt_key)
+            Reclaim(
+                game_id,
+                claims,
+                expected_version,
+                signature,
+                receipt_key=self.receipt_key,
+                read=self._envelopes,
+            )
         )
 
     async def submit_action(

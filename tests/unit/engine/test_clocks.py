@@ -210,3 +210,43 @@ async def test_a_real_time_seat_cannot_be_taken_back() -> None:
         await engine.reclaim_seat(
             gid, verify_token(KEY, created.tokens[stalled]), version, signature
         )
+
+
+async def test_a_table_whose_humans_are_all_gone_finishes_with_bots() -> None:
+    store, clock, snaps = InMemoryEventStore(), Clock(), MemoryKeyValue()
+    engine = engine_on(store, clock, snaps)
+    created = await engine.create_game("r", "lords_of_vegas", seats(3), time_control=CONTROL)
+    gid = created.game_id
+    for _ in range(100):  # every seat's clock runs out in turn; nobody ever moves
+        session = await engine.load(gid)
+        if session.finished is not None:
+            break
+        clock.now += CONTROL.base_ms + 1
+        await engine.sweep_clocks()
+    session = await engine.load(gid)
+    assert session.finished is not None
+    assert session.clocks is not None and all(c.absent for c in session.clocks.seats)
+    report = audit_game_log(gid, [r.data for r in await store.read(gid)], finished=True)
+    assert report.timeouts == 3 and report.stand_in_moves > 0
+
+
+async def test_the_reclaim_receipt_carries_the_time_the_engine_took_the_seat_back() -> None:
+    from boulevard.audit.signing import reclaim_signing_bytes
+    from tests.unit.engine.test_engine_core import SEAT_KEYS
+
+    store, clock, snaps = InMemoryEventStore(), Clock(), MemoryKeyValue()
+    engine = engine_on(store, clock, snaps)
+    control = TimeControl(ClockKind.TURN_BASED, per_move_ms=2_000)
+    created = await engine.create_game("r", "las_vegas", seats(2), time_control=control)
+    gid = created.game_id
+    (stalled,) = (await engine.load(gid)).to_act()[:1]
+    clock.now = engine.clock_due[gid] + 1
+    await engine.sweep_clocks()
+    clock.now += 7
+    version = (await engine.load(gid)).version
+    signature = SEAT_KEYS[stalled].sign(reclaim_signing_bytes(gid, stalled, version))
+    back = await engine.reclaim_seat(
+        gid, verify_token(KEY, created.tokens[stalled]), version, signature
+    )
+    assert back.receipt.version == back.version
+    assert back.receipt.time_unix_ms == clock.now
