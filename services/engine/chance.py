@@ -1,4 +1,5 @@
-"""Sources of randomness for the engine: the dice service, or (pure tests) a local rng."""
+"""Chance in the engine: what a game owes (`owed`: seeds to fix, a chance to resolve, its
+end) and where randomness comes from (the dice service, or in pure tests a local rng)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,76 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from boulevard.games.base import ChanceRequest, ChanceResolved, RandomSource
+from boulevard.games.base import (
+    ChanceRequest,
+    ChanceResolved,
+    ClientSeedsFixed,
+    GameFinished,
+    RandomSource,
+)
 from boulevard.games.playout import resolve_locally
 from services.engine.dice_client import DiceClient
+from services.engine.sessions import Session
+
+
+@dataclass(frozen=True, slots=True)
+class AwaitSeeds:
+    """The game waits for its seats' seed reveals until `deadline_unix_ms` (0: none)."""
+
+    deadline_unix_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class FixSeeds:
+    """Every seat has revealed, or the deadline has passed: the seeds are fixed now."""
+
+    fixed: ClientSeedsFixed
+
+
+@dataclass(frozen=True, slots=True)
+class Resolve:
+    """The game asks for chance. The request id names the version it answers, so a retry
+    after a crash gets the same outcome from the dice service, never a fresh one."""
+
+    request_id: str
+    request: ChanceRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The game is over: its GameFinished is owed."""
+
+    finished: GameFinished
+
+
+def owed(session: Session, now_unix_ms: int) -> AwaitSeeds | FixSeeds | Resolve | Finish | None:
+    """What a game needs next before a player can act: its seeds fixed (or a wait for
+    them), a chance resolved, or its end recorded; None when it owes nothing (a finished
+    game owes nothing but its dice seed's reveal, which the engine does once)."""
+    if session.finished is not None:
+        return None
+    if not session.seeds_fixed:
+        missing = session.unrevealed()
+        deadline = session.created.reveal_deadline_unix_ms
+        if missing and (not deadline or now_unix_ms < deadline):
+            return AwaitSeeds(deadline)
+        # A seat that did not reveal plays with "".
+        seeds = tuple(session.client_seeds.get(s.seat, "") for s in session.created.seats)
+        return FixSeeds(ClientSeedsFixed(seeds, tuple(missing)))
+    request = session.game.chance(session.state)
+    if request is not None:
+        return Resolve(f"{session.game_id}:{session.version}", request)
+    outcome = session.game.outcome(session.state)
+    if not outcome.finished:
+        return None
+    return Finish(
+        GameFinished(
+            ranking=outcome.ranking,
+            scores=outcome.scores,
+            player_ids=tuple(s.player_id for s in session.created.seats),
+            reason=outcome.reason,
+        )
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,14 @@ class EngineSettings(Settings):
     # `<data_dir>/engine/signing-key`. Its public half is served by GetEngineKey.
     engine_signing_key: SecretStr = SecretStr("")
     engine_signing_key_file: Path | None = None
+    # How often the clock sweeper looks for seats past their deadline and absent seats the
+    # platform's bot is to play (docs/auditing.md, "Clocks").
+    engine_clock_sweep_seconds: float = Field(default=0.25, gt=0, le=60)
+    # The operator's bot key (the matchmaker's, same settings): it signs the moves the
+    # platform's bot plays for a seat whose time ran out. Empty: read (or on first start
+    # create) `bot_signing_key_file`, by default `<data_dir>/bots/signing-key`.
+    bot_signing_key: SecretStr = SecretStr("")
+    bot_signing_key_file: Path | None = None
     # New games take the rules of this release (a name in releases.json); "": the newest
     # recorded rules. During a rolling upgrade, set it to the release still running beside
     # this one, and clear it once no engine of that release is left (docs/operations.md).

@@ -90,6 +90,9 @@ class MatchFormer:
             created_unix_ms=now,
             updated_unix_ms=now,
         )
+        first = members[0].ticket
+        if first.HasField("time_control"):  # all members ask for the same one
+            record.time_control.CopyFrom(first.time_control)
         # The record and the reservations go out together; a recovery that finds tickets
         # reserved for a match with no record fences the id off first (MatchRecovery).
         rec_rev, *reserved = await asyncio.gather(
@@ -150,6 +153,8 @@ class MatchFormer:
             seats=record.seats,
             time_unix_ms=record.created_unix_ms,
         )
+        if record.HasField("time_control"):
+            formed.time_control.CopyFrom(record.time_control)
         # Publishing and assigning go out together: the record is COMMITTED, so whatever a
         # crash interrupts here is finished by recovery.
         publish = self.js.publish(

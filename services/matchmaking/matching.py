@@ -16,6 +16,7 @@ from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.games import REGISTRY
 from services.matchmaking.matcher import Candidate, Proposal, WindowPolicy, find_matches
 from services.matchmaking.store import FINAL
+from services.matchmaking.ticket_checks import control_key
 from services.matchmaking.tickets import Viewed
 
 PRUNE_AFTER_MS = 120_000
@@ -23,14 +24,16 @@ PRUNE_AFTER_MS = 120_000
 
 @dataclass(frozen=True, slots=True)
 class QueueKey:
-    """The queue a waiting ticket is matched within. A new dimension of matching (a time
-    control) is a field here, set by `queue_of`."""
+    """The queue a waiting ticket is matched within: one per game and time control
+    (tickets match only with equal controls). A new dimension of matching is a field here,
+    set by `queue_of`."""
 
     game: str
+    control: bytes = b""  # `ticket_checks.control_key`: b"" for no clock
 
 
 def queue_of(ticket: pb.Ticket) -> QueueKey:
-    return QueueKey(ticket.game)
+    return QueueKey(ticket.game, control_key(ticket))
 
 
 @dataclass

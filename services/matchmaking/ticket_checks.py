@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.audit.signing import parse_public_key
+from boulevard.contract.clocks import time_control_from_proto, time_control_to_proto
 from boulevard.fairness import is_commitment
 from boulevard.games import REGISTRY
 from boulevard.platform.errors import InvalidArgument
@@ -20,7 +21,21 @@ def same_request(ticket: pb.Ticket, req: pb.CreateTicketRequest) -> pb.Ticket:
         raise InvalidArgument(
             f"request id {req.request_id!r} was already used for a ticket for {ticket.game}"
         )
+    if control_key(ticket) != control_key(req):
+        raise InvalidArgument(
+            f"request id {req.request_id!r} was already used for a ticket with another time control"
+        )
     return ticket
+
+
+def control_key(message: pb.Ticket | pb.CreateTicketRequest) -> bytes:
+    """A ticket's time control as a queue key: equal controls, equal keys; b"" for none."""
+    if not message.HasField("time_control"):
+        return b""
+    control = time_control_from_proto(message.time_control)
+    if control is None:
+        return b""
+    return time_control_to_proto(control).SerializeToString(deterministic=True)
 
 
 def check_player_id(player_id: str) -> None:
@@ -60,6 +75,11 @@ def validate_create(req: pb.CreateTicketRequest) -> tuple[int, int]:
         raise InvalidArgument(f"public_key: {err}") from None
     if not req.game:
         raise InvalidArgument(f"game is required; known: {', '.join(sorted(REGISTRY))}")
+    if req.HasField("time_control"):
+        try:
+            time_control_from_proto(req.time_control)
+        except ValueError as err:
+            raise InvalidArgument(f"time_control: {err}") from None
     game = REGISTRY.get(req.game)
     if game is None:
         raise InvalidArgument(f"unknown game {req.game!r}; known: {', '.join(sorted(REGISTRY))}")

@@ -193,6 +193,8 @@ class TicketBook:
             updated_unix_ms=now,
             rating=rating[0].mu if rating else DEFAULT_MU,
         )
+        if req.HasField("time_control"):
+            ticket.time_control.CopyFrom(req.time_control)
         await self._claim_index(ticket)
         try:
             revision = await self.tickets.create(ticket_key(tid), ticket)

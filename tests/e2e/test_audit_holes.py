@@ -16,14 +16,22 @@ import grpc
 import pytest
 
 from boulevard.accounting.treehead import TreeHeadSigner
-from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2, ledger_pb2
+from boulevard.api.v1 import (
+    dice_pb2_grpc,
+    engine_pb2,
+    engine_pb2_grpc,
+    events_pb2,
+    ledger_pb2,
+    ledger_pb2_grpc,
+)
 from boulevard.audit.evidence import ACTION, REVEAL, Accepted, Evidence
+from boulevard.audit.keys import KeyHistory
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash
 from boulevard.client.ledger import LedgerClient
 from boulevard.contract.ledger import head_to_pb
 from boulevard.eventlog.jetstream import EXPECTED_LAST_SUBJECT_SEQ, MSG_ID
 from boulevard.fairness import client_seed_commitment
-from boulevard.seats.player import play_game, reveal_seed
+from boulevard.seats.player import keep_heads, play_game, reveal_seed
 from tests.e2e.conftest import REVEAL_SECONDS, Platform
 from tests.e2e.test_game_audit import audit_game, play, stored_log
 from tests.e2e.test_games import OPERATOR_MD, create, game_seed, wait_reconciled
@@ -219,14 +227,30 @@ def test_the_evidence_players_keep_passes_and_a_ledger_that_equivocates_fails(
             )  # fmt: skip
         assert (await wait_reconciled(platform, created.game_id)).reconciled
         async with grpc.aio.insecure_channel(platform.address("ledger")) as channel:
-            head, _, _ = await LedgerClient(channel).tree_head()
+            for _ in range(100):  # the ledger signs within a second of posting
+                try:
+                    head, _, size = await LedgerClient(channel).tree_head()
+                    if head.head.tree_size == size:
+                        break
+                except grpc.aio.AioRpcError as err:
+                    assert err.code() == grpc.StatusCode.NOT_FOUND, err
+                await asyncio.sleep(0.1)
         kept = []
-        for s in seats:
-            evidence = s.evidence()
-            kinds = [a.kind for a in evidence.accepted]
-            assert kinds.count(REVEAL) == 1 and kinds.count(ACTION) == s.moves > 0
-            evidence.ledger_heads.append(head_to_pb(head).SerializeToString())
-            kept.append(evidence)
+        async with (
+            grpc.aio.insecure_channel(platform.address("dice")) as dice,
+            grpc.aio.insecure_channel(platform.address("ledger")) as ledger,
+        ):
+            for s in seats:
+                evidence = s.evidence()
+                kinds = [a.kind for a in evidence.accepted]
+                assert kinds.count(REVEAL) == 1 and kinds.count(ACTION) == s.moves > 0
+                await keep_heads(
+                    evidence,
+                    dice_pb2_grpc.DiceServiceStub(dice),
+                    ledger_pb2_grpc.LedgerServiceStub(ledger),
+                )
+                assert evidence.dice_heads and evidence.ledger_heads
+                kept.append(evidence)
         other = ledger_signer(platform).sign(
             head.head.tree_size, bytes(32), head.head.timestamp_unix_ms
         )
@@ -317,3 +341,39 @@ def test_an_unreadable_forged_event_halts_only_its_game_and_its_log_is_still_ser
     verdicts = {g["game_id"]: g for g in json.loads(everything.stdout)["games"]}
     assert verdicts[game_id]["failed_at"] == version, verdicts[game_id]
     assert all(g["ok"] for g in verdicts.values() if g["game_id"] != game_id), verdicts
+
+
+def test_keys_pinned_from_the_published_history_and_a_key_not_in_it(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """An auditor took the engine, dice and ledger keys from the APIs it was auditing. The
+    operator now publishes its keys as a key history; `--trust FILE` pins them: an honest
+    game passes, and against a history that lacks the engine key the platform presents (an
+    operator serving a key of its own) the audit fails."""
+    history = tmp_path / "keys.json"
+    data = Path(platform.env["BOULEVARD_DATA_DIR"])
+    made = cli(platform, "keys", "history", "--out", str(history), "--data-dir", str(data))
+    assert made.returncode == 0, made.stdout + made.stderr
+    pinned = KeyHistory.loads(history.read_text())
+    assert pinned.problem() is None
+    assert pinned.current("engine") == engine_key(platform).public_hex
+    assert set(pinned.keys("ledger")) == {ledger_signer(platform).public_key.hex()}
+    game_id, _ = asyncio.run(play(platform, "las_vegas", 2))
+    trusted = audit_game(platform, game_id, "--trust", str(history))
+    assert trusted.returncode == 0, trusted.stdout + trusted.stderr
+    # A history with another engine key (properly handed over) does not hold the one served.
+    other = SigningKey.generate()
+    elsewhere = KeyHistory([e for e in pinned.entries if e.role != "engine"]).extended(
+        "engine", other.public_hex, 1, None
+    )
+    wrong = tmp_path / "other.json"
+    wrong.write_text(elsewhere.dumps())
+    refused = audit_game(platform, game_id, "--trust", str(wrong))
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "not in the pinned key history" in refused.stdout, refused.stdout
+    # A history whose engine key was swapped in without the old key's signature: refused.
+    swapped = KeyHistory([*pinned.entries, *KeyHistory().extended(
+        "engine", other.public_hex, 2**42, None).entries])  # fmt: skip
+    wrong.write_text(swapped.dumps())
+    unsigned = audit_game(platform, game_id, "--trust", str(wrong))
+    assert unsigned.returncode == 2 and "not signed by the key before it" in unsigned.stderr

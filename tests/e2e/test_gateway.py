@@ -358,3 +358,55 @@ def test_a_header_block_over_64_kib_is_refused_by_grpc_itself(platform: Platform
         metadata=(("authorization", "Bearer " + "x" * 70_000),),
     )
     assert refused.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def test_json_unknown_keys_are_ignored_and_a_mistyped_value_is_refused(
+    platform: Platform, gateway: Gateway
+) -> None:
+    game = new_game(platform)
+    ok = httpx.post(
+        f"{gateway.url}{ENGINE}/GetGame", json={"gameId": game.game_id, "noSuchField": 1}
+    )
+    assert ok.status_code == 200 and ok.json()["gameId"] == game.game_id
+    snake = httpx.post(f"{gateway.url}{ENGINE}/GetGame", json={"game_id": game.game_id})
+    assert snake.status_code == 200 and snake.json()["gameId"] == game.game_id
+    bad = httpx.post(f"{gateway.url}{ENGINE}/GetGame", json={"gameId": {"not": "a string"}})
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid_argument", bad.text
+
+
+def test_a_body_over_the_services_request_limit_is_resource_exhausted(gateway: Gateway) -> None:
+    big = engine_pb2.GetGameRequest(game_id="g", player_token="t" * 300_000).SerializeToString()
+    reply = httpx.post(
+        f"{gateway.url}{ENGINE}/GetGame", content=big, headers={"content-type": "application/proto"}
+    )
+    assert reply.json()["code"] == "resource_exhausted", reply.text
+
+
+def test_health_of_one_named_service_and_of_an_unknown_name(gateway: Gateway) -> None:
+    named = httpx.post(
+        f"{gateway.url}/grpc.health.v1.Health/Check", json={"service": "boulevard.v1.DiceService"}
+    )
+    assert named.json() == {"status": "SERVING"}
+    unknown = httpx.post(f"{gateway.url}/grpc.health.v1.Health/Check", json={"service": "nope"})
+    assert unknown.status_code == 404 and unknown.json()["code"] == "not_found"
+
+
+def test_a_closed_browser_stream_frees_its_watch_slot(platform: Platform, gateway: Gateway) -> None:
+    """Each seat may hold 4 WatchGame streams; a browser that goes away must give its slot
+    back (the gateway ends its gRPC call), or 4 reloads would lock the seat out."""
+    game = new_game(platform)
+    request = engine_pb2.WatchGameRequest(
+        game_id=game.game_id, player_token=game.player_tokens[0]
+    ).SerializeToString()
+    for attempt in range(10):
+        with httpx.stream(
+            "POST",
+            f"{gateway.url}{ENGINE}/WatchGame",
+            content=envelope(request),
+            headers={"content-type": "application/connect+proto"},
+            timeout=10,
+        ) as response:
+            first = next(response.iter_raw())
+            flags = first[0]
+            assert flags == 0, f"stream {attempt} was refused: {first!r}"
+        time.sleep(0.2)  # the disconnect reaches the gateway, which ends the call

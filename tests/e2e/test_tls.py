@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import grpc
+import httpx
 import nats
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -95,6 +96,25 @@ async def nats_only_over_tls(port: int, data_dir: Path, ca: Path) -> None:
         await nc.close()
 
 
+def gateway_only_over_tls(env: dict[str, str], ca: Path, lines: list[str]) -> None:
+    """The browser gateway serves HTTPS with the platform's certificate, forwards over TLS to
+    the services, and answers no plaintext HTTP."""
+    port = env["BOULEVARD_GATEWAY_PORT"]
+    url = f"https://127.0.0.1:{port}"
+    assert any("gateway" in line and url in line for line in lines), lines
+    verified = ssl.create_default_context(cafile=str(ca))
+    health = httpx.post(f"{url}/grpc.health.v1.Health/Check", json={}, verify=verified)
+    assert health.json() == {"status": "SERVING"}
+    games = httpx.post(f"{url}/boulevard.v1.EngineService/ListGames", json={}, verify=verified)
+    assert games.status_code == 200 and games.json()["games"], games.text
+    with pytest.raises(httpx.ConnectError):  # not our CA's: refused by the client
+        httpx.post(
+            f"{url}/grpc.health.v1.Health/Check", json={}, verify=ssl.create_default_context()
+        )
+    with pytest.raises(httpx.TransportError):  # plaintext on the TLS port: no answer
+        httpx.post(f"http://127.0.0.1:{port}/grpc.health.v1.Health/Check", json={}, timeout=5)
+
+
 def test_up_with_tls_plays_and_audits_the_demo_and_refuses_plaintext(tmp_path: Path) -> None:
     data = tmp_path / "data"
     env = service_env(None, data)
@@ -118,6 +138,7 @@ def test_up_with_tls_plays_and_audits_the_demo_and_refuses_plaintext(tmp_path: P
         assert (data / "tls" / "server-key.pem").stat().st_mode & 0o777 == 0o600
         asyncio.run(calls_over_tls(env, ca))
         asyncio.run(plaintext_grpc_is_refused(env))
+        gateway_only_over_tls(env, ca, lines)
         # The auditor's commands find the services as every command does: over TLS with
         # the CA in BOULEVARD_TLS_CA_FILE.
         audited = subprocess.run(

@@ -44,7 +44,7 @@ export function command(action: Action): { name: string; fields: Record<string, 
   const cmd = (game.value as unknown as { command: { case?: string; value?: Message } }).command;
   if (cmd.case === undefined || cmd.value === undefined) return { name: "nothing", fields: {} };
   const schema = registry.getMessage(cmd.value.$typeName);
-  const json = (schema ? toJson(schema, cmd.value, { alwaysEmitImplicit: false }) : {}) as Record<string, unknown>;
+  const json = (schema ? toJson(schema, cmd.value, { alwaysEmitImplicit: true }) : {}) as Record<string, unknown>;
   delete json.seat;
   return { name: cmd.case, fields: json };
 }

@@ -255,7 +255,8 @@ async function onWatch(t: Table, r: WatchGameResponse): Promise<void> {
       setHtml("role", `<b id="game-over">game over</b>: ${ranking} · <a href="#/replay/${g}">replay</a> · <a id="audit-link" href="#/audit/${g}">audit it here</a>`);
       if (t.seat) await retireKey(t.seat);
     }
-    story(`<span class="v">v${env.version}</span> ${esc(eventLine(env.type, p, t.players))}`);
+    // A CommandAccepted is the signed record of the move the next events tell in words.
+    if (env.type !== "CommandAccepted") story(`<span class="v">v${env.version}</span> ${esc(eventLine(env.type, p, t.players))}`);
   }
   if (r.view) {
     t.view = r.view;

@@ -2,6 +2,8 @@
 // (docs/auditing-vectors.json, docs/fairness-vectors.json). Run by tests/web/test_web.py in
 // node (whose WebCrypto is the same API the browser's is).
 
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { ActionSchema } from "../src/gen/boulevard/v1/engine_pb";
 import { equal, fromHex, hex } from "../src/audit/bytes";
 import { ed25519Verify, sha256 } from "../src/audit/crypto";
 import {
@@ -30,7 +32,15 @@ export async function checkVectors(auditing: AnyJson, fairness: AnyJson): Promis
     if (!ok) report.failures.push(what);
   };
 
+  // The page signs toBinary(ActionSchema, action): it must be the engine's deterministic
+  // encoding. Las Vegas PlaceDice{seat 1, number 3} made here, and every vector's action
+  // decoded and re-encoded, give the vectors' bytes (a zero seat is left out).
+  const made = create(ActionSchema, { game: { case: "lasVegas", value: { command: { case: "placeDice", value: { seat: 1, number: 3 } } } } });
+  check(hex(toBinary(ActionSchema, made)) === "5a060a0408011003", "the page's Action encoding");
+  const seat0 = create(ActionSchema, { game: { case: "lasVegas", value: { command: { case: "placeDice", value: { seat: 0, number: 4 } } } } });
+  check(hex(toBinary(ActionSchema, seat0)) === "5a040a021004", "the page's Action encoding, seat 0");
   for (const c of auditing.commands) {
+    check(hex(toBinary(ActionSchema, fromBinary(ActionSchema, fromHex(c.action)))) === c.action, `command ${c.name}: action re-encodes`);
     const bytes = commandSigningBytes(c.game_id, c.seat, BigInt(c.expected_version), c.idempotency_key, fromHex(c.action));
     check(hex(bytes) === c.signing_bytes, `command ${c.name}: signing bytes`);
     const pk = fromHex(c.public_key);

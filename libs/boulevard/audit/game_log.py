@@ -23,7 +23,7 @@ The first version that does not follow raises `GameAuditFailed(version, what was
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -194,17 +194,21 @@ def audit_game_log(
     finished: bool = False,
     dice_opening: DiceOpening | None = None,
     evidence: Sequence[Evidence] = (),
+    bot_keys: Collection[str] = (),
 ) -> GameAuditReport:
     """Check `log` (envelope bytes as stored, version 1 first); raise GameAuditFailed at the
     first version that does not follow. Optional inputs are checked when given; versions
     in `redacted` (a live game's hidden shuffles) end the audit there. `finished`: the
     caller was told the game is over (GetGameLog, ListGames), so the log must end with
     GameFinished and nothing may be redacted. `evidence`: what seats kept (their receipts
-    are checked with `receipts`, and what each was given for must be in the log)."""
+    are checked with `receipts`, and what each was given for must be in the log).
+    `bot_keys`: the platform's bot keys from a pinned key history (with `bot_key`)."""
     kept = [r for e in evidence for r in e.receipts]
-    report = _Audit(
+    audit = _Audit(
         game_id, dice, engine_key, [*receipts, *kept], ledger, anchors, bot_key, dice_opening
-    ).run(log, commitment, match_id, match_seats, redacted, finished)
+    )
+    audit.bot_keys = frozenset(bot_keys)
+    report = audit.run(log, commitment, match_id, match_seats, redacted, finished)
     for e in evidence:
         found = contradiction(e, log)
         if found is not None:
@@ -233,6 +237,7 @@ class _Audit:
         self.ledger = ledger
         self.anchors = anchors
         self.bot_key = bot_key
+        self.bot_keys: frozenset[str] = frozenset()
         self.report = GameAuditReport(game_id)
         self.game: GameDefinition[Any, Any, Any, Any] | None = None
         self.codec = Codec(())
@@ -507,7 +512,7 @@ class _Audit:
             except ValueError as err:
                 raise GameAuditFailed(1, f"seat {s.seat} has no valid key: {err}") from None
         self.report.bot_seats = tuple(s.seat for s in created.seats if s.bot)
-        problem = seat_problem(created, self.bot_key)
+        problem = seat_problem(created, {self.bot_key, *self.bot_keys} - {""})
         if problem:
             raise GameAuditFailed(1, problem)
         if self.bot_key:

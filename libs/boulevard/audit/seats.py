@@ -14,7 +14,7 @@ The operator holds the bot key and each bot seat's client seed. So:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from boulevard.games.base import GameCreated
 
@@ -27,9 +27,9 @@ def is_bot_id(player_id: str) -> bool:
     return player_id.startswith(BOT_PREFIX) and rest.isascii() and rest.isdigit()
 
 
-def seat_problem(created: GameCreated, bot_key: str = "") -> str | None:
+def seat_problem(created: GameCreated, bot_keys: Collection[str] = ()) -> str | None:
     """What is wrong with the seats GameCreated binds, as far as the operator's own seats
-    go; None when nothing is."""
+    go; None when nothing is. `bot_keys`: the platform's bot keys (pinned), if known."""
     for s in created.seats:
         if s.player_id.startswith(BOT_PREFIX) and not (s.bot and is_bot_id(s.player_id)):
             return (
@@ -38,10 +38,10 @@ def seat_problem(created: GameCreated, bot_key: str = "") -> str | None:
             )
         if s.bot and not is_bot_id(s.player_id):
             return f"seat {s.seat} is a bot seat named {s.player_id!r}, not bot-<n>"
-        if s.bot and bot_key and s.public_key != bot_key:
+        if s.bot and bot_keys and s.public_key not in bot_keys:
             return (
                 f"bot seat {s.seat} is bound to key {s.public_key}, not the platform's bot "
-                f"key {bot_key}"
+                f"key ({', '.join(sorted(bot_keys))})"
             )
     return None
 

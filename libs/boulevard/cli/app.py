@@ -41,6 +41,7 @@ app.add_typer(audits.audit_app, name="audit")
 app.add_typer(admin.issuer_app, name="issuer")
 app.add_typer(reads.game_app, name="game")
 app.add_typer(reads.ledger_app, name="ledger")
+app.add_typer(admin.keys_app, name="keys")
 for _group in (up, admin, play, reads):  # their order is the order of `--help`
     app.registered_commands.extend(_group.commands.registered_commands)
 
@@ -84,7 +85,14 @@ def _unwrap(doc: str) -> str:
     )
 
 
-for _typer in (app, audits.audit_app, admin.issuer_app, reads.game_app, reads.ledger_app):
+for _typer in (
+    app,
+    audits.audit_app,
+    admin.issuer_app,
+    admin.keys_app,
+    reads.game_app,
+    reads.ledger_app,
+):
     for _info in _typer.registered_commands:
         if _info.help is None and _info.callback is not None and _info.callback.__doc__:
             _info.help = _unwrap(_info.callback.__doc__)

@@ -50,6 +50,7 @@ from boulevard.audit.game_log import (
     GameAuditReport,
     audit_game_log,
 )
+from boulevard.audit.keys import KeyHistory, untrusted
 from boulevard.audit.signing import Receipt
 from boulevard.cli import audit_ledger, output
 from boulevard.cli.audit_dice import EXIT_ERROR, EXIT_FAIL, EXIT_PASS
@@ -82,7 +83,25 @@ def addresses_of(args: argparse.Namespace) -> Addresses:
 
 
 class EvidenceFailed(Exception):
-    """A head a player kept is not a prefix of what the service serves now."""
+    """What a player kept (a head in an evidence file) or an auditor pinned (a key
+    history) contradicts what the services present."""
+
+
+def load_trust(path: Path) -> KeyHistory:
+    """`--trust FILE`: a key history that verifies (every key signed by the one before)."""
+    history = KeyHistory.loads(path.read_text(encoding="utf-8"))
+    problem = history.problem()
+    if problem:
+        raise ValueError(f"the key history {path} does not verify: {problem}")
+    return history
+
+
+def check_trusted(trust: KeyHistory | None, role: str, public_key: bytes) -> None:
+    """EvidenceFailed when a pinned history lacks the key a service presents."""
+    if trust is not None:
+        problem = untrusted(trust, role, public_key.hex())
+        if problem:
+            raise EvidenceFailed(problem)
 
 
 def load_evidence(path: Path) -> list[Evidence]:
@@ -91,25 +110,36 @@ def load_evidence(path: Path) -> list[Evidence]:
     return [Evidence.loads(f.read_text(encoding="utf-8")) for f in files]
 
 
-async def check_kept_ledger_heads(address: str, kept: Sequence[bytes], timeout: float) -> None:
+async def check_kept_ledger_heads(
+    address: str, kept: Sequence[bytes], timeout: float, trust: KeyHistory | None = None
+) -> None:
     """Each ledger head a player kept must verify under the key the ledger serves and be a
     prefix of its latest head (a consistency proof): else the ledger's history was rewritten
     and re-signed (two histories under one key). Raises EvidenceFailed."""
-    if not kept:
+    if not kept and trust is None:
         return
     async with tls.channel(address) as channel:
         client = LedgerClient(channel, timeout=timeout)
-        latest, key, _ = await client.tree_head()
+        try:
+            latest, key, _ = await client.tree_head()
+        except grpc.aio.AioRpcError as err:
+            if err.code() != grpc.StatusCode.NOT_FOUND or kept:
+                raise
+            return  # no head signed yet: no key presented, nothing kept
+        check_trusted(trust, "ledger", key)
         for data in kept:
             try:
                 sth = head_from_pb(ledger_pb2.SignedTreeHead.FromString(data))
                 verify_tree_head(sth, key)
             except (DecodeError, LedgerError) as err:
-                raise EvidenceFailed(f"a kept ledger head does not verify: {err}") from None
+                raise EvidenceFailed(
+                    f"a player's evidence: a kept ledger head does not verify: {err}"
+                ) from None
             first, second = sth.head.tree_size, latest.head.tree_size
             if first > second:
                 raise EvidenceFailed(
-                    f"a kept ledger head covers {first} entries; the ledger now signs only "
+                    f"a player's evidence: a kept ledger head covers {first} entries; the "
+                    "ledger now signs only "
                     f"{second}: its history was cut"
                 )
             proof = await client.consistency_proof(first, second) if first < second else []
@@ -117,7 +147,8 @@ async def check_kept_ledger_heads(address: str, kept: Sequence[bytes], timeout: 
                 verify_consistency(first, second, sth.head.root_hash, latest.head.root_hash, proof)
             except LedgerError as err:
                 raise EvidenceFailed(
-                    f"the ledger head of size {first} a player kept is not a prefix of its "
+                    f"a player's evidence: the ledger head of size {first} a player kept is "
+                    "not a prefix of its "
                     f"latest (size {second}): the journal was rewritten and re-signed "
                     f"({err.message})"
                 ) from None
@@ -240,9 +271,11 @@ async def audit_one(
     timeout: float = 30.0,
     listed_finished: bool = False,
     evidence: Sequence[Evidence] = (),
+    trust: KeyHistory | None = None,
 ) -> GameAuditReport:
     """Fetch everything public about one game and audit it; raises GameAuditFailed, or
-    EvidenceFailed when a head in the players' `evidence` is not what is served.
+    EvidenceFailed when a head in the players' `evidence` is not what is served, or a key
+    a service presents is not in the pinned key history `trust`.
     `listed_finished`: the caller found the game among the finished ones (audit all), so
     its log must show its end, whatever GetGameLog says."""
     evidence = [e for e in evidence if e.game_id == game_id]
@@ -254,6 +287,7 @@ async def audit_one(
         else:
             key = await stub.GetEngineKey(engine_pb2.GetEngineKeyRequest(), timeout=timeout)
             engine_key = bytes.fromhex(key.public_key)
+    check_trusted(trust, "engine", engine_key)
     dice, commitment, opening = (
         await fetch_dice(addresses.dice, game_id, timeout) if addresses.dice else (None, None, None)
     )
@@ -284,12 +318,18 @@ async def audit_one(
         finished=finished or listed_finished,
         dice_opening=opening,
         evidence=evidence,
+        bot_keys=trust.keys("bots") if trust is not None else (),
     )
     report.ledger_seqs = seqs
     if addresses.ledger:
         await check_kept_ledger_heads(
-            addresses.ledger, [h for e in evidence for h in e.ledger_heads], timeout
+            addresses.ledger, [h for e in evidence for h in e.ledger_heads], timeout, trust
         )
+    if addresses.dice and trust is not None:
+        async with tls.channel(addresses.dice) as channel:
+            heads = await DiceReader(channel, timeout=timeout).log_heads(game_id)
+        if heads.heads:
+            check_trusted(trust, "dice", bytes(heads.public_key))
     held = dice_heads_of(evidence)
     if addresses.dice and held and report.finished:
         async with tls.channel(addresses.dice) as channel:
@@ -297,7 +337,7 @@ async def audit_one(
                 game_id, cited=report.cited, published=report.published, held_heads=held
             )
         if not dice_report.ok:
-            raise EvidenceFailed(f"the dice log: {dice_report.describe()}")
+            raise EvidenceFailed(f"a player's evidence: the dice log: {dice_report.describe()}")
     return report
 
 
@@ -329,8 +369,10 @@ def _run_game(args: argparse.Namespace) -> tuple[int, str, int | None]:
         receipts = load_receipts(args.receipts) if args.receipts else []
         evidence_path = getattr(args, "evidence", None)
         evidence = load_evidence(evidence_path) if evidence_path else []
+        trust_path = getattr(args, "trust", None)
+        trust = load_trust(trust_path) if trust_path else None
     except (OSError, ValueError, KeyError) as err:
-        print(f"cannot read receipts or evidence: {err}", file=sys.stderr)
+        print(f"cannot read receipts, evidence or key history: {err}", file=sys.stderr)
         return EXIT_ERROR, "", None
     try:
         report = asyncio.run(
@@ -341,14 +383,15 @@ def _run_game(args: argparse.Namespace) -> tuple[int, str, int | None]:
                 engine_key_hex=args.engine_key,
                 timeout=args.timeout,
                 evidence=evidence,
+                trust=trust,
             )
         )
     except EvidenceFailed as failed:
         if args.json:
             print(json.dumps({"game_id": args.game_id, "ok": False, "evidence": str(failed)}))
         else:
-            print(f"FAIL game {args.game_id}: a player's evidence: {failed}")
-        return EXIT_FAIL, f"FAIL a player's evidence: {failed}", None
+            print(f"FAIL game {args.game_id}: {failed}")
+        return EXIT_FAIL, f"FAIL {failed}", None
     except GameAuditFailed as failed:
         if args.json:
             print(json.dumps({"game_id": args.game_id, "ok": False, "version": failed.version,
@@ -425,6 +468,8 @@ async def _audit_all(args: argparse.Namespace) -> int:
     since_ms = since_unix_ms(since, time.time()) if since else 0
     evidence_path = getattr(args, "evidence", None)
     evidence = load_evidence(evidence_path) if evidence_path else []
+    trust_path = getattr(args, "trust", None)
+    trust = load_trust(trust_path) if trust_path else None
     listing = await _listed_games(addresses.engine, args.game_name, args.timeout, since_ms)
     over = dict(listing)
     games = [g for g, _ in listing]
@@ -442,7 +487,7 @@ async def _audit_all(args: argparse.Namespace) -> int:
             try:
                 report = await audit_one(
                     game_id, addresses, timeout=args.timeout, listed_finished=over[game_id],
-                    evidence=evidence,
+                    evidence=evidence, trust=trust,
                 )  # fmt: skip
                 listed[game_id] = report.ledger_seqs
                 if not report.finished:
@@ -466,7 +511,7 @@ async def _audit_all(args: argparse.Namespace) -> int:
                 verdict = f"FAIL game at version {failed.version}: {failed.message}"
                 failed_at = failed.version
             except EvidenceFailed as failed:
-                verdict = f"FAIL a player's evidence: {failed}"
+                verdict = f"FAIL {failed}"
             except grpc.aio.AioRpcError as err:
                 verdict = f"ERROR {err.code().name}: {err.details()}"
             if verdict != "ok":
@@ -549,6 +594,9 @@ def all_json(
 def run_all(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(_audit_all(args))
+    except (OSError, ValueError, KeyError) as err:
+        print(f"cannot read evidence or key history: {err}", file=sys.stderr)
+        return EXIT_ERROR
     except grpc.aio.AioRpcError as err:
         message = f"cannot audit: {err.code().name}: {err.details()}"
         print(message, file=sys.stderr)

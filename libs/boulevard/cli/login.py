@@ -2,7 +2,11 @@
 
 `boulevard up` makes the issuer once per data dir (`<data-dir>/issuer`: Ed25519 keys, mode
 0600, and the JWKS file the services read). `boulevard login alice` prints a token for the
-player alice; `--role operator` one for an operator. `boulevard issuer rotate` adds a new
+player alice; `--role operator` one for an operator; `--web` prints the web app's address
+with the token in the URL's fragment (`http://127.0.0.1:8080/#token=…`), which a browser
+never sends to any server: the page reads it and forgets the URL (docs/clients.md, "From a
+browser"). Nothing serves tokens over HTTP: whoever can run this command can already read
+the issuer's keys. `boulevard issuer rotate` adds a new
 signing key; the JWKS keeps the previous one, so tokens already handed out still work until
 they expire. A deployment with its own identity provider points BOULEVARD_AUTH_JWKS at that
 provider's JWKS instead and never uses these commands.
@@ -60,8 +64,26 @@ def login(args: argparse.Namespace) -> int:
     issuer = _existing(settings, args.data_dir or settings.data_dir)
     if issuer is None:
         return ExitCode.CANNOT
-    print(issuer.mint(args.name, (args.role,), args.ttl))
+    token = issuer.mint(args.name, (args.role,), args.ttl)
+    if args.web:
+        print(web_login_url(args.web_url or default_web_url(settings), token))
+    else:
+        print(token)
     return 0
+
+
+def default_web_url(settings: Settings) -> str:
+    """This machine's gateway, as `boulevard up` serves it (https with `--tls`, which leaves
+    its certificate in the data dir)."""
+    data_dir = settings.data_dir
+    scheme = "https" if (data_dir / "tls" / "server.pem").exists() else "http"
+    host = "127.0.0.1" if settings.grpc_host in ("", "0.0.0.0") else settings.grpc_host
+    return f"{scheme}://{host}:{settings.gateway_port}/"
+
+
+def web_login_url(base: str, token: str) -> str:
+    """`base` with the token as its fragment: `#token=<jwt>` (a JWT is URL-safe as it is)."""
+    return f"{base.split('#', 1)[0]}#token={token}"
 
 
 def rotate_key(args: argparse.Namespace) -> int:

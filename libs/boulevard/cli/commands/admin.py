@@ -14,9 +14,51 @@ commands = typer.Typer()
 issuer_app = typer.Typer(
     help="Manage the local token issuer.", no_args_is_help=True, rich_markup_mode="rich"
 )
+keys_app = typer.Typer(
+    help="The platform's keys, for auditors to pin.", no_args_is_help=True,
+    rich_markup_mode="rich",
+)  # fmt: skip
 
 
-@commands.command(epilog=examples("boulevard login alice", "boulevard login olga --role operator"))
+@keys_app.command(
+    "history",
+    epilog=examples(
+        "boulevard keys history --out keys.json",
+        "boulevard keys history --out keys.json --previous engine=old-engine-key",
+    ),
+)
+def keys_history(
+    out: Annotated[
+        Path, typer.Option("--out", metavar="FILE", help="the key history to write or extend")
+    ],
+    previous: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--previous",
+            metavar="ROLE=SEEDFILE",
+            help="a rotated role's previous key (its seed file), to sign the new one",
+        ),
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`" + DATA_DIR)
+    ] = None,
+) -> None:
+    """Publish the platform's keys (engine, dice, ledger, bots) as a key history: each new key
+    signed by the one before it. Auditors pin it with `audit game --trust FILE`.
+
+    Exit 0 written, 2 cannot."""
+    from boulevard.cli import keys as command
+
+    invoke(command.run, out=out, previous=previous, data_dir=data_dir)
+
+
+@commands.command(
+    epilog=examples(
+        "boulevard login alice",
+        "boulevard login olga --role operator",
+        "boulevard login alice --web",
+    )
+)
 def login(
     name: Annotated[
         str, typer.Argument(metavar="NAME", help="the player (or operator) id: the token's subject")
@@ -26,6 +68,16 @@ def login(
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", help="the data dir of `boulevard up`" + DATA_DIR)
     ] = None,
+    web: Annotated[
+        bool,
+        typer.Option(
+            "--web", help="print the web app's address with the token in its #fragment instead"
+        ),
+    ] = False,
+    web_url: Annotated[
+        str,
+        typer.Option("--web-url", help="the web app's address (default: this machine's gateway)"),
+    ] = "",
 ) -> None:
     """Print a bearer token from the local issuer `boulevard up` made."""
     from boulevard.cli import login as login_command
@@ -33,7 +85,10 @@ def login(
 
     if role not in ROLES:
         raise typer.BadParameter(f"choose from {', '.join(sorted(ROLES))}", param_hint="--role")
-    invoke(login_command.login, name=name, role=role, ttl=ttl, data_dir=data_dir)
+    invoke(
+        login_command.login, name=name, role=role, ttl=ttl, data_dir=data_dir, web=web,
+        web_url=web_url,
+    )  # fmt: skip
 
 
 @issuer_app.command("rotate", epilog=examples("boulevard issuer rotate"))

@@ -169,6 +169,14 @@ def audit_game(
             help="a player's evidence file (receipts, dice and ledger heads kept in play)",
         ),
     ] = None,
+    trust: Annotated[
+        Path | None,
+        typer.Option(
+            "--trust",
+            metavar="FILE",
+            help="a key history you keep (boulevard keys history): fail on any key not in it",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
     html: HtmlOption = None,
 ) -> None:
@@ -180,7 +188,7 @@ def audit_game(
     invoke(
         command.run_game, game_id=game_id, engine=engine, dice=dice, ledger=ledger,
         no_dice=no_dice, no_ledger=no_ledger, timeout=timeout, receipts=receipts,
-        engine_key=engine_key, json=as_json, html=html, evidence=evidence,
+        engine_key=engine_key, json=as_json, html=html, evidence=evidence, trust=trust,
     )  # fmt: skip
 
 
@@ -237,6 +245,14 @@ def audit_all(
             help="a folder of players' evidence files (*.json), each checked with its game",
         ),
     ] = None,
+    trust: Annotated[
+        Path | None,
+        typer.Option(
+            "--trust",
+            metavar="FILE",
+            help="a key history you keep (boulevard keys history): fail on any key not in it",
+        ),
+    ] = None,
     html: HtmlOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -249,5 +265,5 @@ def audit_all(
     invoke(
         command.run_all, engine=engine, dice=dice, ledger=ledger, no_dice=no_dice,
         no_ledger=no_ledger, timeout=timeout, limit=limit, game_name=game_name, html=html,
-        json=as_json, since=since, evidence=evidence,
+        json=as_json, since=since, evidence=evidence, trust=trust,
     )  # fmt: skip
