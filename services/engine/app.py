@@ -4,6 +4,7 @@ buckets, the MatchFormed consumer and the gRPC servicer."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 
 import grpc
@@ -31,6 +32,7 @@ from services.engine.kv import JetStreamKeyValue
 from services.engine.server import EngineServicer, summary_json
 from services.engine.sessions import Session
 from services.engine.settings import EngineSettings
+from services.engine.stalls import Stalls, stalls
 
 log = structlog.get_logger(__name__)
 
@@ -103,6 +105,13 @@ class EngineApp:
         metrics.GAMES_LIVE.set_function(self.engine.live_games)
         metrics.GAMES_CACHED.set_function(self.engine.cached_games)
         metrics.GAMES_OVERDUE.set_function(self.engine.overdue_games)
+        engine, limit = self.engine, s.engine_stall_seconds
+
+        def stalled_now() -> Stalls:
+            return stalls(engine.waiting_since_ms(), time.time_ns() // 1_000_000, limit)
+
+        metrics.GAMES_LONGEST_WAIT.set_function(lambda: stalled_now().longest_wait_seconds)
+        metrics.GAMES_STALLED.set_function(lambda: stalled_now().stalled)
         self.servicer = EngineServicer(
             self.engine,
             store,

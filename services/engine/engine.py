@@ -380,6 +380,15 @@ class Engine:
         """Unfinished games this replica holds (what the games-live gauge shows)."""
         return sum(1 for s in list(self._sessions.values()) if s.finished is None)
 
+    def waiting_since_ms(self) -> list[int]:
+        """For each unfinished, unhalted game this replica holds, when its newest event
+        was appended (ms since the epoch; 0 if unknown): what the stall signal reads."""
+        return [
+            s.last_event_ms
+            for s in list(self._sessions.values())
+            if s.finished is None and s.halted is None
+        ]
+
     def cached(self, game_id: str) -> Session | None:
         """The game as this replica last saw it, if it holds it (no I/O, no lock)."""
         return self._sessions.get(game_id)

@@ -81,6 +81,9 @@ class Session:
     # The latest envelopes this process appended or read, by version: a command's result
     # comes from here instead of re-reading the log (bounded; older results are read).
     recent: dict[int, events_pb2.EventEnvelope] = field(default_factory=dict)
+    # When the newest event this process saw was appended (ms): kept through trim(), for
+    # the per-game stall signal (services/engine/stalls.py).
+    last_event_ms: int = 0
     # What readers ask of one version again and again (every watcher, every poll): the
     # legal commands per seat and the typed view per seat, dropped when the version moves.
     _memo: dict[tuple[str, int | None], Any] = field(default_factory=dict)
@@ -165,6 +168,7 @@ class Session:
 
     def remember(self, envelope: events_pb2.EventEnvelope, keep: int = RECENT_ENVELOPES) -> None:
         self.recent[int(envelope.version)] = envelope
+        self.last_event_ms = max(self.last_event_ms, int(envelope.time_unix_ms))
         while len(self.recent) > keep:  # versions arrive in order: the first is the oldest
             del self.recent[next(iter(self.recent))]
 

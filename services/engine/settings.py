@@ -16,6 +16,8 @@ class EngineSettings(Settings):
     # A cached game unused this long keeps only its fold: its views, legal commands and
     # recent envelopes are dropped (recomputed when next asked for; docs/performance.md).
     engine_idle_trim_seconds: float = Field(default=30.0, gt=0)
+    # A live game with no event for this long counts as stalled (services/engine/stalls.py).
+    engine_stall_seconds: float = Field(default=900.0, gt=0)
     # Concurrent WatchGame streams this replica serves (each holds ~30 KiB, more on a long
     # game): spectators (no token needed) share one budget, so strangers cannot exhaust the
     # engine's memory, and each seat of a game has a few streams of its own that spectators

@@ -98,6 +98,14 @@ LAST_APPEND = Gauge(
     "boulevard_last_append_timestamp_seconds",
     "Unix time of the last append to GAMES by this engine process",
 )
+GAMES_LONGEST_WAIT = Gauge(
+    "boulevard_games_longest_wait_seconds",
+    "The longest any live game this engine holds has gone without an event",
+)
+GAMES_STALLED = Gauge(
+    "boulevard_games_stalled",
+    "Live games this engine holds with no event for longer than BOULEVARD_ENGINE_STALL_SECONDS",
+)
 GAME_LOADS = Counter(
     "boulevard_engine_game_loads",
     "Games the engine looked up, by where it found them: cache (in memory), snapshot (its "
