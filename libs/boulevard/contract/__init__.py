@@ -4,7 +4,7 @@ dice wire's kinds (`dice`), the dice outcome log's encodings and checks (`dice_l
 ledger's heads and money trail (`ledger`).
 
 Pure: no I/O, clock or global randomness. The servers, the SDK (`boulevard.client`,
-`boulevard.seats`), the audits and code generators depend on it; it depends on none of
-them. It holds no key: whoever holds one signs (the dice service its heads, a seat its
-moves).
+`boulevard.seats`) and the audits depend on it; it depends on none of them
+(tests/unit/test_layers.py). It holds no key: whoever holds one signs (the dice service
+its heads, a seat its moves).
 """
