@@ -389,3 +389,24 @@ def test_health_of_one_named_service_and_of_an_unknown_name(gateway: Gateway) ->
     assert named.json() == {"status": "SERVING"}
     unknown = httpx.post(f"{gateway.url}/grpc.health.v1.Health/Check", json={"service": "nope"})
     assert unknown.status_code == 404 and unknown.json()["code"] == "not_found"
+
+
+def test_a_closed_browser_stream_frees_its_watch_slot(platform: Platform, gateway: Gateway) -> None:
+    """Each seat may hold 4 WatchGame streams; a browser that goes away must give its slot
+    back (the gateway ends its gRPC call), or 4 reloads would lock the seat out."""
+    game = new_game(platform)
+    request = engine_pb2.WatchGameRequest(
+        game_id=game.game_id, player_token=game.player_tokens[0]
+    ).SerializeToString()
+    for attempt in range(10):
+        with httpx.stream(
+            "POST",
+            f"{gateway.url}{ENGINE}/WatchGame",
+            content=envelope(request),
+            headers={"content-type": "application/connect+proto"},
+            timeout=10,
+        ) as response:
+            first = next(response.iter_raw())
+            flags = first[0]
+            assert flags == 0, f"stream {attempt} was refused: {first!r}"
+        time.sleep(0.2)  # the disconnect reaches the gateway, which ends the call

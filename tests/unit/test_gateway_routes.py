@@ -3,12 +3,14 @@ and they are exactly the paths of the generated Connect stubs (the committed `*_
 
 import inspect
 import re
+from pathlib import Path
 
 import grpc
+import httpx
 from google.protobuf.message import Message
 
 from boulevard.api.v1 import dice_connect, engine_connect, ledger_connect, matchmaking_connect
-from services.gateway.app import PROTO_SERVICES
+from services.gateway.app import PROTO_SERVICES, build_app
 from services.gateway.forward import CODES, endpoints
 from services.gateway.settings import GatewaySettings
 
@@ -52,3 +54,23 @@ def test_the_default_origin_is_the_gateways_own() -> None:
     assert tls.allowed_origins() == ("https://play.example:8443",)
     given = GatewaySettings(gateway_origins="https://a.example, https://b.example/")
     assert given.allowed_origins() == ("https://a.example", "https://b.example")
+
+
+async def get(web_dir: Path, path: str, **headers: str) -> httpx.Response:
+    """One request to the gateway's ASGI app in-process (no backend is called)."""
+    transport = httpx.ASGITransport(app=build_app(GatewaySettings(gateway_web_dir=web_dir)))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8080") as c:
+        return await c.get(path, headers=headers)
+
+
+async def test_the_root_serves_the_built_app_or_says_it_is_not_built(tmp_path: Path) -> None:
+    page = await get(tmp_path, "/")
+    assert page.status_code == 200 and "not built" in page.text
+    (tmp_path / "index.html").write_text("<!doctype html><title>built</title>")
+    (tmp_path / "app.js").write_text("console.log(1)")
+    assert "built" in (await get(tmp_path, "/")).text
+    script = await get(tmp_path, "/app.js")
+    assert script.headers["content-type"].startswith(("text/javascript", "application/javascript"))
+    # a foreign page's request is refused before anything runs
+    refused = await get(tmp_path, "/", origin="http://evil.example")
+    assert refused.status_code == 403

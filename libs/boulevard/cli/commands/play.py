@@ -14,7 +14,7 @@ from boulevard.cli.commands.options import (
     examples,
     game_names,
     invoke,
-    known_game,
+    known_game_or_none,
 )
 from boulevard.games import REGISTRY
 
@@ -32,11 +32,11 @@ def play(
         str,
         typer.Argument(
             metavar="GAME",
-            help=f"the game to play: {', '.join(sorted(REGISTRY))}",
+            help=f"the game to play: {', '.join(sorted(REGISTRY))} (not with --resume)",
             autocompletion=game_names,
-            callback=known_game,
+            callback=known_game_or_none,
         ),
-    ],
+    ] = "",
     token: Annotated[
         str | None,
         typer.Option(
@@ -77,6 +77,36 @@ def play(
     dice: Annotated[
         str | None, typer.Option("--dice", metavar=HOST_PORT, help="the dice service's address")
     ] = None,
+    ledger: Annotated[
+        str | None, typer.Option("--ledger", metavar=HOST_PORT, help="the ledger's address")
+    ] = None,
+    evidence: Annotated[
+        Path | None,
+        typer.Option(
+            "--evidence",
+            metavar="FILE",
+            help="write your seat's evidence here at the end (receipts, dice and ledger "
+            "heads), for `boulevard audit game --evidence`",
+        ),
+    ] = None,
+    clock: Annotated[
+        str,
+        typer.Option(
+            "--clock",
+            metavar="CONTROL",
+            help="a time control: 10m+20s (real time: base + increment per move), 1d/move or "
+            "1d/move+1h (turn-based: per move + reserve), none; tables match only equal ones",
+        ),
+    ] = "none",
+    resume: Annotated[
+        str,
+        typer.Option(
+            "--resume",
+            metavar="GAME_ID",
+            help="sit down again at a running game of yours (taking your seat back from the "
+            "platform's bot if your time ran out in a turn-based game)",
+        ),
+    ] = "",
 ) -> None:
     """Sit down at a table and play a game in the terminal.
 
@@ -86,7 +116,8 @@ def play(
 
     invoke(
         command.run, game=game, token=token, player=player, data_dir=data_dir, seats=seats,
-        bot_fill=bot_fill, matchmaking=matchmaking, engine=engine, dice=dice,
+        bot_fill=bot_fill, matchmaking=matchmaking, engine=engine, dice=dice, ledger=ledger,
+        evidence=evidence, clock=clock, resume=resume,
     )  # fmt: skip
 
 
