@@ -332,6 +332,7 @@ async function submit(t: Table, action: Action): Promise<void> {
   const seat = t.seat!;
   if (t.busy) return;
   t.busy = true;
+  document.body.dataset.submitting = "1"; // until the answer and its receipt are stored
   for (const b of document.querySelectorAll<HTMLButtonElement>("button.move")) b.disabled = true;
   try {
     const bytes = toBinary(ActionSchema, action);
@@ -361,6 +362,7 @@ async function submit(t: Table, action: Action): Promise<void> {
     story(`<span class="error">${esc(errorText(err))}</span>`);
   } finally {
     t.busy = false;
+    document.body.dataset.submitting = "0";
     drawControls(t);
   }
 }

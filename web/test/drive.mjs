@@ -149,6 +149,8 @@ try {
   const random = rng(27);
   for (const game of opts.games) {
     const gameId = await playOne(page, game, random);
+    // The last move's answer (and its receipt) may come after the stream's GameFinished.
+    await page.waitForFunction(() => document.body.dataset.submitting !== "1", null, { timeout: 30_000 });
     // The seat's key: made non-extractable, and dropped at the game's end.
     const keys = await page.evaluate(async (id) => {
       const db = await new Promise((ok, no) => { const r = indexedDB.open("boulevard"); r.onsuccess = () => ok(r.result); r.onerror = () => no(r.error); });
