@@ -554,9 +554,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             raise Unavailable(str(exc)) from None
         seen: dict[str, tuple[int, bool, bool]] = {}  # game id -> (kind, your turn, absent)
         while True:
-            for game_id, info in self.index.items():
-                if me not in info.players:
-                    continue
+            for game_id, info in self.index.games_of(me):
                 before = seen.get(game_id)
                 if info.status != "active":
                     if before is not None and before[0] != engine_pb2.PLAYER_EVENT_KIND_GAME_OVER:
