@@ -4,6 +4,7 @@ buckets, the MatchFormed consumer and the gRPC servicer."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 
 import grpc
@@ -15,6 +16,7 @@ from nats.aio.subscription import Subscription
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+from boulevard.contract.clocks import time_control_from_proto
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.messaging.poison import poisoned
 from boulevard.messaging.streams import ensure_stream, platform_streams
@@ -30,6 +32,7 @@ from services.engine.kv import JetStreamKeyValue
 from services.engine.server import EngineServicer, summary_json
 from services.engine.sessions import Session
 from services.engine.settings import EngineSettings
+from services.engine.stalls import Stalls, stalls
 
 log = structlog.get_logger(__name__)
 
@@ -55,6 +58,7 @@ class EngineApp:
         self.servicer: EngineServicer | None = None
         self._match_sub: Subscription | None = None
         self._sweeper: asyncio.Task[None] | None = None
+        self._clock_sweeper: asyncio.Task[None] | None = None
         self.index: GamesIndex | None = None
 
     async def start(self, nc: NATS) -> None:
@@ -93,9 +97,21 @@ class EngineApp:
                 s.engine_signing_key.get_secret_value(),
                 s.engine_signing_key_file or s.data_dir / "engine" / "signing-key",
             ),
+            stand_in_key=load_key(
+                s.bot_signing_key.get_secret_value(),
+                s.bot_signing_key_file or s.data_dir / "bots" / "signing-key",
+            ),
         )
         metrics.GAMES_LIVE.set_function(self.engine.live_games)
         metrics.GAMES_CACHED.set_function(self.engine.cached_games)
+        metrics.GAMES_OVERDUE.set_function(self.engine.overdue_games)
+        engine, limit = self.engine, s.engine_stall_seconds
+
+        def stalled_now() -> Stalls:
+            return stalls(engine.waiting_since_ms(), time.time_ns() // 1_000_000, limit)
+
+        metrics.GAMES_LONGEST_WAIT.set_function(lambda: stalled_now().longest_wait_seconds)
+        metrics.GAMES_STALLED.set_function(lambda: stalled_now().stalled)
         self.servicer = EngineServicer(
             self.engine,
             store,
@@ -117,6 +133,23 @@ class EngineApp:
         )
 
         self._sweeper = asyncio.create_task(self._sweep_reveals(), name="engine-reveal-sweeper")
+        self._clock_sweeper = asyncio.create_task(self._sweep_clocks(), name="engine-clocks")
+
+    async def _sweep_clocks(self) -> None:
+        """Time out seats past their deadline and let the bot play absent seats, in every
+        game with a clock, on any replica (each step is recorded once: an append at the
+        expected version). Running games with a clock from before a restart are found in
+        the games index and loaded, which rebuilds their deadlines from the log."""
+        assert self.index is not None
+        for key, info in self.index.items():
+            if info.clocked and info.status == "active":
+                self.engine.clock_due.setdefault(key, 0)
+        while True:
+            await asyncio.sleep(self.settings.engine_clock_sweep_seconds)
+            try:
+                await self.engine.sweep_clocks()
+            except Exception:
+                log.exception("the clock sweep failed")
 
     async def _sweep_reveals(self) -> None:
         """Wake games whose players never reveal their seeds: past the deadline they play
@@ -167,6 +200,9 @@ class EngineApp:
                     for s in match.seats
                 ],
                 match_id=match.match_id,
+                time_control=time_control_from_proto(match.time_control)
+                if match.HasField("time_control")
+                else None,
             )
             assert self.index is not None
             await self.index.put(
@@ -200,10 +236,11 @@ class EngineApp:
         engine_pb2_grpc.add_EngineServiceServicer_to_server(self.servicer, server)
 
     async def stop(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            await asyncio.gather(self._sweeper, return_exceptions=True)
-            self._sweeper = None
+        for task in (self._sweeper, self._clock_sweeper):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        self._sweeper = self._clock_sweeper = None
         if self._match_sub is not None:
             await self._match_sub.unsubscribe()
             self._match_sub = None

@@ -15,6 +15,7 @@ absent seat (the clocks issue), are classes here, issued by a sweeper instead of
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import structlog
 
 from boulevard.api.v1 import engine_pb2, events_pb2
-from boulevard.audit.signing import SigningKey
+from boulevard.audit.signing import SigningKey, reclaim_signing_bytes, verify
 from boulevard.contract import mapping
 from boulevard.fairness import MAX_CLIENT_SEED_BYTES, client_seed_commitment, is_commitment
 from boulevard.games import REGISTRY
@@ -35,8 +36,11 @@ from boulevard.games.base import (
     GameDefinition,
     PlayerSeat,
     RulesError,
+    SeatReclaimed,
+    SeatTimedOut,
     check_options,
 )
+from boulevard.games.clock import ClockKind, TimeControl
 from boulevard.games.versions import RulesVersion, for_release
 from boulevard.platform.auth import PlayerClaims
 from boulevard.platform.errors import (
@@ -46,6 +50,7 @@ from boulevard.platform.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    Unauthenticated,
 )
 from services.engine.chain import accept_command, check_public_key, receipt_pb
 from services.engine.chance import ChanceSource
@@ -377,6 +382,7 @@ class Create:
     clock: Callable[[], int]
     reveal_ms: int
     issue_token: Callable[[str, int, str], str]
+    time_control: TimeControl | None = None
     # New games take this release's rules ("": the newest; engine_new_games_rules_release).
     rules_release: str = ""
     settles_first: ClassVar[bool] = False
@@ -453,6 +459,7 @@ class Create:
             seed_commitment=opened.commitment,
             match_id=self.match_id,
             reveal_deadline_unix_ms=opened.reveal_deadline_unix_ms,
+            time_control=self.time_control,
             # Pinned for the game's whole life (docs/architecture.md, "Rules versions").
             rules_version=self.rules().pin,
         )
@@ -487,3 +494,169 @@ class Create:
         created = session.created
         tokens = tuple(self.issue_token(self.game_id, s.seat, s.player_id) for s in created.seats)
         return Created(self.game_id, tokens, created.seed_commitment)
+
+
+# The bot that plays a seat whose time ran out: the game's heuristic bot, as for bot seats.
+STAND_IN_BOT = "heuristic"
+
+
+@dataclass
+class TimeOut(_Existing):
+    """The platform's own step, issued by the clock sweeper, not a player: every seat whose
+    deadline has passed is recorded timed out (`SeatTimedOut`, naming the deadline and the
+    key the bot signs its moves with). A seat already timed out has no running clock, so a
+    timeout is recorded once, whichever replica sweeps first."""
+
+    game_id: str
+    clock: Callable[[], int]
+    stand_in_key: SigningKey
+    settles_first: ClassVar[bool] = True
+    pinned: bool = False
+    causation: str = "clock:timeout"
+
+    def authorize(self) -> None:
+        pass  # the engine's own
+
+    def verify(self, session: Session) -> None:
+        pass
+
+    def recorded(self, session: Session) -> bool:
+        return False  # `decide` finds what is overdue now; nothing overdue, nothing added
+
+    async def decide(self, session: Session) -> Sequence[Any]:
+        key = self.stand_in_key.public_hex
+        overdue = session.overdue(self.clock())
+        for seat, deadline in overdue:
+            log.info("seat timed out", game_id=self.game_id, seat=seat, deadline=deadline)
+        return [SeatTimedOut(seat, deadline, key) for seat, deadline in overdue]
+
+    def unconfirmed(self) -> None:
+        return None
+
+    async def receipt(self, session: Session, first: int | None) -> Session:
+        return session
+
+
+@dataclass
+class StandIn(_Existing):
+    """One move of the platform's bot for a seat that timed out and that the game asks to
+    act (docs/games/*.md, "Absence"): signed with the stand-in key and marked `stand_in`;
+    the seat's money stays the seat's. The bot's randomness is seeded by the game, version
+    and seat, so two replicas racing for the move choose the same one."""
+
+    game_id: str
+    stand_in_key: SigningKey
+    settles_first: ClassVar[bool] = True
+    pinned: bool = False
+    causation: str = "stand-in"
+
+    def authorize(self) -> None:
+        pass  # the engine's own
+
+    def verify(self, session: Session) -> None:
+        pass
+
+    def recorded(self, session: Session) -> bool:
+        return False
+
+    async def decide(self, session: Session) -> Sequence[Any]:
+        absent = session.absent_to_act()
+        if not absent:
+            return []
+        seat, version, game = absent[0], session.version, session.game
+        legal = session.legal(seat)
+        bot = game.bots.get(STAND_IN_BOT) or next(iter(game.bots.values()))
+        rng = random.Random(f"{self.game_id}:{version}:{seat}")
+        command = bot(game.view(session.state, seat), legal, seat, rng)
+        action = mapping.command_to_action(game, command).SerializeToString(deterministic=True)
+        key = f"stand-in:{version}:{seat}"
+        signature = self.stand_in_key.sign_command(self.game_id, seat, version, key, action)
+        accepted = CommandAccepted(
+            seat,
+            session.created.seats[seat].player_id,
+            key,
+            version,
+            action.hex(),
+            signature.hex(),
+            stand_in=True,
+        )
+        self.causation = f"cmd:{key}"
+        return [accepted, *game.decide(command, session.state)]
+
+    def unconfirmed(self) -> None:
+        return None
+
+    async def receipt(self, session: Session, first: int | None) -> Session:
+        return session
+
+
+@dataclass(frozen=True, slots=True)
+class Reclaimed:
+    version: int  # the version of the SeatReclaimed event (or of the game, for a retry)
+    receipt: engine_pb2.Receipt
+
+
+@dataclass
+class Reclaim(_Existing):
+    """A seat that timed out in a turn-based game takes its place back from the platform's
+    bot (ReclaimSeat): signed by the seat's own key over the reclaim signing bytes, for the
+    version it saw (the bot may move meanwhile: then ABORTED, and the seat signs again)."""
+
+    game_id: str
+    claims: PlayerClaims
+    expected_version: int
+    signature: bytes
+    receipt_key: SigningKey
+    read: ReadEnvelopes
+    settles_first: ClassVar[bool] = True
+    pinned: bool = True
+
+    @property
+    def causation(self) -> str:
+        return f"reclaim:{self.claims.seat}:{self.expected_version}"
+
+    def authorize(self) -> None:
+        if self.claims.game_id != self.game_id:
+            raise PermissionDenied("this token is for another game")
+        if not self.signature:
+            raise Unauthenticated("a reclaim must be signed by the seat's key")
+
+    def verify(self, session: Session) -> None:
+        seat = self.claims.seat
+        seats = session.created.seats
+        if not 0 <= seat < len(seats) or seats[seat].player_id != self.claims.player_id:
+            raise PermissionDenied(f"this game has no seat {seat} for you")
+        message = reclaim_signing_bytes(self.game_id, seat, self.expected_version)
+        if not verify(bytes.fromhex(seats[seat].public_key), self.signature, message):
+            raise PermissionDenied(f"the signature does not verify under seat {seat}'s key")
+
+    def recorded(self, session: Session) -> bool:
+        return self.causation in session.commands
+
+    async def decide(self, session: Session) -> Sequence[Any]:
+        control = session.created.time_control
+        clocks = session.clocks
+        seat = self.claims.seat
+        if control is None or clocks is None or control.kind is not ClockKind.TURN_BASED:
+            raise FailedPrecondition("only a turn-based game's seat can be taken back")
+        if session.finished is not None:
+            raise FailedPrecondition("the game is over")
+        if not clocks.seats[seat].absent:
+            raise FailedPrecondition(f"seat {seat} has not timed out: it is yours already")
+        if self.expected_version != session.version:
+            raise Aborted(
+                f"the game is at version {session.version}, not {self.expected_version}: "
+                "sign the reclaim for the version you see"
+            )
+        return [SeatReclaimed(seat, self.claims.player_id, session.version, self.signature.hex())]
+
+    def unconfirmed(self) -> str:
+        return (
+            "the event store did not confirm the reclaim: read the game again (the seat is "
+            "yours if it shows you not absent)"
+        )
+
+    async def receipt(self, session: Session, first: int | None) -> Reclaimed:
+        version = first if first is not None else session.commands[self.causation].first
+        # Timed: the player can show when the engine took the seat back for them.
+        return Reclaimed(version, await sign_receipt(self.receipt_key, session, self.read))

@@ -25,12 +25,15 @@ from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.signing import SigningKey, chain_hash
 from boulevard.eventlog.errors import ConcurrencyConflict
 from boulevard.eventlog.store import EventStore, NewEvent
-from boulevard.games import REGISTRY
+from boulevard.games import REGISTRY, clock
 from boulevard.games.base import (
+    CommandAccepted,
     GameCreated,
     GameFinished,
     RulesError,
+    SeatTimedOut,
 )
+from boulevard.games.clock import TimeControl
 from boulevard.games.codec import Codec
 from boulevard.games.versions import UnknownRulesVersion, for_release
 from boulevard.platform import metrics, tracing
@@ -51,11 +54,15 @@ from services.engine.commands import (
     Command,
     Create,
     Created,
+    Reclaim,
+    Reclaimed,
     Reveal,
     SeatRequest,
     SeedRevealed,
+    StandIn,
     Submit,
     Submitted,
+    TimeOut,
     from_action,
 )
 from services.engine.sessions import Session, StaleSnapshot, envelope_of
@@ -117,6 +124,7 @@ class Engine:
         reveal_seconds: float = 60.0,
         receipt_key: SigningKey | None = None,
         idle_trim_seconds: float = 30.0,
+        stand_in_key: SigningKey | None = None,
         rules_release: str = "",
     ) -> None:
         # New games take this release's rules ("": the newest recorded). Checked now, so a
@@ -149,6 +157,13 @@ class Engine:
         # Games waiting for their seats' seed reveals -> the reveal deadline: what
         # `sweep_reveals` wakes when no player ever comes back.
         self.awaiting_seeds: dict[str, int] = {}
+        # Games with a clock -> when they next need the engine unasked (a deadline, or now
+        # when the bot is to play an absent seat): what `sweep_clocks` wakes. Rebuilt from
+        # each game's log when loaded, and after a restart from the games index.
+        self.clock_due: dict[str, int] = {}
+        # Signs the moves the platform's bot plays for seats whose time ran out; its public
+        # half is named in each SeatTimedOut (docs/auditing.md, "Clocks").
+        self.stand_in_key = stand_in_key or SigningKey.generate()
         # Signs receipts and snapshots; its public half is served by GetEngineKey.
         self.receipt_key = receipt_key or SigningKey.generate()
         self.forged_snapshots = 0  # snapshots refused because the log disagreed
@@ -178,6 +193,21 @@ class Engine:
                 signature,
                 read=self._envelopes,
                 receipt_key=self.receipt_key,
+            )
+        )
+
+    async def reclaim_seat(
+        self, game_id: str, claims: PlayerClaims, expected_version: int, signature: bytes
+    ) -> Reclaimed:
+        """A timed-out seat of a turn-based game takes its place back from the bot."""
+        return await self.handle(
+            Reclaim(
+                game_id,
+                claims,
+                expected_version,
+                signature,
+                receipt_key=self.receipt_key,
+                read=self._envelopes,
             )
         )
 
@@ -231,6 +261,7 @@ class Engine:
         options: Sequence[tuple[str, str]] = (),
         match_id: str = "",
         creator: str = "",
+        time_control: TimeControl | None = None,
     ) -> Created:
         """Create (or, for a retry, find) a game. A matched game's id is its match id; any
         other game's id is `game_id_for(creator, request_id)`."""
@@ -246,6 +277,7 @@ class Engine:
                 clock=self.clock,
                 reveal_ms=self.reveal_ms,
                 issue_token=self.seat_token,
+                time_control=time_control,
                 rules_release=self.rules_release,
             )
         )
@@ -348,6 +380,15 @@ class Engine:
         """Unfinished games this replica holds (what the games-live gauge shows)."""
         return sum(1 for s in list(self._sessions.values()) if s.finished is None)
 
+    def waiting_since_ms(self) -> list[int]:
+        """For each unfinished, unhalted game this replica holds, when its newest event
+        was appended (ms since the epoch; 0 if unknown): what the stall signal reads."""
+        return [
+            s.last_event_ms
+            for s in list(self._sessions.values())
+            if s.finished is None and s.halted is None
+        ]
+
     def cached(self, game_id: str) -> Session | None:
         """The game as this replica last saw it, if it holds it (no I/O, no lock)."""
         return self._sessions.get(game_id)
@@ -367,6 +408,7 @@ class Engine:
             ) from None
         if session is not None:
             self._cache(session)
+            self._track_clock(session)
         return session
 
     async def _fold(self, game_id: str) -> Session | None:
@@ -407,6 +449,7 @@ class Engine:
                 session.apply_envelope(envelope, recorded.data)
             except Exception as exc:  # any event the rules cannot read or apply halts
                 await self._halt(session, recorded.version, f"{envelope.type or 'an event'}: {exc}")
+
         return session
 
     async def _halt(self, session: Session, version: int, why: str) -> None:
@@ -486,7 +529,9 @@ class Engine:
 
     async def _append(self, session: Session, events: Sequence[Any], causation: str) -> None:
         """Append events after the session's version, then fold them in."""
-        now = self.clock()
+        # Never before the last envelope (another replica's clock may be behind ours).
+        now = max(self.clock(), session.time_ms())
+        refuse_late_moves(session, events, now)
         correlation = session.created.match_id or session.game_id
         envelopes = []
         for i, event in enumerate(events, start=session.version + 1):
@@ -520,9 +565,10 @@ class Engine:
         before = session.version
         for envelope, event in zip(envelopes, events, strict=True):
             session.remember(envelope)
-            session.apply(event, int(envelope.version), causation)
+            session.apply(event, int(envelope.version), causation, now)
         session.head_hash = head
         self._cache(session)
+        self._track_clock(session)
         if session.version // self.snapshot_every > before // self.snapshot_every:
             await self._snapshot(session)
 
@@ -621,6 +667,47 @@ class Engine:
                 log.exception("could not settle a game past its reveal deadline", game_id=game_id)
         return len(due)
 
+    # -- clocks: timeouts and the bot for absent seats ---------------------------------------
+
+    def _track_clock(self, session: Session) -> None:
+        due = session.next_clock_due()
+        if due is None:
+            self.clock_due.pop(session.game_id, None)
+        else:
+            self.clock_due[session.game_id] = due
+
+    def overdue_games(self, grace_ms: int = 10_000) -> int:
+        """Games whose clock step is over `grace_ms` late (the sweeper is stuck or failing):
+        what the games-overdue gauge shows."""
+        cutoff = self.clock() - grace_ms
+        return sum(1 for due in list(self.clock_due.values()) if due < cutoff)
+
+    async def sweep_clocks(self) -> int:
+        """Time out the seats whose deadline has passed and let the platform's bot play the
+        seats that are absent, in every game due (docs/auditing.md, "Clocks"). Any replica
+        may sweep any game: each step is an append at the expected version, so a step two
+        replicas race for is recorded once. How many games were swept."""
+        now = self.clock()
+        due = [g for g, when in self.clock_due.items() if when <= now]
+        for game_id in due:
+            try:
+                await self.run_clock(game_id)
+            except Exception:
+                log.exception("could not run a game's clock", game_id=game_id)
+        return len(due)
+
+    async def run_clock(self, game_id: str, max_moves: int = 10_000) -> Session:
+        """One game's clock steps, now: its overdue seats timed out (SeatTimedOut), then the
+        bot's moves for absent seats while the game asks one to act. The game as it stands
+        after them."""
+        await self.handle(TimeOut(game_id, self.clock, self.stand_in_key))
+        for _move in range(max_moves):
+            session = await self.load(game_id)
+            if not session.absent_to_act():
+                return session
+            await self.handle(StandIn(game_id, self.stand_in_key))
+        return await self.load(game_id)
+
     # -- tokens ---------------------------------------------------------------------------
 
     def seat_token(self, game_id: str, seat: int, player_id: str) -> str:
@@ -637,6 +724,26 @@ class Engine:
         raise PermissionDenied(f"you hold no seat in game {game_id}")
 
 
+def refuse_late_moves(session: Session, events: Sequence[Any], now: int) -> None:
+    """FAILED_PRECONDITION for a seat's own move whose time has run out by `now` (the time
+    its envelope would carry): the audit fails such a move, so it is never recorded."""
+    clocks = session.clocks
+    if clocks is None:
+        return
+    for event in events:
+        if isinstance(event, CommandAccepted) and not event.stand_in:
+            seat = clock.elapse(clocks, now, session.asked()).seats[event.seat]
+            if seat.absent:
+                raise FailedPrecondition(
+                    f"seat {event.seat} timed out and the platform's bot plays it now"
+                )
+            if seat.remaining_ms <= 0:
+                raise FailedPrecondition(
+                    f"seat {event.seat}'s time ran out at {seat.ran_out_ms} (unix ms): the "
+                    "platform's bot plays it from now on"
+                )
+
+
 def _count_appended(game: str, events: Sequence[Any], seconds: float) -> None:
     metrics.APPEND_SECONDS.labels(game).observe(seconds)
     metrics.EVENTS_APPENDED.labels(game).inc(len(events))
@@ -646,6 +753,10 @@ def _count_appended(game: str, events: Sequence[Any], seconds: float) -> None:
             metrics.GAMES_STARTED.labels(game).inc()
         elif isinstance(event, GameFinished):
             metrics.GAMES_FINISHED.labels(game).inc()
+        elif isinstance(event, SeatTimedOut):
+            metrics.SEATS_TIMED_OUT.labels(game).inc()
+        elif isinstance(event, CommandAccepted) and event.stand_in:
+            metrics.STAND_IN_MOVES.labels(game).inc()
 
 
 def created_of(envelope: events_pb2.EventEnvelope) -> GameCreated:

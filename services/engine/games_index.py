@@ -57,6 +57,7 @@ class Summary:
     players: tuple[str, ...]
     updated_unix_ms: int
     seeds_pending_until: int | None
+    clocked: bool = False  # the game has a clock (the clock sweeper resumes it)
 
     @classmethod
     def decode(cls, revision: int, raw: bytes) -> Summary:
@@ -71,6 +72,7 @@ class Summary:
             players=tuple(str(p) for p in info["players"]),
             updated_unix_ms=int(info.get("updated_unix_ms", 0)),
             seeds_pending_until=None if pending is None else int(pending),
+            clocked=bool(info.get("clocked", False)),
         )
 
 

@@ -14,12 +14,19 @@ import grpc
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.signing import chain_hash
 from boulevard.contract import mapping
+from boulevard.contract.clocks import (
+    seat_clocks_to_proto,
+    time_control_from_proto,
+    time_control_to_proto,
+)
 from boulevard.eventlog.jetstream import JetStreamEventStore, follow
 from boulevard.games.base import RulesError
+from boulevard.games.clock import TimeControl
 from boulevard.platform.auth import authorize, verify_token
 from boulevard.platform.errors import (
     FailedPrecondition,
     InvalidArgument,
+    NotFound,
     PermissionDenied,
     ResourceExhausted,
     Unauthenticated,
@@ -38,6 +45,15 @@ def status_of(session: Session) -> engine_pb2.GameStatus.ValueType:
     if session.halted is not None:
         return engine_pb2.GAME_STATUS_HALTED
     return engine_pb2.GAME_STATUS_FINISHED if session.finished else engine_pb2.GAME_STATUS_ACTIVE
+
+
+def _time_control(request: engine_pb2.CreateGameRequest) -> TimeControl | None:
+    if not request.HasField("time_control"):
+        return None
+    try:
+        return time_control_from_proto(request.time_control)
+    except ValueError as err:
+        raise InvalidArgument(f"time_control: {err}") from None
 
 
 _STATUSES = {
@@ -63,9 +79,12 @@ def summary_json(session: Session) -> bytes:
     elif not session.seeds_fixed:
         # What the reveal sweeper looks for after a restart.
         summary["seeds_pending_until"] = session.created.reveal_deadline_unix_ms
+    if session.created.time_control is not None:
+        summary["clocked"] = True  # what the clock sweeper looks for after a restart
     return json.dumps(summary, sort_keys=True).encode()
 
 
+PLAYER_POLL_SECONDS = 0.5  # WatchPlayer looks at a player's games this often
 LIST_WAIT_SECONDS = 5.0  # ListGames waits this long for a replaying index, then UNAVAILABLE
 BURST_MAX = 128  # WatchGame in bursts mode: events per message at most (a catch-up splits)
 
@@ -152,6 +171,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         self.max_streams_per_seat = max_streams_per_seat
         self._spectators = 0
         self._seat_streams: dict[tuple[str, int], int] = {}
+        self._player_streams: dict[str, int] = {}  # WatchPlayer streams by player id
 
     async def CreateGame(
         self, request: engine_pb2.CreateGameRequest, context: Context
@@ -180,6 +200,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             ],
             tuple(sorted(request.options.items())),
             creator=operator.subject,
+            time_control=_time_control(request),
         )
         session = await self.engine.load(created.game_id)
         await self.index.put(created.game_id, summary_json(session))
@@ -229,7 +250,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
     ) -> engine_pb2.GetGameResponse:
         seat = self._seat(request.player_token, request.game_id)
         session = await self.engine.load(request.game_id)
-        return engine_pb2.GetGameResponse(
+        response = engine_pb2.GetGameResponse(
             game_id=session.game_id,
             game=session.game.name,
             version=session.version,
@@ -239,6 +260,13 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             halted_at_version=session.halted[0] if session.halted else 0,
             halted_reason=session.halted[1] if session.halted else "",
         )
+        control = session.created.time_control
+        if control is not None:
+            now = self.engine.clock()
+            response.time_control.CopyFrom(time_control_to_proto(control))
+            response.clocks.extend(seat_clocks_to_proto(session.clock_times(now)))
+            response.clocks_unix_ms = now
+        return response
 
     async def ListLegalActions(
         self, request: engine_pb2.ListLegalActionsRequest, context: Context
@@ -284,6 +312,15 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             deadline_unix_ms=revealed.deadline_unix_ms,
             receipt=revealed.receipt,
         )
+
+    async def ReclaimSeat(
+        self, request: engine_pb2.ReclaimSeatRequest, context: Context
+    ) -> engine_pb2.ReclaimSeatResponse:
+        claims = verify_token(self.engine.token_key, request.player_token)
+        reclaimed = await self.engine.reclaim_seat(
+            request.game_id, claims, request.expected_version, request.signature
+        )
+        return engine_pb2.ReclaimSeatResponse(version=reclaimed.version, receipt=reclaimed.receipt)
 
     async def GetGameLog(
         self, request: engine_pb2.GetGameLogRequest, context: Context
@@ -414,6 +451,11 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                         unfolded.clear()
                         update.view.CopyFrom(self._view(source, seat))
                         update.to_act.extend(source.to_act())
+                        if source.clocks is not None:
+                            # The live game's clocks now; a past version's at its time.
+                            at = self.engine.clock() if source is live else envelope.time_unix_ms
+                            update.clocks.extend(seat_clocks_to_proto(source.clock_times(at)))
+                            update.clocks_unix_ms = max(at, source.time_ms())
                         if seat is not None:
                             # What the seat may do now: no ListLegalActions call per move.
                             update.legal_actions.extend(self._legal_actions(source, seat))
@@ -446,6 +488,13 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                 )
             self._seat_streams[key] = held + 1
         context.add_done_callback(lambda _call: self._release(key))
+
+    def _release_player(self, player_id: str) -> None:
+        left = self._player_streams[player_id] - 1
+        if left:
+            self._player_streams[player_id] = left
+        else:
+            del self._player_streams[player_id]
 
     def _release(self, key: tuple[str, int] | None) -> None:
         if key is None:
@@ -480,6 +529,90 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         return engine_pb2.RenewPlayerTokenResponse(
             player_token=token, seat=seat, expires_unix_ms=expires * 1000
         )
+
+    async def WatchPlayer(
+        self, request: engine_pb2.WatchPlayerRequest, context: Context
+    ) -> AsyncIterator[engine_pb2.WatchPlayerResponse]:
+        """Every game of the caller (their JWT's subject), as the games index lists them,
+        looked at every PLAYER_POLL_SECONDS: a message per change of what the player must
+        know (playing, their turn, timed out, over). It reads the index and each of their
+        games as this replica holds it (cached), not every event."""
+        player = self.verifier.require(context.invocation_metadata(), PLAYER, "WatchPlayer")
+        me = player.subject
+        # Each stream looks at the player's games twice a second: a few per player.
+        held = self._player_streams.get(me, 0)
+        if held >= self.max_streams_per_seat:
+            raise ResourceExhausted(
+                f"you already have {held} WatchPlayer streams open here; close one first"
+            )
+        self._player_streams[me] = held + 1
+        context.add_done_callback(lambda _call: self._release_player(me))
+        try:
+            await self.index.wait_ready(LIST_WAIT_SECONDS)
+        except IndexUnavailable as exc:
+            raise Unavailable(str(exc)) from None
+        seen: dict[str, tuple[int, bool, bool]] = {}  # game id -> (kind, your turn, absent)
+        while True:
+            for game_id, info in self.index.items():
+                if me not in info.players:
+                    continue
+                before = seen.get(game_id)
+                if info.status != "active":
+                    if before is not None and before[0] != engine_pb2.PLAYER_EVENT_KIND_GAME_OVER:
+                        seen[game_id] = (engine_pb2.PLAYER_EVENT_KIND_GAME_OVER, False, False)
+                        yield engine_pb2.WatchPlayerResponse(
+                            game_id=game_id,
+                            game=info.game,
+                            kind=engine_pb2.PLAYER_EVENT_KIND_GAME_OVER,
+                            seat=info.players.index(me),
+                        )
+                    continue
+                update = await self._player_update(game_id, me)
+                if update is None:
+                    continue
+                absent = update.clock.absent
+                now = (update.kind, update.your_turn, absent)
+                if before is None:
+                    update.kind = engine_pb2.PLAYER_EVENT_KIND_PLAYING
+                elif update.kind == engine_pb2.PLAYER_EVENT_KIND_GAME_OVER:
+                    pass
+                elif absent and not before[2]:
+                    update.kind = engine_pb2.PLAYER_EVENT_KIND_TIMED_OUT
+                elif update.your_turn and not before[1]:
+                    update.kind = engine_pb2.PLAYER_EVENT_KIND_YOUR_TURN
+                else:
+                    seen[game_id] = now
+                    continue
+                seen[game_id] = (update.kind, update.your_turn, absent)
+                yield update
+            await asyncio.sleep(PLAYER_POLL_SECONDS)
+
+    async def _player_update(
+        self, game_id: str, player_id: str
+    ) -> engine_pb2.WatchPlayerResponse | None:
+        try:
+            session = await self.engine.load(game_id)
+        except NotFound:
+            return None
+        seat = next((s.seat for s in session.created.seats if s.player_id == player_id), None)
+        if seat is None:
+            return None
+        now = self.engine.clock()
+        update = engine_pb2.WatchPlayerResponse(
+            game_id=game_id,
+            game=session.game.name,
+            kind=engine_pb2.PLAYER_EVENT_KIND_GAME_OVER
+            if session.finished is not None
+            else engine_pb2.PLAYER_EVENT_KIND_PLAYING,
+            seat=seat,
+            version=session.version,
+            your_turn=seat in session.to_act(),
+        )
+        times = session.clock_times(now)
+        if times:
+            update.clock.CopyFrom(seat_clocks_to_proto(times)[seat])
+            update.clocks_unix_ms = now
+        return update
 
     async def ListGames(
         self, request: engine_pb2.ListGamesRequest, context: Context

@@ -14,6 +14,7 @@ from typing import Any
 
 from boulevard.api.v1 import events_pb2
 from boulevard.audit.signing import ZERO_HASH, chain_hash
+from boulevard.games import clock
 from boulevard.games.base import (
     ChanceKind,
     ChanceResolved,
@@ -23,6 +24,8 @@ from boulevard.games.base import (
     GameCreated,
     GameDefinition,
     GameFinished,
+    SeatReclaimed,
+    SeatTimedOut,
     transfers_of,
 )
 from boulevard.games.codec import Codec, from_plain, to_plain
@@ -78,10 +81,16 @@ class Session:
     # The latest envelopes this process appended or read, by version: a command's result
     # comes from here instead of re-reading the log (bounded; older results are read).
     recent: dict[int, events_pb2.EventEnvelope] = field(default_factory=dict)
+    # When the newest event this process saw was appended (ms): kept through trim(), for
+    # the per-game stall signal (services/engine/stalls.py).
+    last_event_ms: int = 0
     # What readers ask of one version again and again (every watcher, every poll): the
     # legal commands per seat and the typed view per seat, dropped when the version moves.
     _memo: dict[tuple[str, int | None], Any] = field(default_factory=dict)
     _memo_version: int = -1
+    # Every seat's clock as of the last envelope (boulevard.games.clock), folded from the
+    # envelopes' times exactly as the audit folds them; None for a game without a clock.
+    clocks: clock.Clocks | None = None
 
     def memo(self, kind: str, seat: int | None, compute: Callable[[], Any]) -> Any:
         if self._memo_version != self.version:
@@ -111,6 +120,44 @@ class Session:
         """The seats that may act now (what a table of clients needs to know whom to wake)."""
         return [s.seat for s in self.created.seats if self.legal(s.seat)]
 
+    def asked(self) -> frozenset[int]:
+        """The seats the game asks to act: whose clocks run (unless absent)."""
+        if self.game.outcome(self.state).finished:
+            return frozenset()
+        return frozenset(self.to_act())
+
+    def clock_times(self, now_ms: int) -> tuple[clock.SeatTime, ...]:
+        """Every seat's clock at `now_ms` (none without a time control)."""
+        if self.clocks is None:
+            return ()
+        return clock.seat_times(self.clocks, self.asked(), now_ms)
+
+    def overdue(self, now_ms: int) -> list[tuple[int, int]]:
+        """The running seats whose deadline is at or before `now_ms`, with the deadline."""
+        if self.clocks is None or self.finished is not None:
+            return []
+        return clock.overdue(self.clocks, self.asked(), now_ms)
+
+    def absent_to_act(self) -> list[int]:
+        """Seats that timed out and that the game now asks to act: the bot's to play."""
+        if self.clocks is None or self.finished is not None:
+            return []
+        return sorted(s for s in self.asked() if self.clocks.seats[s].absent)
+
+    def next_clock_due(self) -> int | None:
+        """When this game next needs the engine without anyone calling: the earliest
+        deadline, or the last envelope's time when an absent seat is to act now."""
+        if self.clocks is None or self.finished is not None:
+            return None
+        if self.absent_to_act():
+            return self.clocks.time_ms
+        return clock.next_deadline(self.clocks, self.asked())
+
+    def time_ms(self) -> int:
+        """The last envelope's time, in a game with a clock (0 otherwise): an append is
+        never recorded earlier (the clock rules refuse time running backwards)."""
+        return self.clocks.time_ms if self.clocks is not None else 0
+
     def unrevealed(self) -> list[int]:
         """The seats that committed to a client seed and have not revealed it yet."""
         return [
@@ -121,6 +168,7 @@ class Session:
 
     def remember(self, envelope: events_pb2.EventEnvelope, keep: int = RECENT_ENVELOPES) -> None:
         self.recent[int(envelope.version)] = envelope
+        self.last_event_ms = max(self.last_event_ms, int(envelope.time_unix_ms))
         while len(self.recent) > keep:  # versions arrive in order: the first is the oldest
             del self.recent[next(iter(self.recent))]
 
@@ -137,17 +185,32 @@ class Session:
             client_seeds=dict(self.client_seeds),
             seeds_fixed=self.seeds_fixed,
             head_hash=self.head_hash,
+            clocks=self.clocks,
         )
 
     @property
     def codec(self) -> Codec:
         return codec_of(self.game)
 
-    def apply(self, event: Any, version: int, causation_id: str) -> None:
-        """Fold one recorded event (platform or game) into the session."""
+    def apply(self, event: Any, version: int, causation_id: str, time_ms: int = 0) -> None:
+        """Fold one recorded event (platform or game), appended at `time_ms`, into the
+        session."""
+        clocks = self.clocks
+        if clocks is not None and time_ms > clocks.time_ms:
+            # Charged to the seats asked after the envelope before this one (the audit's
+            # rule, docs/auditing.md "Clocks").
+            clocks = clock.elapse(clocks, time_ms, self.asked())
         match event:
             case GameCreated():
                 self.created = event
+                if event.time_control is not None:
+                    clocks = clock.start(event.time_control, len(event.seats), time_ms)
+            case SeatTimedOut():
+                if clocks is not None:
+                    clocks = clock.timed_out(clocks, event.seat)
+            case SeatReclaimed():
+                if clocks is not None:
+                    clocks = clock.reclaimed(clocks, event.seat)
             case GameFinished():
                 self.finished = event
             case ClientSeedRevealed():
@@ -155,9 +218,13 @@ class Session:
             case ClientSeedsFixed():
                 self.seeds_fixed = True
             case CommandAccepted():
-                pass  # who asked: recorded for auditors, no change to the game
+                # Who asked: recorded for auditors, no change to the game; a move for the
+                # seat's clock.
+                if clocks is not None:
+                    clocks = clock.moved(clocks, event.seat)
             case _:
                 self.state = self.game.evolve(self.state, event)
+        self.clocks = clocks  # only once the event is in: an event evolve refuses moves nothing
         self.version = version
         if causation_id:
             known = self.commands.get(causation_id)
@@ -170,7 +237,8 @@ class Session:
         chain head along. Raises RulesError (and leaves the session as it was) when the
         payload does not decode; evolve may raise on an event the rules cannot apply."""
         event = self.codec.load_stored(envelope.payload, envelope.schema_version)
-        self.apply(event, int(envelope.version), envelope.causation_id)
+        time_ms = int(envelope.time_unix_ms)
+        self.apply(event, int(envelope.version), envelope.causation_id, time_ms)
         if stored:
             self.head_hash = chain_hash(stored)
         self.remember(envelope)
@@ -190,6 +258,8 @@ class Session:
             "seeds_fixed": self.seeds_fixed,
             "chain_hash": self.head_hash.hex(),
         }
+        if self.clocks is not None:  # absent from the snapshots of games without a clock
+            data["clocks"] = to_plain(self.clocks)
         return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
 
     @classmethod
@@ -214,6 +284,7 @@ class Session:
             client_seeds={int(k): v for k, v in data.get("client_seeds", {}).items()},
             seeds_fixed=data.get("seeds_fixed", True),
             head_hash=bytes.fromhex(data.get("chain_hash", "")),
+            clocks=from_plain(clock.Clocks, data["clocks"]) if data.get("clocks") else None,
         )
 
     @classmethod

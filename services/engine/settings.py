@@ -16,6 +16,8 @@ class EngineSettings(Settings):
     # A cached game unused this long keeps only its fold: its views, legal commands and
     # recent envelopes are dropped (recomputed when next asked for; docs/performance.md).
     engine_idle_trim_seconds: float = Field(default=30.0, gt=0)
+    # A live game with no event for this long counts as stalled (services/engine/stalls.py).
+    engine_stall_seconds: float = Field(default=900.0, gt=0)
     # Concurrent WatchGame streams this replica serves (each holds ~30 KiB, more on a long
     # game): spectators (no token needed) share one budget, so strangers cannot exhaust the
     # engine's memory, and each seat of a game has a few streams of its own that spectators
@@ -36,6 +38,14 @@ class EngineSettings(Settings):
     # `<data_dir>/engine/signing-key`. Its public half is served by GetEngineKey.
     engine_signing_key: SecretStr = SecretStr("")
     engine_signing_key_file: Path | None = None
+    # How often the clock sweeper looks for seats past their deadline and absent seats the
+    # platform's bot is to play (docs/auditing.md, "Clocks").
+    engine_clock_sweep_seconds: float = Field(default=0.25, gt=0, le=60)
+    # The operator's bot key (the matchmaker's, same settings): it signs the moves the
+    # platform's bot plays for a seat whose time ran out. Empty: read (or on first start
+    # create) `bot_signing_key_file`, by default `<data_dir>/bots/signing-key`.
+    bot_signing_key: SecretStr = SecretStr("")
+    bot_signing_key_file: Path | None = None
     # New games take the rules of this release (a name in releases.json); "": the newest
     # recorded rules. During a rolling upgrade, set it to the release still running beside
     # this one, and clear it once no engine of that release is left (docs/operations.md).

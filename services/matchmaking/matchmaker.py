@@ -38,6 +38,7 @@ from nats.js.kv import KeyValue
 from boulevard.api.v1 import events_pb2
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.audit.signing import parse_public_key
+from boulevard.contract.clocks import time_control_from_proto, time_control_to_proto
 from boulevard.fairness import client_seed_commitment, is_commitment
 from boulevard.games import REGISTRY
 from boulevard.messaging.poison import poisoned
@@ -279,6 +280,8 @@ class Matchmaker:
             updated_unix_ms=now,
             rating=rating[0].mu if rating else DEFAULT_MU,
         )
+        if req.HasField("time_control"):
+            ticket.time_control.CopyFrom(req.time_control)
         await self._claim_index(ticket)
         try:
             revision = await self.tickets.create(ticket_key(tid), ticket)
@@ -554,7 +557,8 @@ class Matchmaker:
         now = self.clock()
         arrived, self._arrived = frozenset(self._arrived), set()
         anchors = None if full else arrived
-        waiting: dict[str, list[Viewed]] = defaultdict(list)
+        # One queue per game and time control: tickets match only with equal controls.
+        waiting: dict[tuple[str, bytes], list[Viewed]] = defaultdict(list)
         expired: list[Viewed] = []
         stuck: set[str] = set()
         for v in list(self.view.values()):
@@ -565,7 +569,7 @@ class Matchmaker:
                 if t.expires_unix_ms <= now:
                     expired.append(v)
                 else:
-                    waiting[t.game].append(v)
+                    waiting[(t.game, control_key(t))].append(v)
             elif t.status in FINAL and now - t.updated_unix_ms > PRUNE_AFTER_MS:
                 del self.view[t.ticket_id]  # kept in KV; the view needs only recent ones
                 self._candidates.pop(t.ticket_id, None)
@@ -579,10 +583,13 @@ class Matchmaker:
             self._spawn(self._expire(v), [v.ticket.ticket_id])
         for match_id in stuck:
             self._spawn(self._recover(match_id), [])
+        depth: dict[str, int] = defaultdict(int)
+        for (game, _), viewed in waiting.items():
+            depth[game] += len(viewed)
         for game in REGISTRY:
-            metrics.QUEUE_DEPTH.labels(game).set(len(waiting.get(game, ())))
+            metrics.QUEUE_DEPTH.labels(game).set(depth[game])
         started = 0
-        for game, viewed in waiting.items():
+        for (game, _), viewed in waiting.items():
             definition = REGISTRY.get(game)
             if definition is None:
                 continue
@@ -697,6 +704,9 @@ class Matchmaker:
                 created_unix_ms=now,
                 updated_unix_ms=now,
             )
+            first = members[0].ticket
+            if first.HasField("time_control"):  # all members ask for the same one
+                record.time_control.CopyFrom(first.time_control)
             # The record and the reservations go out together; a recovery that finds tickets
             # reserved for a match with no record fences the id off first (see _resolve).
             rec_rev, *reserved = await asyncio.gather(
@@ -829,6 +839,8 @@ class Matchmaker:
             seats=record.seats,
             time_unix_ms=record.created_unix_ms,
         )
+        if record.HasField("time_control"):
+            formed.time_control.CopyFrom(record.time_control)
         # Publishing and assigning go out together: the record is COMMITTED, so whatever a
         # crash interrupts here is finished by recovery.
         publish = self.js.publish(
@@ -949,7 +961,21 @@ def _same_request(ticket: pb.Ticket, req: pb.CreateTicketRequest) -> pb.Ticket:
         raise InvalidArgument(
             f"request id {req.request_id!r} was already used for a ticket for {ticket.game}"
         )
+    if control_key(ticket) != control_key(req):
+        raise InvalidArgument(
+            f"request id {req.request_id!r} was already used for a ticket with another time control"
+        )
     return ticket
+
+
+def control_key(message: pb.Ticket | pb.CreateTicketRequest) -> bytes:
+    """A ticket's time control as a queue key: equal controls, equal keys; b"" for none."""
+    if not message.HasField("time_control"):
+        return b""
+    control = time_control_from_proto(message.time_control)
+    if control is None:
+        return b""
+    return time_control_to_proto(control).SerializeToString(deterministic=True)
 
 
 def check_player_id(player_id: str) -> None:
@@ -989,6 +1015,11 @@ def validate_create(req: pb.CreateTicketRequest) -> tuple[int, int]:
         raise InvalidArgument(f"public_key: {err}") from None
     if not req.game:
         raise InvalidArgument(f"game is required; known: {', '.join(sorted(REGISTRY))}")
+    if req.HasField("time_control"):
+        try:
+            time_control_from_proto(req.time_control)
+        except ValueError as err:
+            raise InvalidArgument(f"time_control: {err}") from None
     game = REGISTRY.get(req.game)
     if game is None:
         raise InvalidArgument(f"unknown game {req.game!r}; known: {', '.join(sorted(REGISTRY))}")

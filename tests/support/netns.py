@@ -45,12 +45,29 @@ ROOT = Path(__file__).resolve().parents[2]
 NATS_DIR = ROOT / "deploy" / "nats"
 NODES = 3
 CLIENT_PORT, MONITOR_PORT, ROUTE_PORT = 4222, 8222, 6222
-# Where deploy/k8s mounts the boulevard-tls Secret, and which file of our CA goes there.
-MOUNTED_TLS = {
+# Where deploy/k8s mounts the boulevard-tls and boulevard-nats-route-tls Secrets, and
+# which file of our CA goes there.
+MOUNTED_TLS = {  # clients' TLS needs no CA file on the server: clients show no certificate
     "/etc/boulevard/tls/server.pem": "cert",
     "/etc/boulevard/tls/server-key.pem": "key",
-    "/etc/boulevard/tls/ca.pem": "ca_cert",
 }
+MOUNTED_ROUTE_TLS = {
+    "/etc/boulevard/route-tls/server.pem": "cert",
+    "/etc/boulevard/route-tls/server-key.pem": "key",
+    "/etc/boulevard/route-tls/ca.pem": "ca_cert",
+}
+# The two certificates docs/operations.md has the operator make, from one CA.
+SERVICE_HOSTS = ("nats", "matchmaking", "engine", "dice", "ledger")
+ROUTE_HOSTS = ("*.nats-headless",)
+
+
+def route_pki(pki: Pki, folder: Path) -> Pki:
+    """The routes' own certificate, from the CA of `pki` (what `boulevard tls-certs` does
+    with the CA's files copied into a second folder)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in (pki.ca_cert, pki.ca_key):
+        shutil.copy(f, folder / f.name)
+    return make_pki(folder, ROUTE_HOSTS)
 
 
 def missing_tools() -> list[str]:
@@ -156,12 +173,13 @@ class NatsNode:
         return path.read_text(errors="replace") if path.exists() else ""
 
 
-def render_cluster_conf(pki: Pki, store: Path) -> str:
+def render_cluster_conf(pki: Pki, routes: Pki, store: Path) -> str:
     """deploy/nats/nats-cluster.conf with only its file paths moved (module docstring)."""
     text = (NATS_DIR / "nats-cluster.conf").read_text()
-    for mounted, attr in MOUNTED_TLS.items():
-        assert mounted in text, f"nats-cluster.conf no longer reads {mounted}"
-        text = text.replace(mounted, str(getattr(pki, attr)))
+    for files, mounts in ((pki, MOUNTED_TLS), (routes, MOUNTED_ROUTE_TLS)):
+        for mounted, attr in mounts.items():
+            assert mounted in text, f"nats-cluster.conf no longer reads {mounted}"
+            text = text.replace(mounted, str(getattr(files, attr)))
     old = "store_dir: /data/jetstream"
     assert old in text, f"nats-cluster.conf no longer says {old!r}"
     return text.replace(old, f'store_dir: "{store / "jetstream"}"')
@@ -184,6 +202,7 @@ class NetnsCluster:
         self.svc = Host(self.run, "svc", f"{base}.20", self.net)
         self.identities_dir = folder / "identities"
         self.pki: Pki | None = None
+        self.route_pki: Pki | None = None
         self.nodes: list[NatsNode] = []
         self.mounts: list[Path] = []
 
@@ -214,15 +233,17 @@ class NetnsCluster:
             host.run("ip", "link", "set", "lo", "up")
             sh("ip", "link", "set", host.link, "master", self.bridge)
             sh("ip", "link", "set", host.link, "up")
-        # The deployment's certificate names the `nats` Service and `*.nats-headless`.
-        self.pki = make_pki(self.folder / "tls", ["nats", "*.nats-headless"])
+        # The deployment's two certificates (docs/operations.md): boulevard-tls for `nats`
+        # and the services, boulevard-nats-route-tls for the routes.
+        self.pki = make_pki(self.folder / "tls", SERVICE_HOSTS)
+        self.route_pki = route_pki(self.pki, self.folder / "route-tls")
         keys = dict(line.split("=", 1) for line in secrets_lines(self.identities_dir))
         env = {k: v for k, v in os.environ.items() if not k.startswith("BOULEVARD_")}
         env.update({k: v for k, v in keys.items() if k.endswith("_NKEY")})
         for i, host in enumerate(self.hosts):
             node = NatsNode(i, host, self.folder / host.name, env)
             node.folder.mkdir(parents=True, exist_ok=True)
-            node.conf.write_text(render_cluster_conf(self.pki, node.store))
+            node.conf.write_text(render_cluster_conf(self.pki, self.route_pki, node.store))
             shutil.copy(NATS_DIR / "nats-permissions.conf", node.folder)
             self.nodes.append(node)
         for node in self.nodes:
@@ -346,8 +367,14 @@ class NetnsCluster:
         if node.store.exists():
             shutil.copytree(node.store, mount / "store", dirs_exist_ok=True)
         node.store = mount / "store"
-        node.conf.write_text(render_cluster_conf(self.pki, node.store))  # type: ignore[arg-type]
+        assert self.pki is not None and self.route_pki is not None
+        node.conf.write_text(render_cluster_conf(self.pki, self.route_pki, node.store))
         node.start()
+
+    def free_disk(self, size: str = "1g") -> None:
+        """Every capped store's tmpfs grown to `size`: the disk freed, as an operator would."""
+        for mount in self.mounts:
+            sh("mount", "-o", f"remount,size={size}", str(mount))
 
     def restart(self, index: int) -> None:
         self.nodes[index].kill()

@@ -21,7 +21,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import getpass
+import hashlib
 import os
+import random
 import sys
 from pathlib import Path
 
@@ -29,14 +31,19 @@ import grpc
 from textual.markup import escape
 
 from boulevard.api.v1 import dice_pb2_grpc, engine_pb2, engine_pb2_grpc, ledger_pb2_grpc
+from boulevard.audit.signing import SigningKey
 from boulevard.cli.login import issuer_folder, local_issuer
 from boulevard.cli.screen import GameScreen
 from boulevard.client.dice import DiceReader
 from boulevard.client.matchmaking import MatchmakingClient
+from boulevard.contract.clocks import parse_time_control
 from boulevard.games import get_game
+from boulevard.games.clock import ClockError, TimeControl
 from boulevard.platform import tls
+from boulevard.platform.identity import bearer
+from boulevard.platform.keys import load_key
 from boulevard.platform.settings import Settings
-from boulevard.seats.player import SeatPlayer, keep_heads
+from boulevard.seats.player import SeatPlayer, keep_heads, reclaim_if_absent
 from boulevard.seats.watching import each_event
 
 
@@ -56,6 +63,9 @@ class PlayApp(GameScreen):
         bot_fill: int = 2,
         ledger: str = "",
         evidence: Path | None = None,
+        key: SigningKey | None = None,
+        time_control: TimeControl | None = None,
+        resume: str = "",
     ) -> None:
         super().__init__(game, seat=None)
         self.player = player  # the token's subject: the name the table shows
@@ -66,8 +76,64 @@ class PlayApp(GameScreen):
         }  # fmt: skip
         self.evidence_path = evidence  # the seat's evidence file, written at the end
         self.bot_fill = bot_fill
+        # The key that signs this player's moves: kept on disk by `run`, so that a player
+        # who quits can sit down again (`--resume`) and sign as the same seat.
+        self.key = key
+        self.time_control = time_control
+        self.resume = resume  # a running game's id: sit down at it again, no matchmaking
 
     async def session(self) -> None:
+        if self.resume:
+            await self.resumed(self.resume)
+        else:
+            await self.joined()
+
+    async def resumed(self, game_id: str) -> None:
+        """Sit down again at a running game: a fresh seat token from the player's own JWT
+        (RenewPlayerToken), the seat taken back from the platform's bot if its time ran out
+        (turn-based games), then play on as before."""
+        definition = get_game(self.game)
+        self.title = f"Boulevard — {definition.title}"
+        key = self.key or SigningKey.generate()
+        async with (
+            tls.channel(self.addresses["engine"]) as engine_channel,
+            tls.channel(self.addresses["dice"]) as dice_channel,
+        ):
+            engine = engine_pb2_grpc.EngineServiceStub(engine_channel)
+            renewed = await engine.RenewPlayerToken(
+                engine_pb2.RenewPlayerTokenRequest(game_id=game_id), metadata=bearer(self.token)
+            )
+            seat, token = int(renewed.seat), renewed.player_token
+            self.seat = seat
+            self.begin(self.game, game_id, f"game {game_id} — you are seat {seat} again")
+            self.query_one("#seat").border_title = f"you — {escape(self.player)}, seat {seat}"
+            self.query_one("#actions").display = True
+            if await reclaim_if_absent(engine, game_id, seat, token, key):
+                self.say("your seat is yours again: the platform's bot played it meanwhile")
+
+            async def renew() -> str:
+                again: engine_pb2.RenewPlayerTokenResponse = await engine.RenewPlayerToken(
+                    engine_pb2.RenewPlayerTokenRequest(game_id=game_id),
+                    metadata=bearer(self.token),
+                )
+                return again.player_token
+
+            player = SeatPlayer(
+                engine,
+                game_id,
+                definition.name,
+                seat,
+                token,
+                definition.bots["heuristic"],
+                random.Random(f"{game_id}:{seat}"),
+                key,
+                choose=self.offer,
+                renew=renew,
+            )
+            await self._play(engine, player, game_id, token, dice_channel)
+
+    async def joined(self) -> None:
+
         definition = get_game(self.game)
         self.title = f"Boulevard — {definition.title}"
         self.say(
@@ -75,11 +141,16 @@ class PlayApp(GameScreen):
             f"bots take the empty seats after {self.bot_fill}s…"
         )
         async with (
-            MatchmakingClient(self.addresses["matchmaking"], token=self.token) as mm,
+            MatchmakingClient(self.addresses["matchmaking"], token=self.token, key=self.key) as mm,
             tls.channel(self.addresses["engine"]) as engine_channel,
             tls.channel(self.addresses["dice"]) as dice_channel,
         ):
-            ticket = await mm.join(self.game, self.seats, bot_fill_after_seconds=self.bot_fill)
+            ticket = await mm.join(
+                self.game,
+                self.seats,
+                bot_fill_after_seconds=self.bot_fill,
+                time_control=self.time_control,
+            )
             self.seat = ticket.seat
             self.begin(
                 self.game, ticket.game_id, f"game {ticket.game_id} — you are seat {ticket.seat}"
@@ -91,16 +162,26 @@ class PlayApp(GameScreen):
             self.say("seated; waiting for the other players…")
             engine = engine_pb2_grpc.EngineServiceStub(engine_channel)
             player = mm.seat_player(engine, ticket, choose=self.offer)
-            watching = asyncio.create_task(self._watch(engine, player.game_id, player.token))
-            try:
-                await player.play()
-                await asyncio.wait_for(asyncio.shield(watching), 30)
-            finally:
-                watching.cancel()
-                await asyncio.gather(watching, return_exceptions=True)
-            await self.verify_dice(DiceReader(dice_channel))
-            if self.evidence_path is not None:
-                await self._write_evidence(player, dice_channel)
+            await self._play(engine, player, player.game_id, player.token, dice_channel)
+
+    async def _play(
+        self,
+        engine: engine_pb2_grpc.EngineServiceStub,
+        player: SeatPlayer,
+        game_id: str,
+        token: str,
+        dice_channel: grpc.aio.Channel,
+    ) -> None:
+        watching = asyncio.create_task(self._watch(engine, game_id, token))
+        try:
+            await player.play()
+            await asyncio.wait_for(asyncio.shield(watching), 30)
+        finally:
+            watching.cancel()
+            await asyncio.gather(watching, return_exceptions=True)
+        await self.verify_dice(DiceReader(dice_channel))
+        if self.evidence_path is not None:
+            await self._write_evidence(player, dice_channel)
 
     async def _write_evidence(self, player: SeatPlayer, dice_channel: grpc.aio.Channel) -> None:
         """The seat's receipts with the dice and ledger heads shown now: what this player
@@ -140,8 +221,45 @@ def needs_a_terminal(command: str) -> bool:
     return False
 
 
+def player_key(data_dir: Path, player: str) -> SigningKey:
+    """The key that signs `player`'s moves from this machine, kept (mode 0600) in the data
+    dir so that `play --resume` signs as the same seat after a quit."""
+    name = hashlib.sha256(player.encode()).hexdigest()[:32]
+    return load_key("", data_dir / "players" / name / "signing-key")
+
+
+def resumed_game(engine: str, game_id: str) -> str:
+    """The registry name of a running game (to draw it), or "" when it is not there."""
+
+    async def ask() -> str:
+        async with tls.channel(engine) as channel:
+            stub = engine_pb2_grpc.EngineServiceStub(channel)
+            game = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id))
+            return "" if game.status != engine_pb2.GAME_STATUS_ACTIVE else game.game
+
+    try:
+        return asyncio.run(ask())
+    except grpc.RpcError:
+        return ""
+
+
 def run(args: argparse.Namespace) -> int:
     settings = Settings()
+    engine_address = args.engine or f"{settings.grpc_host}:{settings.engine_port}"
+    resume = getattr(args, "resume", "") or ""
+    if resume:
+        args.game = resumed_game(engine_address, resume)
+        if not args.game:
+            print(f"no running game {resume} to sit down at again", file=sys.stderr)
+            return 2
+    elif not args.game:
+        print("name the game to play (or --resume <game_id>)", file=sys.stderr)
+        return 2
+    try:
+        time_control = parse_time_control(getattr(args, "clock", "") or "")
+    except ClockError as err:
+        print(f"--clock: {err}", file=sys.stderr)
+        return 2
     definition = get_game(args.game)
     seats = args.seats or min(max(3, definition.min_players), definition.max_players)
     if not definition.min_players <= seats <= definition.max_players:
@@ -165,6 +283,7 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
         token = local_issuer(settings, data_dir).mint(player, ("player",), 6 * 3600)
+    key = player_key(args.data_dir or settings.data_dir, player)
     if not needs_a_terminal("boulevard play"):
         return 2
     app = PlayApp(
@@ -173,11 +292,14 @@ def run(args: argparse.Namespace) -> int:
         seats,
         token=token,
         matchmaking=args.matchmaking or f"{settings.grpc_host}:{settings.matchmaking_port}",
-        engine=args.engine or f"{settings.grpc_host}:{settings.engine_port}",
+        engine=engine_address,
         dice=args.dice or f"{settings.grpc_host}:{settings.dice_port}",
         bot_fill=args.bot_fill,
         ledger=getattr(args, "ledger", None) or f"{settings.grpc_host}:{settings.ledger_port}",
         evidence=getattr(args, "evidence", None),
+        key=key,
+        time_control=time_control,
+        resume=resume,
     )
     app.run()
     return exit_code(app)

@@ -65,6 +65,27 @@ def resolve_caller(
     return Caller(minted, f"operator token of the local issuer in {folder}")
 
 
+def resolve_player(
+    token: str | None, player: str, data_dir: Path | None, settings: Settings
+) -> tuple[str, Caller]:
+    """Who "mine" is, and the token to ask as: the subject of `--token` (or
+    BOULEVARD_TOKEN), else, next to a local `boulevard up`, a player token its issuer makes
+    for `--player` (default: your login name)."""
+    import getpass
+
+    from boulevard.cli.login import issuer_folder, local_issuer
+    from boulevard.cli.play import token_subject
+
+    if token:
+        return token_subject(token) or player, Caller(token, "--token")
+    folder = data_dir or settings.data_dir
+    me = player or getpass.getuser()
+    if not (issuer_folder(folder) / "jwks.json").exists():
+        return me, Caller()
+    minted = local_issuer(settings, folder).mint(me, ("player",), CLI_TOKEN_TTL)
+    return me, Caller(minted, f"player token of the local issuer in {folder}")
+
+
 # -- names on the wire -> names in JSON -------------------------------------------------------
 
 
@@ -314,6 +335,65 @@ def show_games(document: dict[str, Any], caller: Caller) -> None:
     out.print(f"{_many(document['count'], 'game')}{more}; as: {caller.source}")
     if document["games"] and not any(g["player_ids"] for g in document["games"]):
         out.print("player ids are shown to operators only")
+
+
+async def fetch_my_games(
+    address: str, caller: Caller, player_id: str, *, timeout: float = 10.0
+) -> list[dict[str, Any]]:
+    """The running games `player_id` (the caller's token's subject) sits in, each with
+    their seat, whether it is their turn, and the seats' clocks: what `games --mine` shows."""
+    found, _ = await fetch_games(
+        address, caller, status=engine_pb2.GAME_STATUS_ACTIVE, player_id=player_id, timeout=timeout
+    )
+    out = []
+    async with tls.channel(address) as channel:
+        stub = engine_pb2_grpc.EngineServiceStub(channel)
+        for summary in found:
+            seat = await stub.RenewPlayerToken(
+                engine_pb2.RenewPlayerTokenRequest(game_id=summary.game_id),
+                metadata=caller.metadata,
+                timeout=timeout,
+            )
+            game = await stub.GetGame(
+                engine_pb2.GetGameRequest(game_id=summary.game_id), timeout=timeout
+            )
+            clock = next((c for c in game.clocks if c.seat == seat.seat), None)
+            out.append(
+                {
+                    "game_id": summary.game_id,
+                    "game": summary.game,
+                    "seat": seat.seat,
+                    "your_turn": seat.seat in game.to_act,
+                    "to_act": list(game.to_act),
+                    "version": game.version,
+                    "remaining_ms": clock.remaining_ms if clock else None,
+                    "deadline_unix_ms": clock.deadline_unix_ms if clock and clock.running else None,
+                    "absent": bool(clock and clock.absent),
+                    "clocks_unix_ms": game.clocks_unix_ms or None,
+                }
+            )
+    out.sort(key=lambda g: (not g["your_turn"], g["deadline_unix_ms"] or 0, g["game_id"]))
+    return out
+
+
+def show_my_games(games: Sequence[dict[str, Any]], player_id: str) -> None:
+    """Your turn first, soonest deadline first: "your turn, 3 h left"."""
+    from boulevard.contract.clocks import clock_words
+
+    out = output.console()
+    rows = []
+    for g in games:
+        if g["absent"]:
+            state = "timed out: the bot plays it (boulevard play --resume)"
+        elif g["your_turn"]:
+            left = g["remaining_ms"]
+            state = "your turn" + (f", {clock_words(left)} left" if left is not None else "")
+        else:
+            state = "waiting for seat(s) " + ", ".join(str(s) for s in g["to_act"])
+        rows.append((g["game_id"], g["game"], g["seat"], state))
+    output.table("", ("game id", "game", "seat", "now"), rows, out=out)
+    turns = sum(1 for g in games if g["your_turn"] and not g["absent"])
+    out.print(f"{_many(len(games), 'running game')} of {player_id}; your turn in {turns}")
 
 
 def show_tickets(document: dict[str, Any], caller: Caller) -> None:

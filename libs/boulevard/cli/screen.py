@@ -28,6 +28,7 @@ from boulevard.api.v1 import engine_pb2
 from boulevard.cli.output import hint
 from boulevard.client.dice import DiceReader
 from boulevard.client.table import Table
+from boulevard.contract.clocks import clock_line
 from boulevard.contract.mapping import proto_to_view
 from boulevard.games import REGISTRY
 from boulevard.games.base import GameDefinition
@@ -245,6 +246,8 @@ class GameScreen(App[int]):
         if update.to_act and not self.finished:
             acting = ", ".join(names[s] if s < len(names) else str(s) for s in update.to_act)
             lines.append(f"to act: {acting}")
+        if update.clocks and not self.finished:
+            lines.append("clocks: " + clock_line(update.clocks, names))
         self.query_one("#seat", Static).update("\n".join(lines))
 
     async def offer(self, view: Any, commands: Sequence[Any], version: int) -> Any | None:

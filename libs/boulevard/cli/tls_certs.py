@@ -2,7 +2,8 @@
 
 Writes DIR/ca.pem, DIR/ca-key.pem, DIR/server.pem and DIR/server-key.pem (keys mode 0600)
 with the code `boulevard up --tls` uses; the certificate names every --host (the compose
-service names, or the Kubernetes services and `*.nats-headless` for the NATS routes) and
+service names or the Kubernetes services; for the NATS routes' own certificate,
+`*.nats-headless` in a second folder holding the same CA's files) and
 the loopback names the health probes use. Running it again keeps what is still valid.
 Where an organisation has its own CA (cert-manager, …), use that instead: the services need
 only a certificate, its key and the CA (docs/security.md).

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from boulevard.api.v1 import engine_pb2
+from boulevard.contract.clocks import clock_line
 from boulevard.games import REGISTRY
 from boulevard.games.base import GameDefinition
 
@@ -180,6 +181,8 @@ class Table:
                 self.names[s] if s < len(self.names) else str(s) for s in update.to_act
             )
             lines.append(f"  to act: {to_act}")
+        if self.finished is None and update.clocks:
+            lines.append(f"  clocks: {clock_line(update.clocks, self.names)}")
         self.out("\n".join(lines))
         self.moves.clear()
         self._turn_over = False

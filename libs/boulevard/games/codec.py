@@ -24,11 +24,13 @@ JSON = Any
 
 def to_plain(value: Any) -> JSON:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name: to_plain(getattr(value, f.name))
-            for f in dataclasses.fields(value)
-            if not (f.metadata.get(OMITTED_AT_DEFAULT) and getattr(value, f.name) == f.default)
-        }
+        plain, added = _plain_fields(type(value))
+        out = {name: to_plain(getattr(value, name)) for name in plain}
+        for name, default in added:
+            field_value = getattr(value, name)
+            if field_value != default:
+                out[name] = to_plain(field_value)
+        return out
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, tuple | list):
@@ -38,6 +40,16 @@ def to_plain(value: Any) -> JSON:
     if isinstance(value, dict):
         return [[to_plain(k), to_plain(v)] for k, v in sorted(value.items(), key=_item_key)]
     return value
+
+
+@cache
+def _plain_fields(cls: type) -> tuple[tuple[str, ...], tuple[tuple[str, Any], ...]]:
+    """A dataclass's fields always encoded, and those added later (OMITTED_AT_DEFAULT) with
+    their defaults: worked out once per class (encoding is on every append's path)."""
+    fields = dataclasses.fields(cls)
+    plain = tuple(f.name for f in fields if not f.metadata.get(OMITTED_AT_DEFAULT))
+    added = tuple((f.name, f.default) for f in fields if f.metadata.get(OMITTED_AT_DEFAULT))
+    return plain, added
 
 
 def _sort_key(v: Any) -> str:

@@ -62,6 +62,20 @@ current_service = ""  # this process's service (start_service sets it), for modu
 
 GAMES_STARTED = Counter("boulevard_games_started", "Games created by the engine", ["game"])
 GAMES_FINISHED = Counter("boulevard_games_finished", "Games that reached GameFinished", ["game"])
+SEATS_TIMED_OUT = Counter(
+    "boulevard_seats_timed_out", "Seats whose clock ran out (SeatTimedOut recorded)", ["game"]
+)
+STAND_IN_MOVES = Counter(
+    "boulevard_stand_in_moves",
+    "Moves the platform's bot played for seats that timed out (hand-overs: see timed out)",
+    ["game"],
+)
+GAMES_OVERDUE = Gauge(
+    "boulevard_games_overdue",
+    "Games with a clock this engine process holds whose deadline (or an absent seat's turn) "
+    "passed over 10 s ago and that nobody has moved on: waiting longer than their time "
+    "control allows",
+)
 GAMES_HALTED = Counter(
     "boulevard_games_halted",
     "Games the engine halted on loading them: their log holds an event it cannot read",
@@ -83,6 +97,14 @@ APPEND_SECONDS = Histogram(
 LAST_APPEND = Gauge(
     "boulevard_last_append_timestamp_seconds",
     "Unix time of the last append to GAMES by this engine process",
+)
+GAMES_LONGEST_WAIT = Gauge(
+    "boulevard_games_longest_wait_seconds",
+    "The longest any live game this engine holds has gone without an event",
+)
+GAMES_STALLED = Gauge(
+    "boulevard_games_stalled",
+    "Live games this engine holds with no event for longer than BOULEVARD_ENGINE_STALL_SECONDS",
 )
 GAME_LOADS = Counter(
     "boulevard_engine_game_loads",

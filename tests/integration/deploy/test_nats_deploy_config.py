@@ -62,6 +62,9 @@ TLS_PATHS = {
     "/etc/boulevard/tls/server.pem": "cert",
     "/etc/boulevard/tls/server-key.pem": "key",
     "/etc/boulevard/tls/ca.pem": "ca_cert",
+    "/etc/boulevard/route-tls/server.pem": "cert",
+    "/etc/boulevard/route-tls/server-key.pem": "key",
+    "/etc/boulevard/route-tls/ca.pem": "ca_cert",
 }
 
 

@@ -137,3 +137,45 @@ async def test_cancel_racing_formation_never_matches_the_cancelled_ticket(nats_s
             # its tickets was cancelled first), so the ticket was cancelled, not requeued.
             assert t.status == pb.TICKET_STATUS_CANCELLED and t.player_id not in placed
             assert t.cancel_requested
+
+
+async def test_tickets_match_only_with_the_same_time_control(nats_server, nc) -> None:
+    """The time control is a queue dimension like the game: two players asking for 10 min +
+    20 s and two asking for a day per move make two tables, never a mixed one, and each
+    match (and so the game the engine creates from it) carries its control."""
+    from boulevard.api.v1 import events_pb2
+    from boulevard.contract.clocks import parse_time_control, time_control_to_proto
+
+    fast = time_control_to_proto(parse_time_control("10m+20s"))  # type: ignore[arg-type]
+    slow = time_control_to_proto(parse_time_control("1d/move"))  # type: ignore[arg-type]
+    settings = mm_settings(nats_server.url, matchmaking_tick_seconds=0.02)
+    async with running_mm(settings) as svc, stub_for(svc.address) as stub:
+        made = []
+        for player, control in (("f1", fast), ("s1", slow), ("f2", fast), ("s2", slow)):
+            r = pb.CreateTicketRequest(
+                public_key=TEST_PUBLIC_KEY,
+                player_id=player,
+                game=GAME,
+                min_seats=2,
+                max_seats=2,
+                time_control=control,
+            )
+            made.append((await stub.CreateTicket(r)).ticket)
+        await settled((stub,), [t.ticket_id for t in made])
+        bad = pb.CreateTicketRequest(
+            public_key=TEST_PUBLIC_KEY,
+            player_id="x",
+            game=GAME,
+            time_control=events_pb2.TimeControl(kind=events_pb2.CLOCK_KIND_REAL_TIME),
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.CreateTicket(bad)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "needs a base" in (err.value.details() or "")
+    matches = await formed_matches(nc)
+    tables = sorted(
+        (sorted(s.player_id for s in m.seats), m.time_control.SerializeToString()) for m in matches
+    )
+    assert tables == sorted(
+        [(["f1", "f2"], fast.SerializeToString()), (["s1", "s2"], slow.SerializeToString())]
+    )

@@ -268,11 +268,10 @@ def test_matchmaking_bots_reach_the_engine_through_its_service() -> None:
     assert env["BOULEVARD_ENGINE_PORT"] == str(port["port"]) == str(SERVICES["engine"].port)
 
 
-def tls_mount(workload: dict[str, Any]) -> str:
-    """Where the pod mounts the boulevard-tls Secret (and that it does so read-only)."""
+def tls_mount(workload: dict[str, Any], secret: str = "boulevard-tls") -> str:
+    """Where the pod mounts a TLS Secret (and that it does so read-only)."""
     spec = workload["spec"]["template"]["spec"]
-    (volume,) = [v for v in spec["volumes"] if "secret" in v]
-    assert volume["secret"]["secretName"] == "boulevard-tls"
+    (volume,) = [v for v in spec["volumes"] if v.get("secret", {}).get("secretName") == secret]
     assert volume["secret"]["defaultMode"] == 0o440
     keys = {item["key"] for item in volume["secret"]["items"]}
     assert keys == {"ca.pem", "server.pem", "server-key.pem"}  # never the CA's key
@@ -295,14 +294,27 @@ def test_each_service_serves_tls_and_verifies_with_the_ca(service: Service) -> N
 
 
 def test_nats_serves_clients_and_routes_over_tls_with_the_mounted_files() -> None:
-    where = tls_mount(objects("StatefulSet")["nats"])
+    nats = objects("StatefulSet")["nats"]
+    where, route_where = tls_mount(nats), tls_mount(nats, "boulevard-nats-route-tls")
     text = (K8S.parent / "nats" / "nats-cluster.conf").read_text()
     client_tls = conf_block(text, "tls")
     cluster = conf_block(text, "cluster")
     assert client_tls is not None and cluster is not None
     route_tls = conf_block(cluster, "tls")
     assert route_tls is not None
-    for block in (client_tls, route_tls):
-        assert conf_setting(block, "cert_file") == f"{where}/server.pem"
-        assert conf_setting(block, "key_file") == f"{where}/server-key.pem"
-    assert conf_setting(route_tls, "ca_file") == f"{where}/ca.pem"  # routes verify each other
+    assert conf_setting(client_tls, "cert_file") == f"{where}/server.pem"
+    assert conf_setting(client_tls, "key_file") == f"{where}/server-key.pem"
+    # Routes: their own certificate, verified with the CA, and it must name a route host
+    # (a service's certificate from the same CA is refused: tests/e2e/test_netns_routes.py).
+    assert conf_setting(route_tls, "cert_file") == f"{route_where}/server.pem"
+    assert conf_setting(route_tls, "key_file") == f"{route_where}/server-key.pem"
+    assert conf_setting(route_tls, "ca_file") == f"{route_where}/ca.pem"
+    assert conf_setting(route_tls, "verify_cert_and_check_known_urls") == "true"
+
+
+def test_only_the_nats_pods_mount_the_route_certificate() -> None:
+    for kind in ("Deployment", "StatefulSet"):
+        for name, workload in objects(kind).items():
+            volumes = workload["spec"]["template"]["spec"].get("volumes", [])
+            secrets = {v["secret"]["secretName"] for v in volumes if "secret" in v}
+            assert ("boulevard-nats-route-tls" in secrets) == (name == "nats"), name

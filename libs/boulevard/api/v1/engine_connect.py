@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .engine_pb2 import CreateGameRequest, CreateGameResponse, GetEngineKeyRequest, GetEngineKeyResponse, GetGameLogRequest, GetGameLogResponse, GetGameRequest, GetGameResponse, ListGamesRequest, ListGamesResponse, ListLegalActionsRequest, ListLegalActionsResponse, RenewPlayerTokenRequest, RenewPlayerTokenResponse, RevealSeedRequest, RevealSeedResponse, SubmitActionRequest, SubmitActionResponse, WatchGameRequest, WatchGameResponse
+from .engine_pb2 import CreateGameRequest, CreateGameResponse, GetEngineKeyRequest, GetEngineKeyResponse, GetGameLogRequest, GetGameLogResponse, GetGameRequest, GetGameResponse, ListGamesRequest, ListGamesResponse, ListLegalActionsRequest, ListLegalActionsResponse, ReclaimSeatRequest, ReclaimSeatResponse, RenewPlayerTokenRequest, RenewPlayerTokenResponse, RevealSeedRequest, RevealSeedResponse, SubmitActionRequest, SubmitActionResponse, WatchGameRequest, WatchGameResponse, WatchPlayerRequest, WatchPlayerResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
@@ -88,6 +88,21 @@ class EngineService(Protocol):
         """
         The game's log as stored, page by page, for auditors (docs/auditing.md): everything
         once the game is over; during a game, shuffles are hidden as in WatchGame.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def reclaim_seat(self, request: ReclaimSeatRequest, ctx: RequestContext[ReclaimSeatRequest, ReclaimSeatResponse], /) -> ReclaimSeatResponse:
+        """
+        A seat that timed out in a turn-based game takes its place back from the platform's bot
+        (docs/clients.md, "Clocks"): signed by the seat's key, for the version it saw.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def watch_player(self, request: WatchPlayerRequest, ctx: RequestContext[WatchPlayerRequest, WatchPlayerResponse], /) -> AsyncIterator[WatchPlayerResponse]:
+        """
+        One stream for a player across all their games (their bearer JWT, no seat tokens):
+        each running game of theirs when it opens, then a message whenever one starts, becomes
+        their turn, times their seat out, or ends (docs/clients.md, "The player stream").
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -209,6 +224,28 @@ class EngineServiceASGIApplication(ConnectASGIApplication[EngineService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.get_game_log,
+                ),
+                "/boulevard.v1.EngineService/ReclaimSeat": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ReclaimSeat",
+                        service_name="boulevard.v1.EngineService",
+                        input=ReclaimSeatRequest,
+                        output=ReclaimSeatResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.reclaim_seat,
+                ),
+                "/boulevard.v1.EngineService/WatchPlayer": Endpoint.server_stream(
+                    method=MethodInfo(
+                        name="WatchPlayer",
+                        service_name="boulevard.v1.EngineService",
+                        input=WatchPlayerRequest,
+                        output=WatchPlayerResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.SERVER_STREAM,
+                    ),
+                    function=svc.watch_player,
                 ),
                 "/boulevard.v1.EngineService/GetEngineKey": Endpoint.unary(
                     method=MethodInfo(
@@ -465,6 +502,55 @@ class EngineServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def reclaim_seat(
+        self,
+        request: ReclaimSeatRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ReclaimSeatResponse:
+        """
+        A seat that timed out in a turn-based game takes its place back from the platform's bot
+        (docs/clients.md, "Clocks"): signed by the seat's key, for the version it saw.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ReclaimSeat",
+                service_name="boulevard.v1.EngineService",
+                input=ReclaimSeatRequest,
+                output=ReclaimSeatResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def watch_player(
+        self,
+        request: WatchPlayerRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> AsyncIterator[WatchPlayerResponse]:
+        """
+        One stream for a player across all their games (their bearer JWT, no seat tokens):
+        each running game of theirs when it opens, then a message whenever one starts, becomes
+        their turn, times their seat out, or ends (docs/clients.md, "The player stream").
+        """
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="WatchPlayer",
+                service_name="boulevard.v1.EngineService",
+                input=WatchPlayerRequest,
+                output=WatchPlayerResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.SERVER_STREAM,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
     async def get_engine_key(
         self,
         request: GetEngineKeyRequest,
@@ -540,6 +626,21 @@ class EngineServiceSync(Protocol):
         """
         The game's log as stored, page by page, for auditors (docs/auditing.md): everything
         once the game is over; during a game, shuffles are hidden as in WatchGame.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def reclaim_seat(self, request: ReclaimSeatRequest, ctx: RequestContext[ReclaimSeatRequest, ReclaimSeatResponse], /) -> ReclaimSeatResponse:
+        """
+        A seat that timed out in a turn-based game takes its place back from the platform's bot
+        (docs/clients.md, "Clocks"): signed by the seat's key, for the version it saw.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def watch_player(self, request: WatchPlayerRequest, ctx: RequestContext[WatchPlayerRequest, WatchPlayerResponse], /) -> Iterator[WatchPlayerResponse]:
+        """
+        One stream for a player across all their games (their bearer JWT, no seat tokens):
+        each running game of theirs when it opens, then a message whenever one starts, becomes
+        their turn, times their seat out, or ends (docs/clients.md, "The player stream").
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -659,6 +760,28 @@ class EngineServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.get_game_log,
+                ),
+                "/boulevard.v1.EngineService/ReclaimSeat": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ReclaimSeat",
+                        service_name="boulevard.v1.EngineService",
+                        input=ReclaimSeatRequest,
+                        output=ReclaimSeatResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.reclaim_seat,
+                ),
+                "/boulevard.v1.EngineService/WatchPlayer": EndpointSync.server_stream(
+                    method=MethodInfo(
+                        name="WatchPlayer",
+                        service_name="boulevard.v1.EngineService",
+                        input=WatchPlayerRequest,
+                        output=WatchPlayerResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.SERVER_STREAM,
+                    ),
+                    function=service.watch_player,
                 ),
                 "/boulevard.v1.EngineService/GetEngineKey": EndpointSync.unary(
                     method=MethodInfo(
@@ -911,6 +1034,55 @@ class EngineServiceClientSync(ConnectClientSync):
                 output=GetGameLogResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def reclaim_seat(
+        self,
+        request: ReclaimSeatRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ReclaimSeatResponse:
+        """
+        A seat that timed out in a turn-based game takes its place back from the platform's bot
+        (docs/clients.md, "Clocks"): signed by the seat's key, for the version it saw.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ReclaimSeat",
+                service_name="boulevard.v1.EngineService",
+                input=ReclaimSeatRequest,
+                output=ReclaimSeatResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def watch_player(
+        self,
+        request: WatchPlayerRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> Iterator[WatchPlayerResponse]:
+        """
+        One stream for a player across all their games (their bearer JWT, no seat tokens):
+        each running game of theirs when it opens, then a message whenever one starts, becomes
+        their turn, times their seat out, or ends (docs/clients.md, "The player stream").
+        """
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="WatchPlayer",
+                service_name="boulevard.v1.EngineService",
+                input=WatchPlayerRequest,
+                output=WatchPlayerResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.SERVER_STREAM,
             ),
             headers=headers,
             timeout_ms=timeout_ms,

@@ -49,6 +49,35 @@ written by a newer release): it takes no more commands, and every audit fails th
 """
 Global___GameStatus: _TypeAlias = GameStatus  # noqa: Y015
 
+class _PlayerEventKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _PlayerEventKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_PlayerEventKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    PLAYER_EVENT_KIND_UNSPECIFIED: _PlayerEventKind.ValueType  # 0
+    PLAYER_EVENT_KIND_PLAYING: _PlayerEventKind.ValueType  # 1
+    """a running game of yours (when the stream opens, or new)"""
+    PLAYER_EVENT_KIND_YOUR_TURN: _PlayerEventKind.ValueType  # 2
+    """the game now asks your seat to act"""
+    PLAYER_EVENT_KIND_TIMED_OUT: _PlayerEventKind.ValueType  # 3
+    """your seat's time ran out: the platform's bot plays it"""
+    PLAYER_EVENT_KIND_GAME_OVER: _PlayerEventKind.ValueType  # 4
+    """the game ended"""
+
+class PlayerEventKind(_PlayerEventKind, metaclass=_PlayerEventKindEnumTypeWrapper): ...
+
+PLAYER_EVENT_KIND_UNSPECIFIED: PlayerEventKind.ValueType  # 0
+PLAYER_EVENT_KIND_PLAYING: PlayerEventKind.ValueType  # 1
+"""a running game of yours (when the stream opens, or new)"""
+PLAYER_EVENT_KIND_YOUR_TURN: PlayerEventKind.ValueType  # 2
+"""the game now asks your seat to act"""
+PLAYER_EVENT_KIND_TIMED_OUT: PlayerEventKind.ValueType  # 3
+"""your seat's time ran out: the platform's bot plays it"""
+PLAYER_EVENT_KIND_GAME_OVER: PlayerEventKind.ValueType  # 4
+"""the game ended"""
+Global___PlayerEventKind: _TypeAlias = PlayerEventKind  # noqa: Y015
+
 @_typing.final
 class SeatAssignment(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
@@ -111,6 +140,7 @@ class CreateGameRequest(_message.Message):
     GAME_FIELD_NUMBER: _builtins.int
     SEATS_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
+    TIME_CONTROL_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     """idempotency key (the match id when matchmaking creates it); max 128 chars"""
     game: _builtins.str
@@ -123,6 +153,10 @@ class CreateGameRequest(_message.Message):
     def options(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """max 16 entries, keys and values max 64 chars each"""
 
+    @_builtins.property
+    def time_control(self) -> _events_pb2.TimeControl:
+        """absent: no clock"""
+
     def __init__(
         self,
         *,
@@ -130,10 +164,11 @@ class CreateGameRequest(_message.Message):
         game: _builtins.str = ...,
         seats: _abc.Iterable[Global___SeatAssignment] | None = ...,
         options: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        time_control: _events_pb2.TimeControl | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "options", b"options", "request_id", b"request_id", "seats", b"seats"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "options", b"options", "request_id", b"request_id", "seats", b"seats", "time_control", b"time_control"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -202,12 +237,17 @@ class GetGameResponse(_message.Message):
     STATUS_FIELD_NUMBER: _builtins.int
     VIEW_FIELD_NUMBER: _builtins.int
     TO_ACT_FIELD_NUMBER: _builtins.int
+    TIME_CONTROL_FIELD_NUMBER: _builtins.int
+    CLOCKS_FIELD_NUMBER: _builtins.int
+    CLOCKS_UNIX_MS_FIELD_NUMBER: _builtins.int
     HALTED_AT_VERSION_FIELD_NUMBER: _builtins.int
     HALTED_REASON_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     game: _builtins.str
     version: _builtins.int
     status: Global___GameStatus.ValueType
+    clocks_unix_ms: _builtins.int
+    """the engine's time when it computed `clocks`"""
     halted_at_version: _builtins.int
     """GAME_STATUS_HALTED: the version of the event the engine cannot read, and why (the
     game stands as it was before it; 0 and "" otherwise).
@@ -219,6 +259,14 @@ class GetGameResponse(_message.Message):
     def to_act(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """the seats that have legal actions now"""
 
+    @_builtins.property
+    def time_control(self) -> _events_pb2.TimeControl:
+        """absent: the game has no clock"""
+
+    @_builtins.property
+    def clocks(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.SeatClock]:
+        """every seat's clock at clocks_unix_ms (none without a clock)"""
+
     def __init__(
         self,
         *,
@@ -228,12 +276,15 @@ class GetGameResponse(_message.Message):
         status: Global___GameStatus.ValueType = ...,
         view: Global___GameView | None = ...,
         to_act: _abc.Iterable[_builtins.int] | None = ...,
+        time_control: _events_pb2.TimeControl | None = ...,
+        clocks: _abc.Iterable[_events_pb2.SeatClock] | None = ...,
+        clocks_unix_ms: _builtins.int = ...,
         halted_at_version: _builtins.int = ...,
         halted_reason: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["view", b"view"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["time_control", b"time_control", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "game_id", b"game_id", "halted_at_version", b"halted_at_version", "halted_reason", b"halted_reason", "status", b"status", "to_act", b"to_act", "version", b"version", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clocks", b"clocks", "clocks_unix_ms", b"clocks_unix_ms", "game", b"game", "game_id", b"game_id", "halted_at_version", b"halted_at_version", "halted_reason", b"halted_reason", "status", b"status", "time_control", b"time_control", "to_act", b"to_act", "version", b"version", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -811,6 +862,9 @@ class WatchGameResponse(_message.Message):
     TO_ACT_FIELD_NUMBER: _builtins.int
     LEGAL_ACTIONS_FIELD_NUMBER: _builtins.int
     EVENTS_FIELD_NUMBER: _builtins.int
+    CLOCKS_FIELD_NUMBER: _builtins.int
+    CLOCKS_UNIX_MS_FIELD_NUMBER: _builtins.int
+    clocks_unix_ms: _builtins.int
     @_builtins.property
     def event(self) -> _events_pb2.EventEnvelope:
         """a shuffle's values stay empty until the game is over"""
@@ -839,6 +893,10 @@ class WatchGameResponse(_message.Message):
         `event` is). Empty otherwise.
         """
 
+    @_builtins.property
+    def clocks(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.SeatClock]:
+        """With `view`, in a game with a clock: every seat's clock at clocks_unix_ms."""
+
     def __init__(
         self,
         *,
@@ -847,10 +905,12 @@ class WatchGameResponse(_message.Message):
         to_act: _abc.Iterable[_builtins.int] | None = ...,
         legal_actions: _abc.Iterable[Global___Action] | None = ...,
         events: _abc.Iterable[_events_pb2.EventEnvelope] | None = ...,
+        clocks: _abc.Iterable[_events_pb2.SeatClock] | None = ...,
+        clocks_unix_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "events", b"events", "legal_actions", b"legal_actions", "to_act", b"to_act", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clocks", b"clocks", "clocks_unix_ms", b"clocks_unix_ms", "event", b"event", "events", b"events", "legal_actions", b"legal_actions", "to_act", b"to_act", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -919,3 +979,123 @@ class RevealSeedResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RevealSeedResponse: _TypeAlias = RevealSeedResponse  # noqa: Y015
+
+@_typing.final
+class ReclaimSeatRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
+    EXPECTED_VERSION_FIELD_NUMBER: _builtins.int
+    SIGNATURE_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    """max 64 chars"""
+    player_token: _builtins.str
+    """max 4096 chars: the seat's own token"""
+    expected_version: _builtins.int
+    """the version the seat saw; ABORTED if the game moved on"""
+    signature: _builtins.bytes
+    """Ed25519 signature by the seat's key over the reclaim signing bytes (docs/auditing.md,
+    "Clocks"): domain "boulevard.game.reclaim.v1", game id, seat, expected version.
+    max 64 bytes
+    """
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        player_token: _builtins.str = ...,
+        expected_version: _builtins.int = ...,
+        signature: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expected_version", b"expected_version", "game_id", b"game_id", "player_token", b"player_token", "signature", b"signature"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReclaimSeatRequest: _TypeAlias = ReclaimSeatRequest  # noqa: Y015
+
+@_typing.final
+class ReclaimSeatResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VERSION_FIELD_NUMBER: _builtins.int
+    RECEIPT_FIELD_NUMBER: _builtins.int
+    version: _builtins.int
+    """the version of the SeatReclaimed event"""
+    @_builtins.property
+    def receipt(self) -> Global___Receipt: ...
+    def __init__(
+        self,
+        *,
+        version: _builtins.int = ...,
+        receipt: Global___Receipt | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["receipt", b"receipt"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["receipt", b"receipt", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReclaimSeatResponse: _TypeAlias = ReclaimSeatResponse  # noqa: Y015
+
+@_typing.final
+class WatchPlayerRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchPlayerRequest: _TypeAlias = WatchPlayerRequest  # noqa: Y015
+
+@_typing.final
+class WatchPlayerResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    GAME_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
+    YOUR_TURN_FIELD_NUMBER: _builtins.int
+    CLOCK_FIELD_NUMBER: _builtins.int
+    CLOCKS_UNIX_MS_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    game: _builtins.str
+    kind: Global___PlayerEventKind.ValueType
+    seat: _builtins.int
+    """your seat in the game"""
+    version: _builtins.int
+    """the game's version when this was seen"""
+    your_turn: _builtins.bool
+    """the game asks your seat to act now"""
+    clocks_unix_ms: _builtins.int
+    @_builtins.property
+    def clock(self) -> _events_pb2.SeatClock:
+        """your seat's clock at clocks_unix_ms (absent without a clock)"""
+
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        game: _builtins.str = ...,
+        kind: Global___PlayerEventKind.ValueType = ...,
+        seat: _builtins.int = ...,
+        version: _builtins.int = ...,
+        your_turn: _builtins.bool = ...,
+        clock: _events_pb2.SeatClock | None = ...,
+        clocks_unix_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "clocks_unix_ms", b"clocks_unix_ms", "game", b"game", "game_id", b"game_id", "kind", b"kind", "seat", b"seat", "version", b"version", "your_turn", b"your_turn"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchPlayerResponse: _TypeAlias = WatchPlayerResponse  # noqa: Y015

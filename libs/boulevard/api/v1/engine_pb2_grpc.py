@@ -86,6 +86,16 @@ class EngineServiceStub:
                 request_serializer=boulevard_dot_v1_dot_engine__pb2.GetGameLogRequest.SerializeToString,
                 response_deserializer=boulevard_dot_v1_dot_engine__pb2.GetGameLogResponse.FromString,
                 _registered_method=True)
+        self.ReclaimSeat = channel.unary_unary(
+                '/boulevard.v1.EngineService/ReclaimSeat',
+                request_serializer=boulevard_dot_v1_dot_engine__pb2.ReclaimSeatRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_engine__pb2.ReclaimSeatResponse.FromString,
+                _registered_method=True)
+        self.WatchPlayer = channel.unary_stream(
+                '/boulevard.v1.EngineService/WatchPlayer',
+                request_serializer=boulevard_dot_v1_dot_engine__pb2.WatchPlayerRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_engine__pb2.WatchPlayerResponse.FromString,
+                _registered_method=True)
         self.GetEngineKey = channel.unary_unary(
                 '/boulevard.v1.EngineService/GetEngineKey',
                 request_serializer=boulevard_dot_v1_dot_engine__pb2.GetEngineKeyRequest.SerializeToString,
@@ -166,6 +176,23 @@ class EngineServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReclaimSeat(self, request, context):
+        """A seat that timed out in a turn-based game takes its place back from the platform's bot
+        (docs/clients.md, "Clocks"): signed by the seat's key, for the version it saw.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WatchPlayer(self, request, context):
+        """One stream for a player across all their games (their bearer JWT, no seat tokens):
+        each running game of theirs when it opens, then a message whenever one starts, becomes
+        their turn, times their seat out, or ends (docs/clients.md, "The player stream").
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetEngineKey(self, request, context):
         """The Ed25519 key that signs receipts (SubmitActionResponse.receipt).
         """
@@ -220,6 +247,16 @@ def add_EngineServiceServicer_to_server(servicer, server):
                     servicer.GetGameLog,
                     request_deserializer=boulevard_dot_v1_dot_engine__pb2.GetGameLogRequest.FromString,
                     response_serializer=boulevard_dot_v1_dot_engine__pb2.GetGameLogResponse.SerializeToString,
+            ),
+            'ReclaimSeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReclaimSeat,
+                    request_deserializer=boulevard_dot_v1_dot_engine__pb2.ReclaimSeatRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_engine__pb2.ReclaimSeatResponse.SerializeToString,
+            ),
+            'WatchPlayer': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchPlayer,
+                    request_deserializer=boulevard_dot_v1_dot_engine__pb2.WatchPlayerRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_engine__pb2.WatchPlayerResponse.SerializeToString,
             ),
             'GetEngineKey': grpc.unary_unary_rpc_method_handler(
                     servicer.GetEngineKey,
@@ -477,6 +514,60 @@ class EngineService:
             '/boulevard.v1.EngineService/GetGameLog',
             boulevard_dot_v1_dot_engine__pb2.GetGameLogRequest.SerializeToString,
             boulevard_dot_v1_dot_engine__pb2.GetGameLogResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReclaimSeat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/boulevard.v1.EngineService/ReclaimSeat',
+            boulevard_dot_v1_dot_engine__pb2.ReclaimSeatRequest.SerializeToString,
+            boulevard_dot_v1_dot_engine__pb2.ReclaimSeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchPlayer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/boulevard.v1.EngineService/WatchPlayer',
+            boulevard_dot_v1_dot_engine__pb2.WatchPlayerRequest.SerializeToString,
+            boulevard_dot_v1_dot_engine__pb2.WatchPlayerResponse.FromString,
             options,
             channel_credentials,
             insecure,

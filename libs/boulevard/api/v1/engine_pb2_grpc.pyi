@@ -62,6 +62,15 @@ class EngineServiceStub:
     """The game's log as stored, page by page, for auditors (docs/auditing.md): everything
     once the game is over; during a game, shuffles are hidden as in WatchGame.
     """
+    ReclaimSeat: _grpc.UnaryUnaryMultiCallable[_engine_pb2.ReclaimSeatRequest, _engine_pb2.ReclaimSeatResponse]
+    """A seat that timed out in a turn-based game takes its place back from the platform's bot
+    (docs/clients.md, "Clocks"): signed by the seat's key, for the version it saw.
+    """
+    WatchPlayer: _grpc.UnaryStreamMultiCallable[_engine_pb2.WatchPlayerRequest, _engine_pb2.WatchPlayerResponse]
+    """One stream for a player across all their games (their bearer JWT, no seat tokens):
+    each running game of theirs when it opens, then a message whenever one starts, becomes
+    their turn, times their seat out, or ends (docs/clients.md, "The player stream").
+    """
     GetEngineKey: _grpc.UnaryUnaryMultiCallable[_engine_pb2.GetEngineKeyRequest, _engine_pb2.GetEngineKeyResponse]
     """The Ed25519 key that signs receipts (SubmitActionResponse.receipt)."""
 
@@ -98,6 +107,15 @@ class EngineServiceAsyncStub(EngineServiceStub):
     GetGameLog: _aio.UnaryUnaryMultiCallable[_engine_pb2.GetGameLogRequest, _engine_pb2.GetGameLogResponse]  # type: ignore[assignment]
     """The game's log as stored, page by page, for auditors (docs/auditing.md): everything
     once the game is over; during a game, shuffles are hidden as in WatchGame.
+    """
+    ReclaimSeat: _aio.UnaryUnaryMultiCallable[_engine_pb2.ReclaimSeatRequest, _engine_pb2.ReclaimSeatResponse]  # type: ignore[assignment]
+    """A seat that timed out in a turn-based game takes its place back from the platform's bot
+    (docs/clients.md, "Clocks"): signed by the seat's key, for the version it saw.
+    """
+    WatchPlayer: _aio.UnaryStreamMultiCallable[_engine_pb2.WatchPlayerRequest, _engine_pb2.WatchPlayerResponse]  # type: ignore[assignment]
+    """One stream for a player across all their games (their bearer JWT, no seat tokens):
+    each running game of theirs when it opens, then a message whenever one starts, becomes
+    their turn, times their seat out, or ends (docs/clients.md, "The player stream").
     """
     GetEngineKey: _aio.UnaryUnaryMultiCallable[_engine_pb2.GetEngineKeyRequest, _engine_pb2.GetEngineKeyResponse]  # type: ignore[assignment]
     """The Ed25519 key that signs receipts (SubmitActionResponse.receipt)."""
@@ -186,6 +204,27 @@ class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_engine_pb2.GetGameLogResponse, _abc.Awaitable[_engine_pb2.GetGameLogResponse]]:
         """The game's log as stored, page by page, for auditors (docs/auditing.md): everything
         once the game is over; during a game, shuffles are hidden as in WatchGame.
+        """
+
+    @_abc_1.abstractmethod
+    def ReclaimSeat(
+        self,
+        request: _engine_pb2.ReclaimSeatRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_engine_pb2.ReclaimSeatResponse, _abc.Awaitable[_engine_pb2.ReclaimSeatResponse]]:
+        """A seat that timed out in a turn-based game takes its place back from the platform's bot
+        (docs/clients.md, "Clocks"): signed by the seat's key, for the version it saw.
+        """
+
+    @_abc_1.abstractmethod
+    def WatchPlayer(
+        self,
+        request: _engine_pb2.WatchPlayerRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_engine_pb2.WatchPlayerResponse], _abc.AsyncIterator[_engine_pb2.WatchPlayerResponse]]:
+        """One stream for a player across all their games (their bearer JWT, no seat tokens):
+        each running game of theirs when it opens, then a message whenever one starts, becomes
+        their turn, times their seat out, or ends (docs/clients.md, "The player stream").
         """
 
     @_abc_1.abstractmethod

@@ -7,6 +7,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -17,6 +18,30 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _ClockKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ClockKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ClockKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CLOCK_KIND_UNSPECIFIED: _ClockKind.ValueType  # 0
+    CLOCK_KIND_REAL_TIME: _ClockKind.ValueType  # 1
+    """base_ms per seat for the game, + increment_ms per move"""
+    CLOCK_KIND_TURN_BASED: _ClockKind.ValueType  # 2
+    """per_move_ms for each move, + reserve_ms once, never refilled"""
+
+class ClockKind(_ClockKind, metaclass=_ClockKindEnumTypeWrapper):
+    """How much time each seat has (boulevard.games.clock, docs/clients.md "Clocks"). Absent,
+    or kind UNSPECIFIED: no clock (seats may wait forever). Amounts in milliseconds.
+    """
+
+CLOCK_KIND_UNSPECIFIED: ClockKind.ValueType  # 0
+CLOCK_KIND_REAL_TIME: ClockKind.ValueType  # 1
+"""base_ms per seat for the game, + increment_ms per move"""
+CLOCK_KIND_TURN_BASED: ClockKind.ValueType  # 2
+"""per_move_ms for each move, + reserve_ms once, never refilled"""
+Global___ClockKind: _TypeAlias = ClockKind  # noqa: Y015
 
 @_typing.final
 class StoredEvent(_message.Message):
@@ -188,6 +213,78 @@ class EventEnvelope(_message.Message):
 Global___EventEnvelope: _TypeAlias = EventEnvelope  # noqa: Y015
 
 @_typing.final
+class TimeControl(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    BASE_MS_FIELD_NUMBER: _builtins.int
+    INCREMENT_MS_FIELD_NUMBER: _builtins.int
+    PER_MOVE_MS_FIELD_NUMBER: _builtins.int
+    RESERVE_MS_FIELD_NUMBER: _builtins.int
+    kind: Global___ClockKind.ValueType
+    base_ms: _builtins.int
+    """real time only; 1..2592000000 (30 days)"""
+    increment_ms: _builtins.int
+    """real time only; 0..30 days"""
+    per_move_ms: _builtins.int
+    """turn-based only; 1..30 days"""
+    reserve_ms: _builtins.int
+    """turn-based only; 0..30 days"""
+    def __init__(
+        self,
+        *,
+        kind: Global___ClockKind.ValueType = ...,
+        base_ms: _builtins.int = ...,
+        increment_ms: _builtins.int = ...,
+        per_move_ms: _builtins.int = ...,
+        reserve_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_ms", b"base_ms", "increment_ms", b"increment_ms", "kind", b"kind", "per_move_ms", b"per_move_ms", "reserve_ms", b"reserve_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TimeControl: _TypeAlias = TimeControl  # noqa: Y015
+
+@_typing.final
+class SeatClock(_message.Message):
+    """One seat's clock at `clocks_unix_ms` of the message carrying it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    REMAINING_MS_FIELD_NUMBER: _builtins.int
+    RUNNING_FIELD_NUMBER: _builtins.int
+    DEADLINE_UNIX_MS_FIELD_NUMBER: _builtins.int
+    ABSENT_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    remaining_ms: _builtins.int
+    """never negative"""
+    running: _builtins.bool
+    """the seat is asked to act (and not absent): it ticks"""
+    deadline_unix_ms: _builtins.int
+    """when it runs out if nothing happens; 0 while stopped"""
+    absent: _builtins.bool
+    """timed out: the platform's bot plays the seat"""
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        remaining_ms: _builtins.int = ...,
+        running: _builtins.bool = ...,
+        deadline_unix_ms: _builtins.int = ...,
+        absent: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["absent", b"absent", "deadline_unix_ms", b"deadline_unix_ms", "remaining_ms", b"remaining_ms", "running", b"running", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatClock: _TypeAlias = SeatClock  # noqa: Y015
+
+@_typing.final
 class MatchFormed(_message.Message):
     """Published once on subject `mm.match_formed` (stream MATCHMAKING) per formed match."""
 
@@ -197,11 +294,16 @@ class MatchFormed(_message.Message):
     GAME_FIELD_NUMBER: _builtins.int
     SEATS_FIELD_NUMBER: _builtins.int
     TIME_UNIX_MS_FIELD_NUMBER: _builtins.int
+    TIME_CONTROL_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     game: _builtins.str
     time_unix_ms: _builtins.int
     @_builtins.property
     def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___MatchSeat]: ...
+    @_builtins.property
+    def time_control(self) -> Global___TimeControl:
+        """absent: no clock"""
+
     def __init__(
         self,
         *,
@@ -209,10 +311,11 @@ class MatchFormed(_message.Message):
         game: _builtins.str = ...,
         seats: _abc.Iterable[Global___MatchSeat] | None = ...,
         time_unix_ms: _builtins.int = ...,
+        time_control: Global___TimeControl | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "match_id", b"match_id", "seats", b"seats", "time_unix_ms", b"time_unix_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game", b"game", "match_id", b"match_id", "seats", b"seats", "time_control", b"time_control", "time_unix_ms", b"time_unix_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

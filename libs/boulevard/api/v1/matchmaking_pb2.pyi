@@ -106,6 +106,7 @@ class Ticket(_message.Message):
     CANCEL_REQUESTED_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_COMMITMENT_FIELD_NUMBER: _builtins.int
     PUBLIC_KEY_FIELD_NUMBER: _builtins.int
+    TIME_CONTROL_FIELD_NUMBER: _builtins.int
     ticket_id: _builtins.str
     player_id: _builtins.str
     game: _builtins.str
@@ -139,6 +140,10 @@ class Ticket(_message.Message):
     """
     public_key: _builtins.str
     """the seat's Ed25519 key (docs/trust.md, docs/auditing.md)"""
+    @_builtins.property
+    def time_control(self) -> _events_pb2.TimeControl:
+        """what it asked for; absent: no clock"""
+
     def __init__(
         self,
         *,
@@ -161,10 +166,11 @@ class Ticket(_message.Message):
         cancel_requested: _builtins.bool = ...,
         client_seed_commitment: _builtins.str = ...,
         public_key: _builtins.str = ...,
+        time_control: _events_pb2.TimeControl | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after_seconds", b"bot_fill_after_seconds", "cancel_requested", b"cancel_requested", "client_seed_commitment", b"client_seed_commitment", "created_unix_ms", b"created_unix_ms", "expires_unix_ms", b"expires_unix_ms", "game", b"game", "game_id", b"game_id", "match_id", b"match_id", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "player_token", b"player_token", "public_key", b"public_key", "rating", b"rating", "seat", b"seat", "status", b"status", "status_reason", b"status_reason", "ticket_id", b"ticket_id", "updated_unix_ms", b"updated_unix_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after_seconds", b"bot_fill_after_seconds", "cancel_requested", b"cancel_requested", "client_seed_commitment", b"client_seed_commitment", "created_unix_ms", b"created_unix_ms", "expires_unix_ms", b"expires_unix_ms", "game", b"game", "game_id", b"game_id", "match_id", b"match_id", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "player_token", b"player_token", "public_key", b"public_key", "rating", b"rating", "seat", b"seat", "status", b"status", "status_reason", b"status_reason", "ticket_id", b"ticket_id", "time_control", b"time_control", "updated_unix_ms", b"updated_unix_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -182,6 +188,7 @@ class CreateTicketRequest(_message.Message):
     BOT_FILL_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_COMMITMENT_FIELD_NUMBER: _builtins.int
     PUBLIC_KEY_FIELD_NUMBER: _builtins.int
+    TIME_CONTROL_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     """idempotency key, scoped to the caller: a retry returns the same ticket (empty: none); max 128 chars"""
     player_id: _builtins.str
@@ -203,6 +210,10 @@ class CreateTicketRequest(_message.Message):
     player's moves (docs/auditing.md); bound to the seat in GameCreated.
     max 64 chars
     """
+    @_builtins.property
+    def time_control(self) -> _events_pb2.TimeControl:
+        """Matched only with tickets asking for the same control; absent: no clock."""
+
     def __init__(
         self,
         *,
@@ -214,10 +225,11 @@ class CreateTicketRequest(_message.Message):
         bot_fill_after_seconds: _builtins.int = ...,
         client_seed_commitment: _builtins.str = ...,
         public_key: _builtins.str = ...,
+        time_control: _events_pb2.TimeControl | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after_seconds", b"bot_fill_after_seconds", "client_seed_commitment", b"client_seed_commitment", "game", b"game", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "public_key", b"public_key", "request_id", b"request_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bot_fill_after_seconds", b"bot_fill_after_seconds", "client_seed_commitment", b"client_seed_commitment", "game", b"game", "max_seats", b"max_seats", "min_seats", b"min_seats", "player_id", b"player_id", "public_key", b"public_key", "request_id", b"request_id", "time_control", b"time_control"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -540,6 +552,7 @@ class MatchRecord(_message.Message):
     TICKET_IDS_FIELD_NUMBER: _builtins.int
     CREATED_UNIX_MS_FIELD_NUMBER: _builtins.int
     UPDATED_UNIX_MS_FIELD_NUMBER: _builtins.int
+    TIME_CONTROL_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     game: _builtins.str
     status: Global___MatchStatus.ValueType
@@ -553,6 +566,10 @@ class MatchRecord(_message.Message):
     def ticket_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """by seat; "" for a bot"""
 
+    @_builtins.property
+    def time_control(self) -> _events_pb2.TimeControl:
+        """every ticket's (they match only with equal ones)"""
+
     def __init__(
         self,
         *,
@@ -563,10 +580,11 @@ class MatchRecord(_message.Message):
         ticket_ids: _abc.Iterable[_builtins.str] | None = ...,
         created_unix_ms: _builtins.int = ...,
         updated_unix_ms: _builtins.int = ...,
+        time_control: _events_pb2.TimeControl | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["time_control", b"time_control"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_unix_ms", b"created_unix_ms", "game", b"game", "match_id", b"match_id", "seats", b"seats", "status", b"status", "ticket_ids", b"ticket_ids", "updated_unix_ms", b"updated_unix_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_unix_ms", b"created_unix_ms", "game", b"game", "match_id", b"match_id", "seats", b"seats", "status", b"status", "ticket_ids", b"ticket_ids", "time_control", b"time_control", "updated_unix_ms", b"updated_unix_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

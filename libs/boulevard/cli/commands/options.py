@@ -39,4 +39,9 @@ def known_game(name: str) -> str:
     return name
 
 
+def known_game_or_none(name: str) -> str:
+    """A game argument that may be left out (`play --resume` names a game by its id)."""
+    return known_game(name) if name else name
+
+
 JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON document (docs/cli.md)")]

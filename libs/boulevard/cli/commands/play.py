@@ -14,7 +14,7 @@ from boulevard.cli.commands.options import (
     examples,
     game_names,
     invoke,
-    known_game,
+    known_game_or_none,
 )
 from boulevard.games import REGISTRY
 
@@ -32,11 +32,11 @@ def play(
         str,
         typer.Argument(
             metavar="GAME",
-            help=f"the game to play: {', '.join(sorted(REGISTRY))}",
+            help=f"the game to play: {', '.join(sorted(REGISTRY))} (not with --resume)",
             autocompletion=game_names,
-            callback=known_game,
+            callback=known_game_or_none,
         ),
-    ],
+    ] = "",
     token: Annotated[
         str | None,
         typer.Option(
@@ -89,6 +89,24 @@ def play(
             "heads), for `boulevard audit game --evidence`",
         ),
     ] = None,
+    clock: Annotated[
+        str,
+        typer.Option(
+            "--clock",
+            metavar="CONTROL",
+            help="a time control: 10m+20s (real time: base + increment per move), 1d/move or "
+            "1d/move+1h (turn-based: per move + reserve), none; tables match only equal ones",
+        ),
+    ] = "none",
+    resume: Annotated[
+        str,
+        typer.Option(
+            "--resume",
+            metavar="GAME_ID",
+            help="sit down again at a running game of yours (taking your seat back from the "
+            "platform's bot if your time ran out in a turn-based game)",
+        ),
+    ] = "",
 ) -> None:
     """Sit down at a table and play a game in the terminal.
 
@@ -99,7 +117,7 @@ def play(
     invoke(
         command.run, game=game, token=token, player=player, data_dir=data_dir, seats=seats,
         bot_fill=bot_fill, matchmaking=matchmaking, engine=engine, dice=dice, ledger=ledger,
-        evidence=evidence,
+        evidence=evidence, clock=clock, resume=resume,
     )  # fmt: skip
 
 

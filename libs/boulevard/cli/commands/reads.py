@@ -121,6 +121,14 @@ def games(
         typer.Option("--player", help="only games this player sits in (operators, or yourself)"),
     ] = "",
     limit: Annotated[int, typer.Option("--limit", help="show at most this many (0: all)")] = 0,
+    mine: Annotated[
+        bool,
+        typer.Option(
+            "--mine",
+            help="your running games (the player your --token names, or --player with a "
+            "local issuer), your turn first, with your time left",
+        ),
+    ] = False,
     engine: Annotated[
         str | None, typer.Option("--engine", metavar=HOST_PORT, help="the engine's address")
     ] = None,
@@ -139,8 +147,20 @@ def games(
     from boulevard.platform.settings import Settings
 
     wanted = _status_value(status, engine_pb2.GameStatus, "GAME_STATUS_")
-    caller = reads.resolve_caller(token, anonymous, data_dir, Settings())
     address = _address(engine, "engine")
+    if mine:
+        me, caller = reads.resolve_player(token, player, data_dir, Settings())
+        mine_found = _read(
+            "your games",
+            address,
+            lambda: reads.fetch_my_games(address, caller, me, timeout=timeout),
+        )
+        if as_json:
+            output.print_json({"player_id": me, "games": mine_found})
+        else:
+            reads.show_my_games(mine_found, me)
+        return
+    caller = reads.resolve_caller(token, anonymous, data_dir, Settings())
     found, truncated = _read(
         "the games",
         address,
