@@ -495,3 +495,27 @@ def test_metrics_count_calls_by_procedure_protocol_and_code_and_open_streams(
     assert sample(closed, streams, procedure=watch, protocol="connect") == sample(
         before, streams, procedure=watch, protocol="connect"
     )
+
+
+def test_the_container_probe_asks_the_gateway_over_connect(
+    platform: Platform, gateway: Gateway
+) -> None:
+    """`python -m boulevard.cli.healthcheck --connect`, as compose and Kubernetes run it."""
+
+    def probe(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in gateway.env.items() if k != "BOULEVARD_TLS_CA_FILE"}
+        return subprocess.run(
+            [sys.executable, "-m", "boulevard.cli.healthcheck", "--connect", *args],
+            capture_output=True, text=True, timeout=30, env=env, check=False,
+        )  # fmt: skip
+
+    target = f"127.0.0.1:{gateway.port}"
+    for args in ([target], [target, "boulevard.v1.EngineService"], [target, "--alive"]):
+        result = probe(*args)
+        assert result.returncode == 0, result.stderr
+        assert "healthy" in result.stdout or "alive" in result.stdout
+    unknown = probe(target, "boulevard.v1.NoSuchService")
+    assert unknown.returncode == 1 and "SERVICE_UNKNOWN" in unknown.stderr
+    # A gRPC port is not the gateway: no Connect answer there.
+    grpc_port = probe(platform.address("engine"))
+    assert grpc_port.returncode == 1 and "unhealthy" in grpc_port.stderr
