@@ -1,5 +1,6 @@
-"""Wiring of matchmaking: its stream and KV buckets, the matcher loop, the ratings feed from
-GAMES, and the gRPC servicer."""
+"""Wiring of matchmaking: its stream and KV buckets, the matchmaker and its collaborators
+(the ticket book, the matching policy, forming and recovering matches, bot seats), the
+ratings feed from GAMES, the bot runner, and the gRPC servicer."""
 
 from __future__ import annotations
 
@@ -15,13 +16,19 @@ from boulevard.messaging.lag import sample_forever
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from boulevard.platform.identity import TokenVerifier
 from boulevard.platform.keys import load_key
+from services.matchmaking.bot_seats import BotSeats
 from services.matchmaking.botrunner import BotRunner
+from services.matchmaking.forming import MatchFormer
+from services.matchmaking.listings import Listings
 from services.matchmaking.matcher import WindowPolicy
-from services.matchmaking.matchmaker import Config, Matchmaker
+from services.matchmaking.matching import MatchingPolicy
+from services.matchmaking.matchmaker import Matchmaker
 from services.matchmaking.rating_feed import RatingFeed
+from services.matchmaking.recovery import MatchRecovery
 from services.matchmaking.server import MatchmakingServicer
 from services.matchmaking.settings import MatchmakingSettings
 from services.matchmaking.store import Records, open_bucket
+from services.matchmaking.tickets import TicketBook, now_ms
 
 
 class MissingTokenKey(ValueError):
@@ -76,25 +83,51 @@ class MatchmakingApp:
         )  # fmt: skip
         matches = await open_bucket(js, s.matchmaking_matches_bucket, s.stream_replicas)
         ratings = await open_bucket(js, s.matchmaking_ratings_bucket, s.stream_replicas)
-        config = Config(
+        match_formed_subject = f"{s.matchmaking_subject_prefix}.match_formed"
+        # The matchmaker and its collaborators: the ticket book and its listings, the
+        # matching policy, forming a match (its bot seats) and recovering one.
+        clock = now_ms
+        listings = Listings(clock)
+        ratings_records = Records(ratings)
+        book = TicketBook(
+            tickets,
+            ratings_records,
             token_key=self.token_key,
             ticket_ttl_ms=int(s.matchmaking_ticket_ttl_seconds * 1000),
-            tick_seconds=s.matchmaking_tick_seconds,
-            window=WindowPolicy(
+            seat_token_ttl_seconds=s.seat_token_ttl_seconds,
+            on_assigned=listings.count_match,
+            clock=clock,
+        )
+        policy = MatchingPolicy(
+            WindowPolicy(
                 s.matchmaking_window_base,
                 s.matchmaking_window_widen_per_second,
                 s.matchmaking_window_max,
             ),
             recover_after_ms=int(s.matchmaking_recover_after_seconds * 1000),
-            form_concurrency=s.matchmaking_form_concurrency,
-            match_formed_subject=f"{s.matchmaking_subject_prefix}.match_formed",
-            seat_token_ttl_seconds=s.seat_token_ttl_seconds,
-            bot_public_key=self.bot_key.public_hex,
+        )
+        match_records = Records(matches)
+        former = MatchFormer(
+            js,
+            book,
+            match_records,
+            BotSeats(self.token_key, self.bot_key.public_hex),
+            match_formed_subject=match_formed_subject,
             games_stream=s.games_stream if s.matchmaking_game_wait_seconds else "",
             games_subject_prefix=s.games_subject_prefix,
             game_wait_seconds=s.matchmaking_game_wait_seconds,
+            clock=clock,
         )
-        self.matchmaker = Matchmaker(nc, tickets, matches, ratings, config)
+        self.matchmaker = Matchmaker(
+            book,
+            listings,
+            ratings_records,
+            policy,
+            former,
+            MatchRecovery(book, match_records, former, clock),
+            tick_seconds=s.matchmaking_tick_seconds,
+            form_concurrency=s.matchmaking_form_concurrency,
+        )
         await self.matchmaker.start()
         self.ratings = RatingFeed(
             nc,
@@ -110,7 +143,7 @@ class MatchmakingApp:
             nc,
             f"{s.engine_host}:{s.engine_port}",
             self.token_key,
-            subject=config.match_formed_subject,
+            subject=match_formed_subject,
             stream=s.matchmaking_stream,
             lease_seconds=s.matchmaking_bot_lease_seconds,
             max_games=s.matchmaking_bot_max_games,

@@ -22,8 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hashlib
-import hmac
 import random
 from pathlib import Path
 
@@ -41,17 +39,9 @@ from boulevard.games import REGISTRY
 from boulevard.platform import metrics, tls
 from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
 from boulevard.seats.player import SeatPlayer
+from services.matchmaking.bot_seats import bot_client_seed
 
 log = structlog.get_logger(__name__)
-
-
-def bot_client_seed(key: bytes, game_id: str, seat: int) -> str:
-    """The client seed of a bot seat: made by whoever plays the bots, from a key it holds,
-    so the matchmaker can commit to it at match time (SHA-256 in MatchFormed) and the bot
-    runner can reveal it after GameCreated, like any player. Unknown to the dice service
-    when it commits its server seed."""
-    message = f"boulevard bot client seed\0{game_id}\0{seat}".encode()
-    return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
 class BotRunner:

@@ -129,9 +129,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
             if owner is not None and request.player_id != owner:
                 raise PermissionDenied("only operators may list another player's tickets")
             owner = request.player_id
-        tickets, token = self.mm.list_tickets(
-            owner, request.game, request.status, request.page_size, request.page_token
-        )
+        tickets, token = self.mm.list_tickets(owner, request)
         shown = []
         for ticket in tickets:
             listed = pb.Ticket()

@@ -29,6 +29,9 @@ from boulevard.platform.errors import FailedPrecondition
 
 M = TypeVar("M", bound=Message)
 
+# How often a compare-and-set is tried again after losing a race, before giving up.
+CAS_ATTEMPTS = 16
+
 
 class Conflict(Exception):
     """Someone else changed the key since we read it (or created it first)."""

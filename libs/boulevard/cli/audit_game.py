@@ -528,10 +528,13 @@ async def _audit_all(args: argparse.Namespace) -> int:
     ledger_said = ""
     if addresses.ledger:
         # The whole `audit ledger`, reconciliation included: without it this step said
-        # "PASS ledger: ok" where `audit ledger` on the same data failed.
+        # "PASS ledger: ok" where `audit ledger` on the same data failed. Filtered, it
+        # reconciles the games it audited (the journal itself is checked whole).
+        filtered = bool(args.limit or since or args.game_name)
         ledger = await audit_ledger.audit_address(
-            addresses.ledger, say=lambda _: None, listed=listed
-        )
+            addresses.ledger, say=lambda _: None, listed=listed,
+            reconcile_only=set(games) if filtered else None,
+        )  # fmt: skip
         ledger_ok = ledger.ok
         ledger_said = ("PASS" if ledger.ok else "FAIL") + f" ledger: {ledger.failure or 'ok'}"
         if ledger.ok and not (args.limit or since or args.game_name):

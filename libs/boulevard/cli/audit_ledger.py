@@ -25,7 +25,7 @@ import itertools
 import json
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,6 +138,7 @@ async def audit_address(
     reconcile_games: bool = True,
     say: Callable[[str], None] = print,
     listed: Mapping[str, Sequence[int]] | None = None,
+    reconcile_only: Collection[str] | None = None,
 ) -> AuditReport:
     async with tls.channel(address) as channel:
         return await audit(
@@ -147,6 +148,7 @@ async def audit_address(
             reconcile_games=reconcile_games,
             say=say,
             listed=listed,
+            reconcile_only=reconcile_only,
         )
 
 
@@ -158,12 +160,15 @@ async def audit(
     reconcile_games: bool = True,
     say: Callable[[str], None] = print,
     listed: Mapping[str, Sequence[int]] | None = None,
+    reconcile_only: Collection[str] | None = None,
 ) -> AuditReport:
     """`listed`: the seqs of each game's entries as other audits were served them (audit
-    all's game audits); the whole-journal audit checks they are the journal's."""
+    all's game audits); the whole-journal audit checks they are the journal's.
+    `reconcile_only`: reconcile just these games (a filtered `audit all`'s); the journal
+    itself is checked whole either way."""
     report = AuditReport()
     try:
-        await _audit(client, game, public_key, reconcile_games, say, report, listed)
+        await _audit(client, game, public_key, reconcile_games, say, report, listed, reconcile_only)
     except (AuditFailed, LedgerError) as exc:
         report.ok = False
         report.failure = _describe(exc)
@@ -189,6 +194,7 @@ async def _audit(
     say: Callable[[str], None],
     report: AuditReport,
     listed: Mapping[str, Sequence[int]] | None = None,
+    reconcile_only: Collection[str] | None = None,
 ) -> None:
     first = await _first_head(client)
     if first is None:
@@ -273,6 +279,8 @@ async def _audit(
         fed = auditor.ledger.size
         for g, seqs in sorted((listed or {}).items()):
             check_game_listing(g, [s for s in seqs if s <= fed], auditor.seqs_by_game.get(g, []))
+    if reconcile_only is not None:
+        games = [g for g in games if g in reconcile_only]
     if reconcile_games:
         for g in games:
             game_entries = entries if game else await _game_entries(client, g, None)

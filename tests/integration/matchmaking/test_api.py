@@ -18,7 +18,7 @@ from boulevard.client.matchmaking import MatchmakingClient, TicketNotAssigned
 from boulevard.fairness import client_seed_commitment as C
 from boulevard.platform.auth import verify_token
 from boulevard.platform.errors import Unauthenticated
-from services.matchmaking.botrunner import bot_client_seed
+from services.matchmaking.bot_seats import bot_client_seed
 from tests.integration.matchmaking.support import (
     GAME,
     TOKEN_KEY,

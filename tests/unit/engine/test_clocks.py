@@ -11,6 +11,7 @@ import pytest
 
 from boulevard.audit.game_log import audit_game_log
 from boulevard.eventlog.store import InMemoryEventStore
+from boulevard.games import REGISTRY
 from boulevard.games.base import CommandAccepted, SeatTimedOut
 from boulevard.games.clock import ClockKind, TimeControl
 from boulevard.games.codec import Codec
@@ -78,7 +79,7 @@ def events_of(store: InMemoryEventStore, game_id: str) -> list[object]:
     return out
 
 
-@pytest.mark.parametrize("game_name", ["las_vegas", "lords_of_vegas"])
+@pytest.mark.parametrize("game_name", sorted(REGISTRY))  # each game's absence policy
 async def test_a_seat_that_never_moves_times_out_and_the_bot_finishes(game_name: str) -> None:
     store, clock, snaps = InMemoryEventStore(), Clock(), MemoryKeyValue()
     engine = engine_on(store, clock, snaps)
