@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 from connectrpc.code import Code
@@ -81,8 +82,11 @@ def _server_stream(endpoint: Any, procedure: str) -> Endpoint[Message, Message]:
         open_streams = GATEWAY_STREAMS_OPEN.labels(procedure, protocol)
         open_streams.inc()
         try:
-            async for item in function(request, ctx):
-                yield item
+            # aclosing: when the browser goes away, the forwarding generator is closed now
+            # (ending its gRPC call and freeing the service's stream slot), not when collected.
+            async with aclosing(function(request, ctx)) as items:
+                async for item in items:
+                    yield item
         except BaseException as exc:
             failed = exc
             raise
