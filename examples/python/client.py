@@ -147,6 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     p.add_argument("--bot-fill", type=int, default=1, help="seconds before bots fill the table")
     p.add_argument("--protos", type=Path, default=PROTOS, help="the .proto files' root")
+    p.add_argument(
+        "--evidence", type=Path, default=None,
+        help="write the seat's evidence file here (receipts and the dice log's heads), for "
+        "`boulevard audit game --evidence` (docs/auditing.md)",
+    )  # fmt: skip
     args = p.parse_args(argv)  # fmt: skip
     if not args.token:
         p.error("no token: pass --token or set BOULEVARD_TOKEN (`boulevard login <name>`)")
@@ -193,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     reveal = protos.RevealSeedRequest(game_id=game_id, player_token=token, client_seed=client_seed)
     revealed = retrying(lambda: engine.RevealSeed(reveal, timeout=10), "RevealSeed")
     print(f"seed revealed at version {revealed.version} (all seats: {revealed.all_revealed})")
+    # What the engine signed it accepted for this seat, kept as evidence (docs/auditing.md).
+    accepted = [{"kind": "reveal", "client_seed": client_seed,
+                 "receipt": receipt_json(revealed.receipt)}]  # fmt: skip
 
     # 5. Watch the game; whenever a view says it is our turn, play a legal action.
     commitment_of_dice = ""
@@ -233,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         moves += 1
         receipts.append(reply.receipt)
+        accepted.append({"kind": "action", "idempotency_key": request.idempotency_key,
+                         "receipt": receipt_json(reply.receipt)})  # fmt: skip
         played = text_format.MessageToString(action, as_one_line=True)
         print(f"v{reply.version}: played {played}", flush=True)
 
@@ -257,10 +267,23 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(0.1)
     ok = hashlib.sha256(bytes.fromhex(seed)).hexdigest() == commitment_of_dice
     print(f"dice: revealed seed {'matches' if ok else 'DOES NOT MATCH'} the commitment")
+    if args.evidence:
+        heads = dice.GetLogHeads(protos.GetLogHeadsRequest(game_id=game_id), timeout=10)
+        evidence = {"game_id": game_id, "seat": seat, "accepted": accepted, "ledger_heads": [],
+                    "dice_heads": [h.SerializeToString().hex() for h in heads.heads]}  # fmt: skip
+        args.evidence.write_text(json.dumps(evidence, indent=1) + "\n")
+        print(f"evidence: {args.evidence}")
     result = {"game_id": game_id, "seat": seat, "ranking": finished["ranking"],
               "player_ids": ids, "scores": scores, "dice_ok": ok}  # fmt: skip
     print("result: " + json.dumps(result))
     return 0 if ok else 1
+
+
+def receipt_json(receipt: Any) -> dict[str, Any]:
+    """A receipt as an evidence file keeps it: bytes as lowercase hex."""
+    return {"game_id": receipt.game_id, "version": receipt.version,
+            "chain_head": receipt.chain_head.hex(), "key_id": receipt.key_id,
+            "signature": receipt.signature.hex(), "time_unix_ms": receipt.time_unix_ms}  # fmt: skip
 
 
 if __name__ == "__main__":

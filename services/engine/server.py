@@ -48,10 +48,11 @@ def status_of(session: Session) -> engine_pb2.GameStatus.ValueType:
 
 
 def _time_control(request: engine_pb2.CreateGameRequest) -> TimeControl | None:
+    """The concrete control a CreateGame asks for (a game default resolved); None: none."""
     if not request.HasField("time_control"):
         return None
     try:
-        return time_control_from_proto(request.time_control)
+        return time_control_from_proto(request.time_control, request.game)
     except ValueError as err:
         raise InvalidArgument(f"time_control: {err}") from None
 

@@ -1,5 +1,5 @@
-"""A per-game stall signal: one stuck table among busy ones shows, where the platform-wide
-BoulevardGamesStalled alert (nothing appended anywhere for 15 minutes) cannot see it.
+"""A per-game stall signal: one stuck table among busy ones shows, clock or not (the
+BoulevardGamesStalled alert sees only games past their time control's deadline).
 
 A game is stalled when its newest event is older than a limit (BOULEVARD_ENGINE_STALL_SECONDS,
 15 minutes by default): nobody moved, or a move cannot be stored. It covers every game,

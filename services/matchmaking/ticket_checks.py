@@ -7,6 +7,7 @@ from boulevard.audit.signing import parse_public_key
 from boulevard.contract.clocks import time_control_from_proto, time_control_to_proto
 from boulevard.fairness import is_commitment
 from boulevard.games import REGISTRY
+from boulevard.games.clock import TimeControl
 from boulevard.platform.errors import InvalidArgument
 from boulevard.platform.wire import sent_unknown_field
 from services.matchmaking.matcher import BOT_PREFIX
@@ -28,11 +29,18 @@ def same_request(ticket: pb.Ticket, req: pb.CreateTicketRequest) -> pb.Ticket:
     return ticket
 
 
-def control_key(message: pb.Ticket | pb.CreateTicketRequest) -> bytes:
-    """A ticket's time control as a queue key: equal controls, equal keys; b"" for none."""
+def resolved_control(message: pb.Ticket | pb.CreateTicketRequest) -> TimeControl | None:
+    """The concrete control a ticket or request asks for: a game default resolved to its
+    game's control of that kind; None for no clock. ClockError for one that makes no sense."""
     if not message.HasField("time_control"):
-        return b""
-    control = time_control_from_proto(message.time_control)
+        return None
+    return time_control_from_proto(message.time_control, message.game)
+
+
+def control_key(message: pb.Ticket | pb.CreateTicketRequest) -> bytes:
+    """A ticket's time control as a queue key: equal controls (a game default and the
+    concrete control it resolves to included), equal keys; b"" for none."""
+    control = resolved_control(message)
     if control is None:
         return b""
     return time_control_to_proto(control).SerializeToString(deterministic=True)
@@ -75,14 +83,13 @@ def validate_create(req: pb.CreateTicketRequest) -> tuple[int, int]:
         raise InvalidArgument(f"public_key: {err}") from None
     if not req.game:
         raise InvalidArgument(f"game is required; known: {', '.join(sorted(REGISTRY))}")
-    if req.HasField("time_control"):
-        try:
-            time_control_from_proto(req.time_control)
-        except ValueError as err:
-            raise InvalidArgument(f"time_control: {err}") from None
     game = REGISTRY.get(req.game)
     if game is None:
         raise InvalidArgument(f"unknown game {req.game!r}; known: {', '.join(sorted(REGISTRY))}")
+    try:
+        resolved_control(req)
+    except ValueError as err:
+        raise InvalidArgument(f"time_control: {err}") from None
     lo = req.min_seats or game.min_players
     hi = req.max_seats or game.max_players
     if lo > hi:

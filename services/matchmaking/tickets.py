@@ -19,6 +19,7 @@ import structlog
 from nats.js.kv import KeyValue
 
 from boulevard.api.v1 import matchmaking_pb2 as pb
+from boulevard.contract.clocks import time_control_to_proto
 from boulevard.messaging.poison import poisoned
 from boulevard.platform.auth import PlayerClaims, issue_token
 from boulevard.platform.errors import (
@@ -42,6 +43,7 @@ from services.matchmaking.store import (
 from services.matchmaking.ticket_checks import (
     SUPERSEDED,
     check_ticket_id,
+    resolved_control,
     same_request,
     validate_create,
 )
@@ -193,8 +195,9 @@ class TicketBook:
             updated_unix_ms=now,
             rating=rating[0].mu if rating else DEFAULT_MU,
         )
-        if req.HasField("time_control"):
-            ticket.time_control.CopyFrom(req.time_control)
+        control = resolved_control(req)
+        if control is not None:  # the concrete control, so "default" meets its equal
+            ticket.time_control.CopyFrom(time_control_to_proto(control))
         await self._claim_index(ticket)
         try:
             revision = await self.tickets.create(ticket_key(tid), ticket)

@@ -118,6 +118,29 @@ def test_a_player_plays_each_game_to_the_end_in_the_browser_and_its_audit_passes
     for game in GAMES:
         assert finished[game]["moves"] > 0
         assert audits[game]["verdict"].startswith("PASS"), audits[game]
+    # Each seat's key was made in the page, signed there and could not leave it: WebCrypto
+    # holds it non-extractable mid-game, and it is gone once the game is over. The page
+    # kept the engine's receipt of every move the log accepted from the player.
+    keys = {line["game"]: line for line in lines if line["event"] == "key"}
+    kept = {line["game"]: line for line in lines if line["event"] == "keys"}
+    for game in GAMES:
+        assert keys[game] == {
+            **keys[game],
+            "present": True,
+            "extractable": False,
+            "exported": False,
+            "algorithm": "Ed25519",
+        }
+        accepted = [
+            e
+            for e in map(
+                events_pb2.EventEnvelope.FromString,
+                (x.envelope for x in game_log(web, finished[game]["gameId"]).envelopes),
+            )
+            if e.type == "CommandAccepted" and json.loads(e.payload)["player_id"] == "web-alice"
+        ]
+        assert kept[game]["dropped"] is True
+        assert kept[game]["receipts"] == len(accepted) > 0, (kept[game], len(accepted))
     # Some moves were played from the keyboard (keys 1–9), the rest by click.
     assert sum(line["keys"] for line in finished.values()) > 0
     # Readable on a phone: at 390 px wide the page scrolls down, never sideways.
@@ -135,7 +158,9 @@ def test_a_player_plays_each_game_to_the_end_in_the_browser_and_its_audit_passes
     log = game_log(web, game_id)
     assert log.finished
     created = json.loads(events_pb2.EventEnvelope.FromString(log.envelopes[0].envelope).payload)
-    assert "web-alice" in [s["player_id"] for s in created["seats"]]
+    seats = {s["player_id"]: s for s in created["seats"]}
+    # The key the game binds to the seat is the one the page made.
+    assert seats["web-alice"]["public_key"] == kept["las_vegas"]["publicKey"]
 
 
 def game_log(web: Web, game_id: str) -> engine_pb2.GetGameLogResponse:
@@ -154,6 +179,11 @@ def test_the_audit_page_fails_a_doctored_log_at_the_forged_event(
     (honest,) = [line for line in lines if line["event"] == "audit"]
     (doctored,) = [line for line in lines if line["event"] == "doctored"]
     assert honest["verdict"].startswith("PASS"), honest
+    # Spectators: another browser, with no seat in the game, watches it to its end without
+    # controls, and replays it with one position per event.
+    (spectator,) = [line for line in lines if line["event"] == "spectator"]
+    assert spectator["spectator"] and spectator["noControls"] and spectator["boards"] == 1
+    assert spectator["positions"] == len(game_log(web, spectator["gameId"]).envelopes)
     assert doctored["forged"] == "forged", "no d6 roll to forge in the served log"
     # The version drive.mjs forged: the first envelope whose stored bytes hold a d6 roll.
     log = game_log(web, doctored["gameId"])

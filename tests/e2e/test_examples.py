@@ -157,10 +157,15 @@ def check_against_bots(result: dict[str, object], player: str) -> None:
     assert sorted(s for group in ranking for s in group) == [0, 1]
 
 
-def test_the_python_example_plays_a_game_against_a_bot_to_the_end(up: Up) -> None:
-    result = finish(start(PYTHON, up, "py-alice"))
+def test_the_python_example_plays_a_game_against_a_bot_to_the_end(up: Up, tmp_path: Path) -> None:
+    evidence = tmp_path / "evidence.json"
+    result = finish(start(PYTHON, up, "py-alice", "--evidence", str(evidence)))
     check_against_bots(result, "py-alice")
     audited(up, str(result["game_id"]))
+    # The seat's evidence (its receipts, its reveal, the dice heads) checks out too.
+    done = up.cli("audit", "game", str(result["game_id"]), "--evidence", str(evidence), timeout=90)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "receipts agree" in done.stdout, done.stdout
 
 
 def test_the_python_example_says_why_a_call_was_refused(up: Up) -> None:

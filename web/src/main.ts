@@ -200,6 +200,7 @@ async function table(gameId: string): Promise<void> {
   app.innerHTML = `<p class="nav"><a href="#/">lobby</a></p>
     <h1 id="title">game <code>${esc(gameId)}</code></h1>
     <p id="role">${seat ? `you play seat ${seat.seat}` : "watching as a spectator"}</p>
+    <p id="result" aria-live="polite"></p>
     <p id="commitment" class="mono"></p>
     <div class="table"><div id="board"></div><div id="status"></div></div>
     <section class="card" id="controls-card"><h2>Your move</h2>
@@ -252,7 +253,7 @@ async function onWatch(t: Table, r: WatchGameResponse): Promise<void> {
       t.finished = true;
       const ranking = (p.ranking as number[][]).map((group, i) => `${i + 1}. ${group.map((s) => esc(t.players[s] ?? s)).join(" = ")}`).join(" · ");
       const g = encodeURIComponent(t.gameId);
-      setHtml("role", `<b id="game-over">game over</b>: ${ranking} · <a href="#/replay/${g}">replay</a> · <a id="audit-link" href="#/audit/${g}">audit it here</a>`);
+      setHtml("result", `<b id="game-over">game over</b>: ${ranking} · <a href="#/replay/${g}">replay</a> · <a id="audit-link" href="#/audit/${g}">audit it here</a>`);
       if (t.seat) await retireKey(t.seat);
     }
     // A CommandAccepted is the signed record of the move the next events tell in words.
@@ -331,6 +332,7 @@ async function submit(t: Table, action: Action): Promise<void> {
   const seat = t.seat!;
   if (t.busy) return;
   t.busy = true;
+  document.body.dataset.submitting = "1"; // until the answer and its receipt are stored
   for (const b of document.querySelectorAll<HTMLButtonElement>("button.move")) b.disabled = true;
   try {
     const bytes = toBinary(ActionSchema, action);
@@ -360,6 +362,7 @@ async function submit(t: Table, action: Action): Promise<void> {
     story(`<span class="error">${esc(errorText(err))}</span>`);
   } finally {
     t.busy = false;
+    document.body.dataset.submitting = "0";
     drawControls(t);
   }
 }

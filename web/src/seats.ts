@@ -39,8 +39,14 @@ async function tx<T>(mode: IDBTransactionMode, f: (s: IDBObjectStore) => IDBRequ
   });
 }
 
+// Saves run one after another, in the order they were asked for: each stores the seat as
+// it is then, so a late one (a receipt) never brings back what an earlier one removed.
+let saving: Promise<unknown> = Promise.resolve();
+
 export function saveSeat(seat: Seat): Promise<IDBValidKey> {
-  return tx("readwrite", (s) => s.put(seat));
+  const next = saving.then(() => tx("readwrite", (s) => s.put(seat)));
+  saving = next.catch(() => undefined);
+  return next;
 }
 
 export async function allSeats(): Promise<Seat[]> {
@@ -53,7 +59,9 @@ export async function seatFor(gameId: string): Promise<Seat | undefined> {
 
 /** Forget a finished game's key: it signs nothing more (its receipts stay for the audit). */
 export async function retireKey(seat: Seat): Promise<void> {
-  if (seat.privateKey !== null) await saveSeat({ ...seat, privateKey: null });
+  // In place: the page's other saves of this seat (a late receipt) must not bring it back.
+  seat.privateKey = null;
+  await saveSeat(seat);
 }
 
 /** A fresh seat for a ticket: a non-extractable Ed25519 key and 128 random bits of seed. */

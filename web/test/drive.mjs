@@ -75,6 +75,20 @@ async function playOne(page, game, random) {
     }
     moves += 1;
     await played().catch(() => {});
+    if (moves === 1) {
+      // Mid-game, the seat's private key is in IndexedDB as a CryptoKey the page can sign
+      // with but not export.
+      const key = await page.evaluate(async (id) => {
+        const db = await new Promise((ok, no) => { const r = indexedDB.open("boulevard"); r.onsuccess = () => ok(r.result); r.onerror = () => no(r.error); });
+        const seats = await new Promise((ok) => { const r = db.transaction("seats").objectStore("seats").getAll(); r.onsuccess = () => ok(r.result); });
+        const k = seats.find((x) => x.gameId === id)?.privateKey;
+        if (!k) return { present: false };
+        let exported = true;
+        try { await crypto.subtle.exportKey("pkcs8", k); } catch { exported = false; }
+        return { present: true, extractable: k.extractable, exported, algorithm: k.algorithm.name };
+      }, gameId);
+      say({ event: "key", game, gameId, ...key });
+    }
     if (opts.shots && !opts.doctor && !shot && moves >= 12) {
       await page.screenshot({ path: `${opts.shots}/web-play-${game}.png`, fullPage: true });
       if (game === opts.games[0]) {
@@ -135,6 +149,16 @@ try {
   const random = rng(27);
   for (const game of opts.games) {
     const gameId = await playOne(page, game, random);
+    // The last move's answer (and its receipt) may come after the stream's GameFinished.
+    await page.waitForFunction(() => document.body.dataset.submitting !== "1", null, { timeout: 30_000 });
+    // The seat's key: made non-extractable, and dropped at the game's end.
+    const keys = await page.evaluate(async (id) => {
+      const db = await new Promise((ok, no) => { const r = indexedDB.open("boulevard"); r.onsuccess = () => ok(r.result); r.onerror = () => no(r.error); });
+      const seats = await new Promise((ok) => { const r = db.transaction("seats").objectStore("seats").getAll(); r.onsuccess = () => ok(r.result); });
+      const seat = seats.find((x) => x.gameId === id);
+      return { found: !!seat, dropped: seat?.privateKey === null, receipts: seat?.receipts.length ?? 0, publicKey: seat?.publicKey };
+    }, gameId);
+    say({ event: "keys", game, gameId, ...keys });
     const result = await auditPage(page, gameId);
     say({ event: "audit", game, gameId, ...result });
     if (opts.shots && !opts.doctor && game === opts.games[0]) {
@@ -146,6 +170,21 @@ try {
       await page.screenshot({ path: `${opts.shots}/web-replay.png`, fullPage: true });
     }
     if (opts.doctor) {
+      // A spectator (another browser profile, so no seat of this game) watches it, and its
+      // replay has one position per event.
+      const other = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+      const watcher = await other.newPage();
+      await watcher.goto(`${opts.url}/#token=${encodeURIComponent(opts.token)}`);
+      await watcher.waitForSelector("#player");
+      await watcher.goto(`${opts.url}/#/game/${encodeURIComponent(gameId)}`);
+      await watcher.waitForSelector("#game-over", { timeout: 60_000 });
+      const role = await watcher.$eval("#app", (e) => e.innerText);
+      const boards = await watcher.$$eval("#board svg", (s) => s.length);
+      await watcher.goto(`${opts.url}/#/replay/${encodeURIComponent(gameId)}`);
+      await watcher.waitForSelector("#slider:not([disabled])");
+      const positions = Number(await watcher.$eval("#slider", (e) => e.max));
+      say({ event: "spectator", game, gameId, spectator: role.includes("watching as a spectator"), boards, positions, noControls: !role.includes("Your move") || (await watcher.$$eval("button.move", (b) => b.length)) === 0 });
+      await other.close();
       let forgedVersion = null;
       await page.route("**/boulevard.v1.EngineService/GetGameLog", async (route) => {
         const response = await route.fetch();

@@ -36,9 +36,9 @@ from boulevard.cli.login import issuer_folder, local_issuer
 from boulevard.cli.screen import GameScreen
 from boulevard.client.dice import DiceReader
 from boulevard.client.matchmaking import MatchmakingClient
-from boulevard.contract.clocks import parse_time_control
+from boulevard.contract.clocks import ClockRequest, parse_time_control
 from boulevard.games import get_game
-from boulevard.games.clock import ClockError, TimeControl
+from boulevard.games.clock import ClockError
 from boulevard.platform import tls
 from boulevard.platform.identity import bearer
 from boulevard.platform.keys import load_key
@@ -64,7 +64,7 @@ class PlayApp(GameScreen):
         ledger: str = "",
         evidence: Path | None = None,
         key: SigningKey | None = None,
-        time_control: TimeControl | None = None,
+        time_control: ClockRequest = None,
         resume: str = "",
     ) -> None:
         super().__init__(game, seat=None)

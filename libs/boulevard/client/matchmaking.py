@@ -24,10 +24,9 @@ from types import TracebackType
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, matchmaking_pb2_grpc
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.audit.signing import SigningKey
-from boulevard.contract.clocks import time_control_to_proto
+from boulevard.contract.clocks import ClockRequest, time_control_to_proto
 from boulevard.fairness import client_seed_commitment
 from boulevard.games import get_game
-from boulevard.games.clock import TimeControl
 from boulevard.platform import tls
 from boulevard.platform.identity import bearer
 from boulevard.seats.player import Chooser, SeatPlayer, new_client_seed, reveal_seed
@@ -93,7 +92,7 @@ class MatchmakingClient:
         bot_fill_after_seconds: int = 0,
         request_id: str | None = None,
         public_key: str = "",
-        time_control: TimeControl | None = None,
+        time_control: ClockRequest = None,
     ) -> pb.Ticket:
         """Queue for a game. Without a request id one is made, so retrying this call (not
         the whole function) is safe; pass your own to retry across restarts. The ticket is
@@ -102,7 +101,8 @@ class MatchmakingClient:
         Only the SHA-256 commitment of `client_seed` is sent (a fresh seed is made when
         none is given); the client keeps the seed (`seed_for(ticket_id)`) and reveals it to
         the engine once the game exists (`reveal_seed`). A ticket matches only tickets
-        with the same `time_control` (None: no clock)."""
+        with the same `time_control` (None: no clock; a ClockKind: the game's default
+        of that kind, resolved by matchmaking)."""
         seed = client_seed if client_seed is not None else new_client_seed()
         request = pb.CreateTicketRequest(
             request_id=request_id if request_id is not None else uuid.uuid4().hex,
@@ -175,7 +175,7 @@ class MatchmakingClient:
         seats: int,
         *,
         bot_fill_after_seconds: int = 0,
-        time_control: TimeControl | None = None,
+        time_control: ClockRequest = None,
     ) -> pb.Ticket:
         """Queue (as the player the client's token names) for a table of `seats` and wait
         for the seat: the assigned ticket. With `bot_fill_after_seconds`, bots take the

@@ -6,7 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from boulevard.api.v1 import events_pb2
-from boulevard.games.clock import ClockError, ClockKind, SeatTime, TimeControl
+from boulevard.games.clock import ClockError, ClockKind, SeatTime, TimeControl, default_control
+
+# What a client asks for: a concrete control, the game's default of a kind (a ClockKind:
+# `TimeControl.game_default` on the wire), or None (no clock).
+ClockRequest = TimeControl | ClockKind | None
 
 _KINDS = {
     events_pb2.CLOCK_KIND_REAL_TIME: ClockKind.REAL_TIME,
@@ -15,14 +19,26 @@ _KINDS = {
 _PROTO_KINDS = {kind: value for value, kind in _KINDS.items()}
 
 
-def time_control_from_proto(message: events_pb2.TimeControl | None) -> TimeControl | None:
-    """The control a request asks for; None when absent or UNSPECIFIED (no clock). Raises
-    ClockError (a ValueError) for one that makes no sense."""
+def time_control_from_proto(
+    message: events_pb2.TimeControl | None, game: str = ""
+) -> TimeControl | None:
+    """The control a request asks for; None when absent or UNSPECIFIED (no clock). A
+    `game_default` request resolves to `game`'s default control of its kind (records never
+    carry one: without `game` it is refused). Raises ClockError (a ValueError) for one that
+    makes no sense."""
     if message is None or message.kind == events_pb2.CLOCK_KIND_UNSPECIFIED:
+        if message is not None and message.game_default:
+            raise ClockError("a game default control names its kind (real time or turn-based)")
         return None
     kind = _KINDS.get(message.kind)
     if kind is None:
         raise ClockError(f"unknown clock kind {message.kind}")
+    if message.game_default:
+        if message.base_ms or message.increment_ms or message.per_move_ms or message.reserve_ms:
+            raise ClockError("a game default control gives no amounts (the game's apply)")
+        if not game:
+            raise ClockError("a game default control is for requests naming a game")
+        return default_control(game, kind)
     return TimeControl(
         kind,
         base_ms=message.base_ms,
@@ -32,7 +48,11 @@ def time_control_from_proto(message: events_pb2.TimeControl | None) -> TimeContr
     )
 
 
-def time_control_to_proto(control: TimeControl) -> events_pb2.TimeControl:
+def time_control_to_proto(control: TimeControl | ClockKind) -> events_pb2.TimeControl:
+    """The wire form of a concrete control, or of a request for the game's default of a
+    kind (a ClockKind)."""
+    if isinstance(control, ClockKind):
+        return events_pb2.TimeControl(kind=_PROTO_KINDS[control], game_default=True)
     return events_pb2.TimeControl(
         kind=_PROTO_KINDS[control.kind],
         base_ms=control.base_ms,
@@ -55,13 +75,18 @@ def seat_clocks_to_proto(times: Iterable[SeatTime]) -> list[events_pb2.SeatClock
     ]
 
 
-def parse_time_control(text: str) -> TimeControl | None:
+def parse_time_control(text: str) -> ClockRequest:
     """A control from the words a person types (the CLI's `--clock`): "none", "10m+20s"
-    (real time: base + increment), "1d/move", "1d/move+1h" (turn-based: per move + reserve).
-    Units: ms, s, m, h, d."""
+    (real time: base + increment), "1d/move", "1d/move+1h" (turn-based: per move + reserve),
+    "default" or "default/move" (the game's default real-time or turn-based control, as a
+    ClockKind: the service resolves it). Units: ms, s, m, h, d."""
     text = text.strip().lower().replace(" ", "")
     if text in ("", "none"):
         return None
+    if text == "default":
+        return ClockKind.REAL_TIME
+    if text == "default/move":
+        return ClockKind.TURN_BASED
     if "/move" in text:
         per_move, _, reserve = text.partition("/move")
         return TimeControl(

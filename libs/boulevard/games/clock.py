@@ -126,6 +126,45 @@ def duration_words(ms: int) -> str:
     return f"{ms} ms"
 
 
+def _real_time(minutes: int, increment_s: int) -> TimeControl:
+    return TimeControl(
+        ClockKind.REAL_TIME, base_ms=minutes * 60_000, increment_ms=increment_s * 1000
+    )
+
+
+def _turn_based(days: int, reserve_h: int) -> TimeControl:
+    return TimeControl(
+        ClockKind.TURN_BASED, per_move_ms=days * 86_400_000, reserve_ms=reserve_h * 3_600_000
+    )
+
+
+# Each game's default control of each kind: what "the game's default" (`--clock default`,
+# `TimeControl.game_default`) means, sized to the game's length (the values and why:
+# docs/matchmaking.md, "Time controls"). Platform policy, not rules: they live here, not in
+# the game packages, so changing one is no new rules version. It changes only games created
+# afterwards, since GameCreated records the concrete control.
+DEFAULT_CONTROLS: dict[str, dict[ClockKind, TimeControl]] = {
+    "las_vegas": {ClockKind.REAL_TIME: _real_time(10, 10), ClockKind.TURN_BASED: _turn_based(1, 0)},
+    "long_shot": {ClockKind.REAL_TIME: _real_time(10, 10), ClockKind.TURN_BASED: _turn_based(1, 0)},
+    "lords_of_vegas": {
+        ClockKind.REAL_TIME: _real_time(20, 20),
+        ClockKind.TURN_BASED: _turn_based(1, 2),
+    },
+    "vegas_showdown": {
+        ClockKind.REAL_TIME: _real_time(20, 20),
+        ClockKind.TURN_BASED: _turn_based(1, 2),
+    },
+}
+
+
+def default_control(game: str, kind: ClockKind) -> TimeControl:
+    """`game`'s default control of `kind`; ClockError for a game without one."""
+    control = DEFAULT_CONTROLS.get(game, {}).get(kind)
+    if control is None:
+        raise ClockError(f"no default {kind.value} time control for game {game!r}")
+    return control
+
+
 @dataclass(frozen=True, slots=True)
 class SeatClock:
     """One seat's time as of the last envelope: what is left of the current move's

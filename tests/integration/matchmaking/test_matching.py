@@ -179,3 +179,40 @@ async def test_tickets_match_only_with_the_same_time_control(nats_server, nc) ->
     assert tables == sorted(
         [(["f1", "f2"], fast.SerializeToString()), (["s1", "s2"], slow.SerializeToString())]
     )
+
+
+async def test_a_ticket_asking_for_the_game_default_meets_one_asking_for_that_control(
+    nats_server, nc
+) -> None:
+    """Matchmaking resolves "the game's default" before matching: a ticket asking for it and
+    one asking for the same concrete control make one table, whose match (and so the game)
+    records the concrete control; a ticket asking for the turn-based default stays apart."""
+    from boulevard.api.v1 import events_pb2
+    from boulevard.contract.clocks import time_control_to_proto
+    from boulevard.games.clock import ClockKind, default_control
+
+    concrete = time_control_to_proto(default_control(GAME, ClockKind.REAL_TIME))
+    default = time_control_to_proto(ClockKind.REAL_TIME)
+    turn_based = events_pb2.TimeControl(kind=events_pb2.CLOCK_KIND_TURN_BASED, game_default=True)
+    settings = mm_settings(nats_server.url, matchmaking_tick_seconds=0.02)
+    async with running_mm(settings) as svc, stub_for(svc.address) as stub:
+        made = []
+        for player, control in (("d1", default), ("t1", turn_based), ("c1", concrete)):
+            r = pb.CreateTicketRequest(
+                public_key=TEST_PUBLIC_KEY,
+                player_id=player,
+                game=GAME,
+                min_seats=2,
+                max_seats=2,
+                time_control=control,
+            )
+            ticket = (await stub.CreateTicket(r)).ticket
+            assert not ticket.time_control.game_default  # stored resolved
+            made.append(ticket)
+        await settled((stub,), [t.ticket_id for t in made])
+        waiting = await stub.GetTicket(pb.GetTicketRequest(ticket_id=made[1].ticket_id))
+        assert waiting.ticket.status == pb.TICKET_STATUS_WAITING
+    matches = await formed_matches(nc)
+    assert [(sorted(s.player_id for s in m.seats), m.time_control) for m in matches] == [
+        (["c1", "d1"], concrete)
+    ]

@@ -60,3 +60,38 @@ def test_the_clock_line_people_read() -> None:
     assert line == "alice 4 min 10 s ▶, bob 10 min, carol absent (bot)"
     assert clock_words(8_200) == "8.2 s"
     assert clock_words(97_200_000) == "1 d 3 h"
+
+
+def test_every_game_has_a_default_of_each_kind_and_a_default_request_resolves_to_it() -> None:
+    """The words "default" and "default/move" are requests for the game's control of that kind; only
+    a caller naming the game (matchmaking, CreateGame) can resolve one, and it resolves to
+    exactly the game's concrete control, so it meets tickets asking for that control."""
+    from boulevard.games import REGISTRY
+    from boulevard.games.clock import default_control
+
+    assert parse_time_control("default") is ClockKind.REAL_TIME
+    assert parse_time_control("Default/Move") is ClockKind.TURN_BASED
+    for game in REGISTRY:
+        for kind in ClockKind:
+            control = default_control(game, kind)
+            assert control.kind is kind
+            asked = time_control_to_proto(kind)
+            assert asked.game_default and not (asked.base_ms or asked.per_move_ms)
+            assert time_control_from_proto(asked, game) == control
+            with pytest.raises(ClockError, match="naming a game"):
+                time_control_from_proto(asked)  # a record never carries a default
+
+
+def test_a_default_request_with_amounts_or_without_a_kind_is_refused() -> None:
+    game = "las_vegas"
+    with pytest.raises(ClockError, match="no default"):
+        time_control_from_proto(time_control_to_proto(ClockKind.REAL_TIME), "chess")
+    with pytest.raises(ClockError, match="no amounts"):
+        time_control_from_proto(
+            events_pb2.TimeControl(
+                kind=events_pb2.CLOCK_KIND_REAL_TIME, game_default=True, base_ms=1000
+            ),
+            game,
+        )
+    with pytest.raises(ClockError, match="names its kind"):
+        time_control_from_proto(events_pb2.TimeControl(game_default=True), game)

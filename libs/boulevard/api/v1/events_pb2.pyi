@@ -34,6 +34,10 @@ class _ClockKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ClockKind.V
 class ClockKind(_ClockKind, metaclass=_ClockKindEnumTypeWrapper):
     """How much time each seat has (boulevard.games.clock, docs/clients.md "Clocks"). Absent,
     or kind UNSPECIFIED: no clock (seats may wait forever). Amounts in milliseconds.
+    A request (CreateTicket, CreateGame) may ask for its game's default control of a kind:
+    `game_default` set, the kind given, every amount 0 (docs/matchmaking.md, "Time controls").
+    The service resolves it to the concrete control; records (Ticket, MatchFormed,
+    GameCreated) only ever carry concrete ones.
     """
 
 CLOCK_KIND_UNSPECIFIED: ClockKind.ValueType  # 0
@@ -221,6 +225,7 @@ class TimeControl(_message.Message):
     INCREMENT_MS_FIELD_NUMBER: _builtins.int
     PER_MOVE_MS_FIELD_NUMBER: _builtins.int
     RESERVE_MS_FIELD_NUMBER: _builtins.int
+    GAME_DEFAULT_FIELD_NUMBER: _builtins.int
     kind: Global___ClockKind.ValueType
     base_ms: _builtins.int
     """real time only; 1..2592000000 (30 days)"""
@@ -230,6 +235,8 @@ class TimeControl(_message.Message):
     """turn-based only; 1..30 days"""
     reserve_ms: _builtins.int
     """turn-based only; 0..30 days"""
+    game_default: _builtins.bool
+    """requests only: the game's default control of `kind`"""
     def __init__(
         self,
         *,
@@ -238,10 +245,11 @@ class TimeControl(_message.Message):
         increment_ms: _builtins.int = ...,
         per_move_ms: _builtins.int = ...,
         reserve_ms: _builtins.int = ...,
+        game_default: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_ms", b"base_ms", "increment_ms", b"increment_ms", "kind", b"kind", "per_move_ms", b"per_move_ms", "reserve_ms", b"reserve_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_ms", b"base_ms", "game_default", b"game_default", "increment_ms", b"increment_ms", "kind", b"kind", "per_move_ms", b"per_move_ms", "reserve_ms", b"reserve_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

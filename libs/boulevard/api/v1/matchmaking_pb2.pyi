@@ -142,7 +142,7 @@ class Ticket(_message.Message):
     """the seat's Ed25519 key (docs/trust.md, docs/auditing.md)"""
     @_builtins.property
     def time_control(self) -> _events_pb2.TimeControl:
-        """what it asked for; absent: no clock"""
+        """what it asked for (a game default resolved); absent: no clock"""
 
     def __init__(
         self,

@@ -94,10 +94,11 @@ def play(
         typer.Option(
             "--clock",
             metavar="CONTROL",
-            help="a time control: 10m+20s (real time: base + increment per move), 1d/move or "
+            help="a time control: default (the game's real-time default), default/move (its "
+            "turn-based default), 10m+20s (real time: base + increment per move), 1d/move or "
             "1d/move+1h (turn-based: per move + reserve), none; tables match only equal ones",
         ),
-    ] = "none",
+    ] = "default",
     resume: Annotated[
         str,
         typer.Option(
