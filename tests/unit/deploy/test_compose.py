@@ -192,3 +192,12 @@ def test_nats_speaks_tls_only_with_the_compose_certificate() -> None:
     assert tls is not None
     assert conf_setting(tls, "cert_file") == "/run/secrets/tls-cert"
     assert conf_setting(tls, "key_file") == "/run/secrets/tls-key"
+
+
+def test_the_engine_signs_for_timed_out_seats_with_matchmakings_bot_key() -> None:
+    """The platform's bot plays a seat whose time ran out (engine) and fills bot seats
+    (matchmaking) under one bot key: both must read the same secret, or the engine would make
+    its own key on its volume and its moves would not be the bot's."""
+    required = "${BOULEVARD_BOT_SIGNING_KEY:?set it in deploy/secrets.env}"
+    assert environment("engine")["BOULEVARD_BOT_SIGNING_KEY"] == required
+    assert environment("matchmaking")["BOULEVARD_BOT_SIGNING_KEY"] == required

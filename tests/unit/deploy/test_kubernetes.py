@@ -319,3 +319,14 @@ def test_only_the_nats_pods_mount_the_route_certificate() -> None:
             volumes = workload["spec"]["template"]["spec"].get("volumes", [])
             secrets = {v["secret"]["secretName"] for v in volumes if "secret" in v}
             assert ("boulevard-nats-route-tls" in secrets) == (name == "nats"), name
+
+
+def test_the_engine_signs_for_timed_out_seats_with_matchmakings_bot_key() -> None:
+    """Engine and matchmaking read the bot key from one secret key (docs/auditing.md,
+    "Clocks": the bot's moves for a timed-out seat are signed with the operator's bot key)."""
+    keys = {
+        name: secret_keys_used(only_container(objects("Deployment")[name]))
+        for name in ("engine", "matchmaking")
+    }
+    assert keys["engine"]["BOULEVARD_BOT_SIGNING_KEY"] == "bot-signing-key"
+    assert keys["matchmaking"]["BOULEVARD_BOT_SIGNING_KEY"] == "bot-signing-key"
