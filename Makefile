@@ -24,8 +24,9 @@ $(BUF): tools/buf/package.json tools/buf/package-lock.json
 
 setup: $(STAMP) ## create .venv and install Boulevard with its dev tools
 
-proto: $(STAMP) ## regenerate libs/boulevard/api from protos/
+proto: $(STAMP) ## regenerate libs/boulevard/api from protos/ (and the web app, which embeds them)
 	$(BIN)/python tools/gen_protos.py
+	$(MAKE) web
 
 proto-check: $(STAMP) ## fail if the committed generated code drifted from protos/
 	$(BIN)/python tools/gen_protos.py --check

@@ -2,10 +2,14 @@
 
 uvicorn serves it on `grpc_host:gateway_port`, with TLS when the platform's certificate and
 key are set (the same ones the gRPC services serve), and stops gracefully on SIGTERM/SIGINT.
+Prometheus `/metrics` is served apart, on `metrics_host:gateway_metrics_port` (0: any free
+port), like every service's, so the public port answers only the APIs and the web app.
 """
 
+import structlog
 import uvicorn
 
+from boulevard.platform import metrics
 from boulevard.platform.logging import configure_logging
 from services.gateway.app import build_app
 from services.gateway.settings import get_gateway_settings
@@ -14,6 +18,15 @@ from services.gateway.settings import get_gateway_settings
 def main() -> None:
     settings = get_gateway_settings()
     configure_logging(settings.log_level, settings.log_format)
+    wanted = settings.gateway_metrics_port
+    try:
+        port = metrics.serve_metrics(settings.metrics_host, wanted)
+    except OSError as exc:  # fail loudly, as the services do: unscraped is unobservable
+        raise SystemExit(
+            f"gateway: cannot serve /metrics on {settings.metrics_host}:{wanted} ({exc}); "
+            "set BOULEVARD_GATEWAY_METRICS_PORT to a free port"
+        ) from exc
+    structlog.get_logger().info("metrics", address=f"http://{settings.metrics_host}:{port}/metrics")
     tls = settings.tls_cert_file is not None and settings.tls_key_file is not None
     config = uvicorn.Config(
         build_app(settings),

@@ -40,6 +40,7 @@ from services.gateway.forward import (
     endpoints,
     forwarded_metadata,
 )
+from services.gateway.metrics import instrumented
 from services.gateway.settings import SERVICES, GatewaySettings
 
 # Each service's proto, by the name `boulevard up` and the settings use.
@@ -225,11 +226,12 @@ def build_app(settings: GatewaySettings, port: int | None = None) -> Starlette:
     read_max = settings.grpc_max_receive_bytes  # the services' own request size limit
     routes: list[BaseRoute] = []
     for name, service in PROTO_SERVICES.items():
-        app = ForwardingApplication(
-            service, endpoints(service, _always(backends, name)), read_max_bytes=read_max
-        )
+        forwarded = instrumented(endpoints(service, _always(backends, name)))
+        app = ForwardingApplication(service, forwarded, read_max_bytes=read_max)
         routes.append(Mount(app.path, app=app))
-    health = ForwardingApplication(HEALTH, health_endpoints(backends), read_max_bytes=read_max)
+    health = ForwardingApplication(
+        HEALTH, instrumented(health_endpoints(backends)), read_max_bytes=read_max
+    )
     routes.append(Mount(health.path, app=health))
     routes += _web_routes(settings.web_dir())
 

@@ -410,3 +410,112 @@ def test_a_closed_browser_stream_frees_its_watch_slot(platform: Platform, gatewa
             flags = first[0]
             assert flags == 0, f"stream {attempt} was refused: {first!r}"
         time.sleep(0.2)  # the disconnect reaches the gateway, which ends the call
+
+
+def scrape(gateway: Gateway) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """The gateway's /metrics (its own port, as every service's), by sample name and labels."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    url = f"http://127.0.0.1:{gateway.env['BOULEVARD_GATEWAY_METRICS_PORT']}/metrics"
+    reply = httpx.get(url, timeout=5)
+    assert reply.status_code == 200
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(reply.text)
+        for sample in family.samples
+    }
+
+
+def sample(
+    metrics: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str
+) -> float:
+    return metrics.get((name, frozenset(labels.items())), 0.0)
+
+
+def test_metrics_count_calls_by_procedure_protocol_and_code_and_open_streams(
+    platform: Platform, gateway: Gateway
+) -> None:
+    get_game, watch = "boulevard.v1.EngineService/GetGame", "boulevard.v1.EngineService/WatchGame"
+    game = new_game(platform)
+    unknown = engine_pb2.GetGameRequest(game_id="g" + "0" * 32).SerializeToString()
+    before = scrape(gateway)
+    assert httpx.post(f"{gateway.url}{ENGINE}/GetGame", json={"gameId": game.game_id}).is_success
+    assert (
+        httpx.post(f"{gateway.url}{ENGINE}/GetGame", json={"gameId": "g" + "0" * 32}).status_code
+        == 404
+    )
+    httpx.post(
+        f"{gateway.url}{ENGINE}/GetGame",
+        content=envelope(unknown),
+        headers={"content-type": "application/grpc-web+proto", "x-grpc-web": "1"},
+    )
+    after = scrape(gateway)
+
+    def delta(name: str, **labels: str) -> float:
+        return sample(after, name, **labels) - sample(before, name, **labels)
+
+    requests = "boulevard_gateway_requests_total"
+    assert delta(requests, procedure=get_game, protocol="connect", code="OK") == 1
+    assert delta(requests, procedure=get_game, protocol="connect", code="NOT_FOUND") == 1
+    assert delta(requests, procedure=get_game, protocol="grpc-web", code="NOT_FOUND") == 1
+    assert delta(requests, procedure=get_game, protocol="grpc-web", code="OK") == 0
+    seconds = "boulevard_gateway_forward_seconds_count"
+    assert delta(seconds, procedure=get_game, protocol="connect") == 2
+    assert delta(seconds, procedure=get_game, protocol="grpc-web") == 1
+    assert sample(after, "boulevard_gateway_forward_seconds_sum", procedure=get_game,
+                  protocol="connect") > 0  # fmt: skip
+
+    # A stream is open while a browser reads it, and counted when it goes away.
+    streams = "boulevard_gateway_streams_open"
+    request = engine_pb2.WatchGameRequest(game_id=game.game_id).SerializeToString()
+    with httpx.stream(
+        "POST",
+        f"{gateway.url}{ENGINE}/WatchGame",
+        content=envelope(request),
+        headers={"content-type": "application/connect+proto"},
+        timeout=10,
+    ) as response:
+        # Held, not a temporary: a dropped iterator closes the response, ending the stream.
+        chunks = response.iter_raw()
+        assert next(chunks)[0] == 0
+        during = scrape(gateway)
+        assert sample(during, streams, procedure=watch, protocol="connect") == 1 + sample(
+            before, streams, procedure=watch, protocol="connect"
+        )
+    deadline = time.monotonic() + 10
+    while True:
+        closed = scrape(gateway)
+        ended = sample(
+            closed, requests, procedure=watch, protocol="connect", code="CANCELED"
+        ) - sample(before, requests, procedure=watch, protocol="connect", code="CANCELED")
+        if ended == 1 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)  # the disconnect reaches the gateway, which ends the call
+    assert ended == 1, {k: v for k, v in closed.items() if k[0] == requests}
+    assert sample(closed, streams, procedure=watch, protocol="connect") == sample(
+        before, streams, procedure=watch, protocol="connect"
+    )
+
+
+def test_the_container_probe_asks_the_gateway_over_connect(
+    platform: Platform, gateway: Gateway
+) -> None:
+    """`python -m boulevard.cli.healthcheck --connect`, as compose and Kubernetes run it."""
+
+    def probe(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in gateway.env.items() if k != "BOULEVARD_TLS_CA_FILE"}
+        return subprocess.run(
+            [sys.executable, "-m", "boulevard.cli.healthcheck", "--connect", *args],
+            capture_output=True, text=True, timeout=30, env=env, check=False,
+        )  # fmt: skip
+
+    target = f"127.0.0.1:{gateway.port}"
+    for args in ([target], [target, "boulevard.v1.EngineService"], [target, "--alive"]):
+        result = probe(*args)
+        assert result.returncode == 0, result.stderr
+        assert "healthy" in result.stdout or "alive" in result.stdout
+    unknown = probe(target, "boulevard.v1.NoSuchService")
+    assert unknown.returncode == 1 and "SERVICE_UNKNOWN" in unknown.stderr
+    # A gRPC port is not the gateway: no Connect answer there.
+    grpc_port = probe(platform.address("engine"))
+    assert grpc_port.returncode == 1 and "unhealthy" in grpc_port.stderr

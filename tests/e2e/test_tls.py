@@ -164,6 +164,20 @@ def test_up_with_tls_plays_and_audits_the_demo_and_refuses_plaintext(tmp_path: P
             capture_output=True, text=True, timeout=30, check=False,
         )  # fmt: skip
         assert plain_probe.returncode == 1
+        # And the gateway's probe (--connect): HTTPS verified with the CA, as compose and
+        # Kubernetes run it with BOULEVARD_TLS_CA_FILE set; plaintext gets no answer.
+        gateway = f"127.0.0.1:{env['BOULEVARD_GATEWAY_PORT']}"
+        connect_probe = subprocess.run(
+            [sys.executable, "-m", "boulevard.cli.healthcheck", "--connect", gateway],
+            env={**env, "BOULEVARD_TLS_CA_FILE": str(ca)},
+            capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+        assert connect_probe.returncode == 0, connect_probe.stdout + connect_probe.stderr
+        plain_connect = subprocess.run(
+            [sys.executable, "-m", "boulevard.cli.healthcheck", "--connect", gateway],
+            capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+        assert plain_connect.returncode == 1, plain_connect.stdout
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=30)
         assert proc.returncode == 0

@@ -118,6 +118,11 @@ def test_up_starts_every_service_healthy_and_stops_cleanly(tmp_path: Path) -> No
             listed = asyncio.run(check(address(env, name), PROTO_SERVICE[name]))
             assert PROTO_SERVICE[name] in listed
             assert "grpc.health.v1.Health" in listed
+        # The gateway's /metrics, on its own port: `up` waited on its health check over
+        # Connect, which it counted.
+        with urllib.request.urlopen(metrics_url(env, "gateway"), timeout=5) as scraped:
+            text = scraped.read().decode()
+        assert 'procedure="grpc.health.v1.Health/Check",protocol="connect"' in text
         # `boulevard login` prints tokens of the issuer `up` made; the services accept them.
         token = login(env, "alice")
         ticket = asyncio.run(queue_ticket(address(env, "matchmaking"), token))

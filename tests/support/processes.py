@@ -32,6 +32,7 @@ def service_env(
         env[f"BOULEVARD_{name.upper()}_PORT"] = str(free_port())
         env[f"BOULEVARD_{name.upper()}_METRICS_PORT"] = str(free_port())
     env["BOULEVARD_GATEWAY_PORT"] = str(free_port())
+    env["BOULEVARD_GATEWAY_METRICS_PORT"] = str(free_port())
     env.update(extra)
     return env
 

@@ -18,13 +18,22 @@ that; it fails only on no answer, a timeout or SERVICE_UNKNOWN (a hung or miswir
 Where the services serve TLS, the probe verifies the server against the CA in
 BOULEVARD_TLS_CA_FILE (the service's own setting, so the probe needs no argument for it) or
 `--tls-ca FILE`; the certificate must name the probed host (127.0.0.1).
+
+`--connect` probes the browser gateway (services/gateway) instead: the same health check over
+Connect with JSON on HTTP/1.1 (https when a CA is given), as a browser would call it. There
+SERVICE "" means the whole platform: SERVING only when all four services answer SERVING
+through the gateway.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
+import ssl
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -32,7 +41,7 @@ from typing import NamedTuple
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from boulevard.platform.tls import sync_channel
+from boulevard.platform.tls import ca_file_from_env, sync_channel
 
 SERVING = 0
 NOT_SERVING = 1
@@ -107,6 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
         "answer, a timeout or SERVICE_UNKNOWN",
     )
     parser.add_argument(
+        "--connect",
+        action="store_true",
+        help="probe the browser gateway: the health check over Connect (HTTP/1.1, JSON)",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help='print {"target", "service", "healthy", "message"} as JSON on stdout',
@@ -144,6 +158,50 @@ def check(
     return NOT_SERVING, f"unhealthy: {what}: {status}"
 
 
+def check_connect(
+    target: Target,
+    service: str = "",
+    timeout: float = 3.0,
+    ca_file: Path | None = None,
+    *,
+    alive: bool = False,
+) -> tuple[int, str]:
+    """`check`, asked of the browser gateway over Connect: POST
+    /grpc.health.v1.Health/Check with a JSON body, over https verified with `ca_file` (or
+    BOULEVARD_TLS_CA_FILE) when set. Connect's `not_found` is SERVICE_UNKNOWN, as gRPC's
+    NOT_FOUND is."""
+    what = f"{target.address} {service or '(platform)'} over Connect"
+    ca = ca_file_from_env(ca_file)  # as sync_channel: the argument, else BOULEVARD_TLS_CA_FILE
+    scheme = "https" if ca else "http"
+    request = urllib.request.Request(
+        f"{scheme}://{target.address}/grpc.health.v1.Health/Check",
+        data=json.dumps({"service": service}).encode(),
+        headers={"content-type": "application/json"},
+        method="POST",
+    )
+    context = ssl.create_default_context(cafile=str(ca)) if ca else None
+    try:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as reply:
+            status = str(json.loads(reply.read()).get("status", "UNKNOWN"))
+    except urllib.error.HTTPError as exc:  # an answer, with a Connect error in its body
+        try:
+            code = str(json.loads(exc.read()).get("code", exc.code))
+        except ValueError:
+            code = str(exc.code)
+        if code == "not_found":
+            return NOT_SERVING, f"unhealthy: {what}: SERVICE_UNKNOWN (not served here)"
+        return NOT_SERVING, f"unhealthy: {what}: {code}"
+    # Refused, timed out, TLS failed, not HTTP/1.1 (a gRPC port answers with HTTP/2 frames),
+    # not JSON.
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        return NOT_SERVING, f"unhealthy: {what}: no answer ({exc})"
+    if status == "SERVING":
+        return SERVING, f"healthy: {what}: {status}"
+    if alive and status == "NOT_SERVING":
+        return SERVING, f"alive: {what}: {status} (answers; not ready)"
+    return NOT_SERVING, f"unhealthy: {what}: {status}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -155,7 +213,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: --timeout must be more than 0", file=sys.stderr)
         return USAGE
     return report(
-        args.target, args.service, args.timeout, args.tls_ca, as_json=args.json, alive=args.alive
+        args.target,
+        args.service,
+        args.timeout,
+        args.tls_ca,
+        as_json=args.json,
+        alive=args.alive,
+        connect=args.connect,
     )
 
 
@@ -167,12 +231,14 @@ def report(
     *,
     as_json: bool = False,
     alive: bool = False,
+    connect: bool = False,
 ) -> int:
     """Check, print the verdict (a line, or with `as_json` one JSON document on stdout) and
     return the exit code: what both `python -m boulevard.cli.healthcheck` and `boulevard
     healthcheck` do."""
     tls = {"ca_file": ca_file} if ca_file else {}
-    code, message = check(target, service, timeout, **tls, alive=alive)
+    probe = check_connect if connect else check
+    code, message = probe(target, service, timeout, **tls, alive=alive)
     if as_json:
         print(json.dumps({"target": target.address, "service": service,
                           "healthy": code == SERVING, "message": message}))  # fmt: skip

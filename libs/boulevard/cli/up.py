@@ -349,6 +349,8 @@ def ports_in_use(settings: Settings, names: list[str], cluster: int) -> list[str
             wanted.append((f"{name} metrics", settings.metrics_host, metrics))
     if set(SERVICES) <= set(names):
         wanted.append((GATEWAY, settings.grpc_host, settings.gateway_port))
+        if metrics := settings.gateway_metrics_port:
+            wanted.append((f"{GATEWAY} metrics", settings.metrics_host, metrics))
     return [
         f"{host}:{port} ({who})"
         for who, host, port in wanted
@@ -481,7 +483,8 @@ def run(args: argparse.Namespace) -> int:
             f"cannot start: something already listens on {', '.join(busy)}. Is another "
             "`boulevard up` running? Stop it (Ctrl-C), or give this one other ports "
             "(BOULEVARD_EMBEDDED_NATS_PORT, BOULEVARD_<SERVICE>_PORT, "
-            "BOULEVARD_<SERVICE>_METRICS_PORT, BOULEVARD_GATEWAY_PORT)"
+            "BOULEVARD_<SERVICE>_METRICS_PORT, BOULEVARD_GATEWAY_PORT, "
+            "BOULEVARD_GATEWAY_METRICS_PORT)"
         )
         return 1
     say("Boulevard — starting the platform on this machine")

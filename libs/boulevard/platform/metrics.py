@@ -201,6 +201,27 @@ BOT_GAMES_RESUMED = Counter(
 )
 
 
+# -- gateway (services/gateway: browsers over Connect and gRPC-Web)
+
+GATEWAY_REQUESTS = Counter(
+    "boulevard_gateway_requests",
+    "Calls the gateway answered, by procedure (Service/Method), protocol (connect, grpc-web,"
+    " grpc) and the status code the caller saw (for streams: counted when the stream ends)",
+    ["procedure", "protocol", "code"],
+)
+GATEWAY_STREAMS_OPEN = Gauge(
+    "boulevard_gateway_streams_open",
+    "Server streams the gateway is forwarding now, by procedure and protocol",
+    ["procedure", "protocol"],
+)
+GATEWAY_FORWARD_SECONDS = Histogram(
+    "boulevard_gateway_forward_seconds",
+    "Time of one forwarded unary call, from the decoded request to the service's answer",
+    ["procedure", "protocol"],
+    buckets=_LATENCY,
+)
+
+
 def metric_names(registry: CollectorRegistry = REGISTRY) -> set[str]:
     """Every sample name the registry exports (counters with their _total, histograms with
     _bucket/_sum/_count), for checking what dashboards and alerts may refer to."""

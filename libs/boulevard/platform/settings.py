@@ -66,6 +66,7 @@ class Settings(BaseSettings):
     engine_metrics_port: int = Field(default=9092, ge=0, le=65535)
     dice_metrics_port: int = Field(default=9093, ge=0, le=65535)
     ledger_metrics_port: int = Field(default=9094, ge=0, le=65535)
+    gateway_metrics_port: int = Field(default=9095, ge=0, le=65535)
     # Traces: OTLP/gRPC endpoint (e.g. http://127.0.0.1:4317); unset, tracing is off.
     otlp_endpoint: str = Field(
         default="",

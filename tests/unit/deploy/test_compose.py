@@ -55,8 +55,9 @@ def test_design_ports_are_the_settings_defaults() -> None:
 
 
 def test_compose_runs_nats_and_the_four_services() -> None:
-    # (and the prometheus that scrapes them: tests/unit/deploy/test_validators.py)
-    assert set(compose()["services"]) == {"nats", "prometheus", *SERVICES}
+    # (the prometheus that scrapes them: tests/unit/deploy/test_validators.py; the gateway:
+    # tests/unit/deploy/test_gateway_deploy.py)
+    assert set(compose()["services"]) == {"nats", "prometheus", "gateway", *SERVICES}
 
 
 @pytest.mark.parametrize("service", SERVICES.values(), ids=lambda s: s.name)

@@ -156,8 +156,9 @@ def test_nats_gets_every_identitys_public_key_from_the_secret_and_no_seed() -> N
 
 
 def test_every_service_has_a_deployment_and_a_service() -> None:
-    assert set(objects("Deployment")) == set(SERVICES)
-    assert set(objects("Service")) == {*SERVICES, "nats", "nats-headless"}
+    # (and the gateway: tests/unit/deploy/test_gateway_deploy.py)
+    assert set(objects("Deployment")) == {*SERVICES, "gateway"}
+    assert set(objects("Service")) == {*SERVICES, "gateway", "nats", "nats-headless"}
 
 
 @pytest.mark.parametrize("service", SERVICES.values(), ids=lambda s: s.name)
@@ -193,7 +194,7 @@ def test_each_service_connects_to_nats_as_its_own_identity(service: Service) -> 
 
 def test_replicas() -> None:
     replicas = {name: d["spec"]["replicas"] for name, d in objects("Deployment").items()}
-    assert replicas == {"engine": 2, "dice": 2, "matchmaking": 1, "ledger": 1}
+    assert replicas == {"engine": 2, "dice": 2, "matchmaking": 1, "ledger": 1, "gateway": 2}
     # The ledger is one writer: never two during a rollout either.
     assert objects("Deployment")["ledger"]["spec"]["strategy"]["type"] == "Recreate"
 

@@ -151,8 +151,8 @@ def test_docker_compose_config_accepts_the_compose_file(tmp_path: Path) -> None:
     result = compose_config(tmp_path, compose_env())
     assert result.returncode == 0, result.stderr
     resolved = yaml.safe_load(result.stdout)
-    assert {"nats", "prometheus", *SERVICES} == set(resolved["services"])
-    for name in SERVICES:
+    assert {"nats", "prometheus", "gateway", *SERVICES} == set(resolved["services"])
+    for name in [*SERVICES, "gateway"]:
         env = resolved["services"][name]["environment"]
         assert env["BOULEVARD_METRICS_HOST"] == "0.0.0.0"
         port = env[f"BOULEVARD_{name.upper()}_METRICS_PORT"]
@@ -198,7 +198,7 @@ def test_the_schema_check_catches_a_misplaced_field() -> None:
 
 def test_every_service_pod_is_scraped_on_its_metrics_port() -> None:
     for _, doc in manifests():
-        if doc["kind"] != "Deployment" or doc["metadata"]["name"] not in SERVICES:
+        if doc["kind"] != "Deployment" or doc["metadata"]["name"] not in {*SERVICES, "gateway"}:
             continue
         name = doc["metadata"]["name"]
         template = doc["spec"]["template"]
