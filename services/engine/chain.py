@@ -100,17 +100,6 @@ def receipt_pb(
     )
 
 
-def receipt_from_pb(pb: engine_pb2.Receipt) -> Receipt:
-    return Receipt(
-        pb.game_id,
-        pb.version,
-        bytes(pb.chain_head),
-        pb.key_id,
-        bytes(pb.signature),
-        pb.time_unix_ms,
-    )
-
-
 # Snapshots ---------------------------------------------------------------------------------
 # A snapshot is what a session's fold looked like at some version, and the chain hash of the
 # envelope at that version; it is stored with the engine's signature over both. The engine

@@ -20,10 +20,10 @@ import pytest
 
 from bench.capacity import LoadGenerator, latency_line
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.audit.evidence import receipt_from_pb
 from boulevard.audit.game_log import audit_game_log
 from boulevard.cli.up import wait_serving
 from boulevard.eventlog.jetstream import JetStreamEventStore
-from services.engine.chain import receipt_from_pb
 from tests.e2e.conftest import OPERATOR, TOKEN_KEY
 from tests.support.identity import auth_env
 from tests.support.nats import start_test_nats
