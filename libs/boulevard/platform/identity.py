@@ -313,7 +313,7 @@ class LocalIssuer:
         self._keys_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.folder, 0o700)
         os.chmod(self._keys_dir, 0o700)
-        kid = f"{int(time.time() * 1000):013d}-{secrets.token_hex(4)}"
+        kid = f"{self._next_stamp():013d}-{secrets.token_hex(4)}"
         pem = Ed25519PrivateKey.generate().private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.PKCS8,
@@ -326,6 +326,18 @@ class LocalIssuer:
             (self._keys_dir / f"{old}.pem").unlink()
         self._write_jwks()
         return kid
+
+    def _next_stamp(self) -> int:
+        """The new key's time stamp in ms, later than every key's here: the newest key is the
+        last in sorted order and signs, so two rotations in one millisecond must not tie on
+        the stamp and leave the order to their random suffixes (which once kept the old key
+        signing after a rotation)."""
+        stamp = int(time.time() * 1000)
+        for kid in self._kids():
+            head = kid.partition("-")[0]
+            if head.isdigit():
+                stamp = max(stamp, int(head) + 1)
+        return stamp
 
     def _private(self, kid: str) -> Ed25519PrivateKey:
         key = serialization.load_pem_private_key(

@@ -202,3 +202,17 @@ def test_a_missing_jwks_fails_the_start_not_a_call(tmp_path: Path) -> None:
     verifier = TokenVerifier(tmp_path / "nope.json", "boulevard-local", "boulevard")
     with pytest.raises(ValueError, match="cannot be read"):
         verifier.warm()
+
+
+def test_rotations_in_one_millisecond_still_sign_with_the_newest_key(
+    issuer: LocalIssuer, verifier: TokenVerifier, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kid starts with a millisecond stamp and the last kid in sorted order signs: two
+    rotations within one millisecond used to leave the order to the kids' random suffixes."""
+    import boulevard.platform.identity as identity
+
+    monkeypatch.setattr(identity.time, "time", lambda: 1_796_129_371.356)
+    kids = [issuer.rotate() for _ in range(20)]
+    assert kids == sorted(kids)
+    newest = jwt.get_unverified_header(issuer.mint("carol"))["kid"]
+    assert newest == kids[-1]
