@@ -164,8 +164,20 @@ class GamesLog:
         self.prefix = prefix
 
     async def ended(self, game_id: str) -> bool:
+        """Whether the game's last recorded event ends it. A direct get may be answered by
+        a replica that has not yet stored the engine's last append (seen after a network
+        fault: the engine's GameFinished was acknowledged, a lagging replica said "not
+        ended", and the engine's close failed). "Not ended" is asked again of the stream
+        leader, which has every acknowledged append; "ended" from any replica is final."""
+        if await self._ended(game_id, direct=True):
+            return True
+        return await self._ended(game_id, direct=False)
+
+    async def _ended(self, game_id: str, direct: bool) -> bool:
         try:
-            msg = await self._js.get_last_msg(self.stream, f"{self.prefix}.{game_id}", direct=True)
+            msg = await self._js.get_last_msg(
+                self.stream, f"{self.prefix}.{game_id}", direct=direct
+            )
         except (NotFoundError, NoRespondersError):  # no such game, or no GAMES stream yet
             return False
         except APIError as err:
