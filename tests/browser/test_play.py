@@ -141,6 +141,15 @@ def test_a_player_plays_each_game_to_the_end_in_the_browser_and_its_audit_passes
         ]
         assert kept[game]["dropped"] is True
         assert kept[game]["receipts"] == len(accepted) > 0, (kept[game], len(accepted))
+    # The page told each game in the terminal's words (tests/browser/test_story.py holds
+    # the two to the same lines): the first events of a Las Vegas game, oldest first.
+    told = {line["game"]: line["lines"][::-1] for line in lines if line["event"] == "story"}
+    assert set(told) == set(GAMES)
+    assert re.fullmatch(
+        r"v1 game created for .*web-alice \(seat \d\).*; dice commitment [0-9a-f]{16}…",
+        told["las_vegas"][0],
+    ), told["las_vegas"][:3]
+    assert any(re.search(r"places \d dice.* on casino \d", t) for t in told["las_vegas"])
     # Some moves were played from the keyboard (keys 1–9), the rest by click.
     assert sum(line["keys"] for line in finished.values()) > 0
     # Readable on a phone: at 390 px wide the page scrolls down, never sideways.

@@ -16,7 +16,8 @@ import { commandSigningBytes } from "./audit/signing";
 import { fetchEvidence } from "./audit/evidence";
 import { verifyGame, type Verdict } from "./audit/verify";
 import { board, esc, status as statusLines, SEAT_COLOURS } from "./boards";
-import { actionLabel, eventLine } from "./describe";
+import { actionLabel } from "./describe";
+import { namesOf, storyLine } from "./story";
 import { dice, engine, ledger, matchmaking, playerOf, setToken, token } from "./rpc";
 import { allSeats, newSeat, retireKey, saveSeat, seatFor, sign, type Seat } from "./seats";
 
@@ -185,6 +186,7 @@ interface Table {
   gameId: string;
   seat?: Seat;
   players: string[];
+  names: string[]; // the seats as the story calls them (src/story.ts)
   version: bigint;
   view?: GameView;
   toAct: number[];
@@ -196,7 +198,7 @@ interface Table {
 
 async function table(gameId: string): Promise<void> {
   const seat = await seatFor(gameId);
-  const t: Table = { gameId, seat, players: [], version: 0n, toAct: [], legal: [], legalAt: 0n, finished: false, busy: false };
+  const t: Table = { gameId, seat, players: [], names: [], version: 0n, toAct: [], legal: [], legalAt: 0n, finished: false, busy: false };
   app.innerHTML = `<p class="nav"><a href="#/">lobby</a></p>
     <h1 id="title">game <code>${esc(gameId)}</code></h1>
     <p id="role">${seat ? `you play seat ${seat.seat}` : "watching as a spectator"}</p>
@@ -256,8 +258,11 @@ async function onWatch(t: Table, r: WatchGameResponse): Promise<void> {
       setHtml("result", `<b id="game-over">game over</b>: ${ranking} · <a href="#/replay/${g}">replay</a> · <a id="audit-link" href="#/audit/${g}">audit it here</a>`);
       if (t.seat) await retireKey(t.seat);
     }
-    // A CommandAccepted is the signed record of the move the next events tell in words.
-    if (env.type !== "CommandAccepted") story(`<span class="v">v${env.version}</span> ${esc(eventLine(env.type, p, t.players))}`);
+    // The story in the terminal's words (src/story.ts); a CommandAccepted, the signed record
+    // of the move, says nothing there: the events after it tell the move.
+    if (env.type === "GameCreated") t.names = namesOf(env);
+    const line = storyLine(env.game, env, t.names);
+    if (line) story(`<span class="v">v${env.version}</span> ${esc(line)}`);
   }
   if (r.view) {
     t.view = r.view;
@@ -376,13 +381,17 @@ async function replay(gameId: string): Promise<void> {
     <p id="at" class="mono"></p><div class="table"><div id="board"></div><div id="status"></div></div>`;
   const frames: { env: EventEnvelope; view?: GameView }[] = [];
   let players: string[] = [];
+  let names: string[] = [];
   const abort = new AbortController();
   leave = () => abort.abort();
   try {
     for await (const r of engine.watchGame({ gameId, playerToken: "", fromVersion: 0n }, { signal: abort.signal })) {
       const env = r.event;
       if (!env) continue;
-      if (env.type === "GameCreated") players = (decodePayload(env).seats as { player_id: string }[]).map((s) => s.player_id);
+      if (env.type === "GameCreated") {
+        players = (decodePayload(env).seats as { player_id: string }[]).map((s) => s.player_id);
+        names = namesOf(env);
+      }
       frames.push({ env, view: r.view });
       if (env.type === "GameFinished") break;
     }
@@ -401,7 +410,7 @@ async function replay(gameId: string): Promise<void> {
     const f = frames[i]!;
     let view: GameView | undefined;
     for (let k = i; k >= 0 && !view; k--) view = frames[k]!.view;
-    document.getElementById("at")!.textContent = `v${f.env.version}: ${eventLine(f.env.type, decodePayload(f.env), players)}`;
+    document.getElementById("at")!.textContent = `v${f.env.version}: ${storyLine(f.env.game, f.env, names) || "a seat's signed move (the events after it tell it)"}`;
     setHtml("board", board(view));
     setHtml("status", statusLines(view, players));
   };

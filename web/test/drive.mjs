@@ -105,6 +105,9 @@ async function playOne(page, game, random) {
   }
   const seconds = (Date.now() - started) / 1000;
   say({ event: "finished", game, gameId, moves, keys, seconds });
+  // The story as the page tells it (newest first), for the test to read.
+  const told = await page.$$eval("#story li", (ls) => ls.map((l) => l.textContent ?? ""));
+  say({ event: "story", game, gameId, lines: told.slice(-40) });
   return gameId;
 }
 

@@ -8,6 +8,9 @@ Frames are printed when the turn passes (or the game ends), not after every even
 of Vegas game is ~200 events and a person follows turns. On a terminal each frame replaces
 the last (the screen is cleared) and frames come at most `speed` per second; elsewhere
 (CI logs, pipes) frames are plain lines, one after another, with no pause.
+
+The web app tells a game in the same words: web/src/story.ts ports `Table.words` and the
+games' describers, and tests/browser/test_story.py holds the two to the same lines.
 """
 
 from __future__ import annotations
