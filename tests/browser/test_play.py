@@ -76,7 +76,10 @@ def drive(
     *,
     doctor: bool,
     shots: Path | None,
+    **more: Any,
 ) -> list[dict[str, Any]]:
+    """Run drive.mjs (its options: the `more` keyword arguments too) and return its lines,
+    failing on any error it reports."""
     chromium = require_tool("chromium")
     # drive.mjs resolves playwright-core from the build's node_modules (web/'s lockfile).
     script = web_build.web / "test" / "drive.mjs"
@@ -87,6 +90,7 @@ def drive(
         "games": list(games),
         "shots": str(shots) if shots else None,
         "doctor": doctor,
+        **more,
     }
     done = subprocess.run(
         [web_build.node, str(script), json.dumps(opts)],
