@@ -5,9 +5,9 @@
 // history and bot-played games of the four games and requires the same lines, so a change
 // to one side without the other fails there.
 //
-// Events are read from their payloads (the codec's canonical JSON). A game without a
-// describer, or an event its describer cannot read, is told plainly: its name and its
-// simple fields, seats by name.
+// Events are read from their payloads (the codec's canonical JSON). An event its game's
+// describer cannot read (a platform event, a payload it does not know) is told plainly: its
+// name and its simple fields, seats by name.
 
 import type { EventEnvelope } from "./gen/boulevard/v1/events_pb";
 
@@ -238,7 +238,139 @@ const lordsOfVegas: Describer = (type, e, names) => {
   return undefined;
 };
 
+// ---- Long Shot: boulevard/games/long_shot/describe.py -----------------------------------
+
+/** 1 → "1st", 2 → "2nd", 3 → "3rd", 4 → "4th", 11 → "11th". */
+function ordinal(n: number): string {
+  const suffix = n % 100 >= 10 && n % 100 <= 20 ? "th" : ({ 1: "st", 2: "nd", 3: "rd" } as Record<number, string>)[n % 10] ?? "th";
+  return `${n}${suffix}`;
+}
+
+const longShot: Describer = (type, e, names) => {
+  const who = (): string => at(names, e.seat);
+  switch (type) {
+    case "GameStarted": {
+      const transfers = e.transfers as { amount: number }[];
+      const each = transfers.length ? `; each gets $${transfers[0]!.amount}` : "";
+      return `${String(e.players)} players${each}`;
+    }
+    case "FeatureUsed":
+      return `${who()} collects $${String(e.amount)} from horse ${String(e.horse)}`;
+    case "RerollUsed":
+      return `${who()} re-rolls the ${String(e.die)} die`;
+    case "HorseMoved": {
+      const spaces = e.spaces as number;
+      if (spaces < 0) return `horse ${String(e.horse)} falls back ${-spaces} to ${String(e.position)}`;
+      return `horse ${String(e.horse)} runs ${spaces} to ${String(e.position)}`;
+    }
+    case "HorseFinished":
+      return `horse ${String(e.horse)} crosses the line ${ordinal(e.place as number)}`;
+    case "ZeroRolled": {
+      const owner = e.victim === null || e.victim === undefined ? "nobody" : at(names, e.victim);
+      return `${who()} rolls a 0 for horse ${String(e.horse)}: no horse moves (it belongs to ${owner})`;
+    }
+    case "RollResolved":
+      return `${who()} is done rolling`;
+    case "CardDrawn":
+      return `${who()} draws a card`;
+    case "CardPlayed": {
+      const horse = e.horse === null || e.horse === undefined ? "" : ` on horse ${String(e.horse)}`;
+      const target = e.target === null || e.target === undefined ? "" : ` against ${at(names, e.target)}`;
+      return `${who()} plays card ${String(e.card)}${horse}${target}`;
+    }
+    case "MoneyTaken":
+      return `${who()} takes $${String(e.amount)} from the bank`;
+    case "MoneyStolen":
+      return `${who()} takes $${String(e.amount)} from ${at(names, e.victim)}`;
+    case "StealStarted":
+      return `${who()} takes a random card from ${at(names, e.victim)}`;
+    case "HorseBought":
+      return `${who()} buys horse ${String(e.horse)} for $${String(e.price)}`;
+    case "BetPlaced":
+      return `${who()} bets $${String(e.amount)} on horse ${String(e.horse)}${e.free ? " (a free bet)" : ""}`;
+    case "CardsDiscarded":
+      return `${who()} discards cards ${(e.cards as number[]).join(", ")}`;
+    case "Passed":
+      return `${who()} passes`;
+    case "TurnEnded":
+      return `${who()} ends the turn; ${at(names, e.next)} is next`;
+    case "RaceEnded":
+      return `the race is over: ${(e.finish as number[]).map((horse, i) => `horse ${horse} ${ordinal(i + 1)}`).join(", ")}`;
+  }
+  return undefined;
+};
+
+// ---- Vegas Showdown: boulevard/games/vegas_showdown/describe.py -------------------------
+
+interface Placement {
+  tile: number;
+  col: number;
+  row: number;
+  rotation: number;
+}
+
+const track = (name: unknown): string => String(name).replace(/_/g, " ");
+const placed = (p: Placement): string => `tile ${p.tile} at column ${p.col}, row ${p.row}, turned ${p.rotation}`;
+
+function fameWords(fame: number[], names: readonly string[]): string {
+  const won = fame
+    .map((f, seat) => [f, seat] as const)
+    .filter(([f]) => f)
+    .map(([f, seat]) => `${at(names, seat)} +${f}`)
+    .join(", ");
+  return won ? `; fame ${won}` : "";
+}
+
+const vegasShowdown: Describer = (type, e, names) => {
+  const who = (): string => at(names, e.seat);
+  switch (type) {
+    case "GameStarted":
+      return `${String(e.players)} players on ${String(e.sheet)} sheets`;
+    case "PricesLowered": {
+      const gone = (e.removed as number[]).join(", ");
+      return "premier prices go down" + (gone ? `; tiles ${gone} leave the game` : "");
+    }
+    case "EventCardDrawn": {
+      const later = e.done ? "" : " (it waits until it can be carried out)";
+      return `event card ${track(e.card)}${later}${fameWords(e.fame as number[], names)}`;
+    }
+    case "EventCardDone":
+      return `event card ${track(e.card)} is carried out${fameWords(e.fame as number[], names)}`;
+    case "TileFlipped":
+      return `tile ${String(e.tile)} comes up on ${track(e.track)}, minimum bid $${String(e.minimum)}`;
+    case "IncomeCollected":
+      return "income is paid";
+    case "BidPlaced": {
+      const outbid = e.outbid === null || e.outbid === undefined ? "" : `, outbidding ${at(names, e.outbid)}`;
+      return `${who()} bids $${String(e.amount)} on ${track(e.track)}${outbid}`;
+    }
+    case "Renovated": {
+      const parts = [...(e.removed as number[]).map((t) => `removes tile ${t}`), ...(e.placed as Placement[]).map((p) => `places ${placed(p)}`)];
+      return `${who()} renovates` + (parts.length ? `: ${parts.join(", ")}` : ", changing nothing");
+    }
+    case "PublicityTaken": {
+      const p = e.placed as Placement | null | undefined;
+      return `${who()} takes publicity, fame +${String(e.fame)}${p ? ` and places ${placed(p)}` : ""}`;
+    }
+    case "TileBought":
+      return `${who()} buys tile ${String(e.tile)} of ${track(e.track)} for $${String(e.price)}`;
+    case "TilePlaced": {
+      const p = e.placement as Placement | null | undefined;
+      return p ? `${who()} places ${placed(p)}` : `${who()} places no tile`;
+    }
+    case "TurnEnded":
+      return `turn ${String(e.turn)} ends; ${at(names, e.button)} has the button`;
+    case "GameEnded": {
+      const scores = (e.scores as { seat: number; total: number }[]).map((s) => `${at(names, s.seat)} ${s.total}`).join(", ");
+      return `the game ends (${track(e.reason)}): fame ${scores}`;
+    }
+  }
+  return undefined;
+};
+
 const DESCRIBERS: Record<string, Describer | undefined> = {
   las_vegas: lasVegas,
+  long_shot: longShot,
   lords_of_vegas: lordsOfVegas,
+  vegas_showdown: vegasShowdown,
 };
