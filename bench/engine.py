@@ -631,9 +631,9 @@ async def bench_platform(engines: int = 1) -> AsyncIterator[BenchPlatform]:
     spreads the load generators' connections over them; OCC orders each game). Stopped on
     exit."""
     with tempfile.TemporaryDirectory() as tmp:
-        for name in ("MATCHMAKING", "ENGINE", "DICE", "LEDGER", "EMBEDDED_NATS"):
+        for name in ("MATCHMAKING", "ENGINE", "DICE", "LEDGER", "GATEWAY", "EMBEDDED_NATS"):
             os.environ[f"BOULEVARD_{name}_PORT"] = str(free_port())
-        for name in ("MATCHMAKING", "ENGINE", "DICE", "LEDGER"):
+        for name in ("MATCHMAKING", "ENGINE", "DICE", "LEDGER", "GATEWAY"):
             # Any free port: a `boulevard up` on this machine holds the default ones.
             os.environ[f"BOULEVARD_{name}_METRICS_PORT"] = "0"
         os.environ["BOULEVARD_LOG_LEVEL"] = "warning"

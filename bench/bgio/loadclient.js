@@ -118,14 +118,15 @@ async function main() {
   const used = process.cpuUsage(cpu);
   const finishedGames = tally.gamesFinished;
   const latencies = tally.latencies.slice();
-  console.log(JSON.stringify({
+  const result = JSON.stringify({
     latencies,
     games_finished: finishedGames,
     seconds: Number(process.hrtime.bigint() - start) / 1e9,
     cpu: (used.user + used.system) / 1e6,
     errors: tally.errors,
-  }));
-  process.exit(0);
+  });
+  // Exit once the line is written: a pipe's writes are asynchronous, exit() would cut it.
+  process.stdout.write(`${result}\n`, () => process.exit(0));
 }
 
 main().catch((err) => {
