@@ -22,7 +22,7 @@ from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy
-from nats.js.errors import APIError
+from nats.js.errors import APIError, NotFoundError
 
 EXPECTED_LAST_SEQ = "Nats-Expected-Last-Sequence"
 MSG_ID = "Nats-Msg-Id"
@@ -152,9 +152,16 @@ class LedgerLog:
         subject: str | None = None,
         from_seq: int = 1,
         until_seq: int | None = None,
+        last_on_subject: bool = False,
     ) -> None:
         """Feed stored LEDGER messages (subject, data, stream seq) in order to `on_message`,
-        from `from_seq` up to `until_seq` (default: the stream's last message now)."""
+        from `from_seq` up to `until_seq` (default: the stream's last message now).
+
+        The whole stream (no `subject`): every message of LEDGER is on `<prefix>.>`, so its
+        last one is waited for (`last_on_subject`), not a consumer's idea of what is left:
+        a rebuild from a lagging replica would miss the newest entries and then refuse a
+        seat's payment for want of the money they gave it. `last_on_subject`: the same for
+        a `subject` whose message `until_seq` is (replay_stream)."""
         await replay_stream(
             self._js,
             self.stream,
@@ -162,6 +169,7 @@ class LedgerLog:
             on_message,
             from_seq=from_seq,
             until_seq=until_seq,
+            last_on_subject=last_on_subject or subject is None,
         )
 
 
@@ -179,11 +187,12 @@ async def replay_stream(
     to `on_message`, from `from_seq` up to `until_seq` (default: the stream's last message
     now). An ordered push consumer: the fast way to read in nats-py (PERFORMANCE.md).
 
-    `last_on_subject`: `until_seq` is the last message on `subject` as the stream's leader
-    holds it, and the read waits for it. Otherwise the read also ends where the consumer
-    has nothing more pending; but the consumer may sit on any replica, and a replica may lag
-    the leader's acknowledged appends (docs/operations.md, "Network faults"), so a read
-    that must hold everything acknowledged asks the leader for its last message first."""
+    `last_on_subject`: `until_seq` is a message on `subject` as the stream's leader holds
+    it, and the read waits for it (unless the leader says it is gone). Otherwise the read
+    also ends where the consumer has nothing more pending; but the consumer may sit on any
+    replica, and a replica may lag the leader's acknowledged appends (docs/operations.md,
+    "Network faults"), so a read that must hold everything acknowledged names its last
+    message from the leader."""
     if until_seq is None:
         stream_info = await js.stream_info(stream)
         until_seq = int(stream_info.state.last_seq)
@@ -192,6 +201,22 @@ async def replay_stream(
         return
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
+    checks: set[asyncio.Task[None]] = set()
+
+    async def gone() -> None:
+        """Done if the leader holds no message `last` (deleted since it was named)."""
+        try:
+            await js.get_msg(stream, last)
+        except NotFoundError:
+            if not done.done():
+                done.set_result(None)
+        except Exception:  # the leader did not answer: keep waiting for the message
+            return
+
+    def check_gone() -> None:
+        task = loop.create_task(gone())
+        checks.add(task)
+        task.add_done_callback(checks.discard)
 
     async def handle(msg: Msg) -> None:
         if done.done():
@@ -206,6 +231,8 @@ async def replay_stream(
             return
         if seq >= last or (meta.num_pending == 0 and not last_on_subject):
             done.set_result(None)
+        elif meta.num_pending == 0:
+            check_gone()
 
     sub = await js.subscribe(
         subject,
@@ -225,8 +252,12 @@ async def replay_stream(
     try:
         info = await sub.consumer_info()
         delivered = info.delivered.consumer_seq if info.delivered else 0
-        if info.num_pending == 0 and not delivered and not last_on_subject:
-            return  # nothing matches from from_seq on
+        if info.num_pending == 0 and not delivered:
+            if not last_on_subject:
+                return  # nothing matches from from_seq on
+            check_gone()
         await done
     finally:
+        for task in checks:
+            task.cancel()
         await sub.unsubscribe()

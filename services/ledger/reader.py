@@ -149,7 +149,11 @@ class LedgerReader:
                 out.append(entry)
 
         subject = self.journal.entry_subject(game_id if game_id else "*")
-        await self.journal.replay(take, subject=subject, from_seq=first_ss, until_seq=last_ss)
+        # last_ss is the stream sequence of the game's last entry: waited for, whatever the
+        # consumer's replica has yet.
+        await self.journal.replay(
+            take, subject=subject, from_seq=first_ss, until_seq=last_ss, last_on_subject=True
+        )
         return out
 
     async def tree_head(self, req: ledger_pb2.GetTreeHeadRequest) -> ledger_pb2.GetTreeHeadResponse:

@@ -10,7 +10,12 @@ RUNS/<id>.pid):
       ├─ veth ── netns <PREFIX>-<id>-nats-0   10.213.<net>.10   nats-server
       ├─ veth ── netns <PREFIX>-<id>-nats-1   10.213.<net>.11   nats-server
       ├─ veth ── netns <PREFIX>-<id>-nats-2   10.213.<net>.12   nats-server
-      └─ veth ── netns <PREFIX>-<id>-svc      10.213.<net>.20   dice, ledger, engine
+      ├─ veth ── netns <PREFIX>-<id>-svc      10.213.<net>.20   the engine (and a tool's spare host)
+      ├─ veth ── netns <PREFIX>-<id>-dice     10.213.<net>.21   the dice service
+      └─ veth ── netns <PREFIX>-<id>-ledger   10.213.<net>.22   the ledger
+
+Each service on a host of its own, as each runs in its own pod, so a fault can cut one
+service off from one NATS node (`cut_client`).
 
 The NATS servers run deploy/nats/nats-cluster.conf as shipped, rendered the way
 tests/integration/deploy does it: only the file paths move (the TLS files of a temporary CA
@@ -144,7 +149,7 @@ class Host:
         self.name = name
         self.netns = f"{PREFIX}-{run}-{name}"
         self.address = address
-        self.link = f"{PREFIX}{run}{name[-1] if name.startswith('nats') else 's'}"
+        self.link = f"{PREFIX}{run}{name[-1] if name.startswith('nats') else name[0]}"
 
     def run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return sh("ip", "netns", "exec", self.netns, *argv, check=check)
@@ -238,7 +243,12 @@ class NetnsCluster:
         self.hosts = [
             Host(self.run, f"nats-{i}", f"{base}.{10 + i}", self.net) for i in range(NODES)
         ]
-        self.svc = Host(self.run, "svc", f"{base}.20", self.net)
+        self.svc = Host(self.run, "svc", f"{base}.20", self.net)  # the engine's
+        self.service_hosts = {
+            "engine": self.svc,
+            "dice": Host(self.run, "dice", f"{base}.21", self.net),
+            "ledger": Host(self.run, "ledger", f"{base}.22", self.net),
+        }
         self.identities_dir = folder / "identities"
         self.pki: Pki | None = None
         self.route_pki: Pki | None = None
@@ -262,7 +272,7 @@ class NetnsCluster:
             [f"{h.address} {h.name}.nats-headless {h.name}" for h in self.hosts]
             + [f"{h.address} nats" for h in self.hosts]
         )
-        for host in [*self.hosts, self.svc]:
+        for host in [*self.hosts, *self.service_hosts.values()]:
             sh("ip", "netns", "add", host.netns)
             etc = Path(f"/etc/netns/{host.netns}")
             etc.mkdir(parents=True, exist_ok=True)
@@ -351,12 +361,25 @@ class NetnsCluster:
             )
         self._nft(host, rules + "}\n")
 
+    def cut_client(self, host: Host, index: int) -> None:
+        """`host` (a service's) and node `index` no longer hear each other; the service
+        still reaches the other nodes, and the nodes each other."""
+        address = self.hosts[index].address
+        self._nft(host, (
+            "table inet bvnf_cut\ndelete table inet bvnf_cut\ntable inet bvnf_cut {\n"
+            f"  chain input {{ type filter hook input priority 0; ip saddr {address} drop; }}\n"
+            f"  chain output {{ type filter hook output priority 0; ip daddr {address} drop; }}\n"
+            "}\n"
+        ))  # fmt: skip
+
     def isolate(self, index: int) -> None:
         """Node `index` can reach nobody and nobody it: its link is down."""
         self.hosts[index].run("ip", "link", "set", "eth0", "down")
 
     def heal(self) -> None:
         """Every partition, cut and slow link undone."""
+        for host in self.service_hosts.values():
+            host.run("nft", "delete", "table", "inet", "bvnf_cut", check=False)
         for host in self.hosts:
             host.run("ip", "link", "set", "eth0", "up")
             host.run("nft", "delete", "table", "inet", "bvnf_cut", check=False)
