@@ -91,6 +91,8 @@ class Poster:
         self.unvouched: dict[int, JournalEntry] = {}
         self.refusing: tuple[int, str] | None = None
         self._games = JetStreamEventStore(nc, games_stream, games_prefix)
+        # The delivery sequence the consumer's next message must carry (None: not known).
+        self._next_delivery: int | None = None
 
     async def rebuild(self) -> None:
         """Throw the in-memory view away and read it back: from the latest checkpoint and
@@ -187,7 +189,7 @@ class Poster:
             asyncio.create_task(self._sign_periodically(), name="ledger-sign"),
         ]
 
-    async def _position_consumer(self) -> None:
+    async def _position_consumer(self, *, at_ack_floor: bool = False) -> None:
         """Bind to the durable GAMES consumer, first moving it back to its ack floor if a
         batch was left unacknowledged (a crash, or a failed publish).
 
@@ -205,12 +207,14 @@ class Poster:
         if info is not None:
             cfg = info.config
             if (
-                not info.num_ack_pending
+                not at_ack_floor
+                and not info.num_ack_pending
                 and cfg.ack_policy == AckPolicy.ALL
                 and cfg.max_ack_pending == self.fetch_batch
                 and cfg.filter_subject == f"{self.games_prefix}.>"
             ):
                 self._sub = await js.pull_subscribe_bind(durable=durable, stream=stream)
+                self._next_delivery = (info.delivered.consumer_seq if info.delivered else 0) + 1
                 return
             start = (info.ack_floor.stream_seq if info.ack_floor else 0) + 1
             log.info("repositioning the GAMES consumer at its ack floor", from_seq=start)
@@ -229,6 +233,7 @@ class Poster:
             ),
         )
         self._sub = await js.pull_subscribe_bind(durable=durable, stream=stream)
+        self._next_delivery = 1  # a new consumer counts its deliveries from 1
 
     async def stop(self) -> None:
         self._stopping = True
@@ -258,8 +263,33 @@ class Poster:
                 continue
             await self.process(msgs)
 
+    def _delivery_gap(self, msgs: list[Msg]) -> tuple[int, int] | None:
+        """(expected, got) when the batch's delivery sequences do not follow on from the
+        last batch's, one by one: deliveries lost in transit (a pull answered while the
+        connection was down, or by a consumer leader that then failed over). Posting on
+        past them would post a seat's payment before the money it was paid (refused as an
+        overdraft), and AckPolicy.ALL would then acknowledge the lost ones unread."""
+        expected = self._next_delivery
+        for m in msgs:
+            got = m.metadata.sequence.consumer
+            if expected is not None and got != expected:
+                return expected, got
+            expected = got + 1
+        return None
+
     async def process(self, msgs: list[Msg]) -> None:
-        """Post one batch of GAMES messages; ack them once their entries are durable."""
+        """Post one batch of GAMES messages; ack them once their entries are durable. A
+        batch that does not follow on from the last one is not posted: the consumer starts
+        again at its ack floor, so every message comes again in order."""
+        gap = self._delivery_gap(msgs)
+        if gap is not None:
+            log.warning("GAMES deliveries lost in transit; reading again from the ack floor",
+                        expected=gap[0], got=gap[1])  # fmt: skip
+            async with self.book.lock:
+                await self._reposition()
+            return
+        if msgs:
+            self._next_delivery = msgs[-1].metadata.sequence.consumer + 1
         async with self.book.lock:
             try:
                 await self._post_locked(msgs)
@@ -275,6 +305,21 @@ class Poster:
         # consumer's state is written once, not once per message).
         if msgs:
             await msgs[-1].ack()
+
+    async def _reposition(self) -> None:
+        """Under the lock: the GAMES consumer made anew at its ack floor, retrying until
+        NATS answers."""
+        while True:
+            try:
+                with contextlib.suppress(Exception):
+                    await self._sub.unsubscribe()
+                await self._position_consumer(at_ack_floor=True)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.error("repositioning the GAMES consumer failed; retrying", error=str(exc))
+                await asyncio.sleep(0.5)
 
     async def _recover(self) -> None:
         """Under the lock: rebuild from LEDGER and restart GAMES at its ack floor, retrying

@@ -88,6 +88,38 @@ async def test_redelivered_messages_post_nothing_new(
         assert await entry_messages(nc) == money_events(envelopes)
 
 
+async def test_deliveries_lost_in_transit_are_read_again_in_order(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Messages the consumer delivered that never reached the ledger (a pull answered
+    while the connection was down: seen under network faults, docs/operations.md) are not
+    skipped: the next batch's delivery sequence does not follow on, so the ledger reads
+    again from the ack floor instead of posting past them (AckPolicy.ALL would have
+    acknowledged them unread, and a later payment been refused as an overdraft)."""
+    from nats.js.client import JetStreamContext
+
+    envelopes, expected = synthetic_games(games=4, events_per_game=30, seed=3)
+    await publish_envelopes(nc, envelopes)
+    real_fetch = JetStreamContext.PullSubscription.fetch
+    dropped = 0
+
+    async def lossy_fetch(self: JetStreamContext.PullSubscription, *args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal dropped
+        msgs = await real_fetch(self, *args, **kwargs)
+        if dropped == 0 and len(msgs) > 3:  # once: the first three of a batch are lost
+            dropped = 3
+            return msgs[3:]
+        return msgs
+
+    monkeypatch.setattr(JetStreamContext.PullSubscription, "fetch", lossy_fetch)
+    settings = ledger_settings(nats_server.url, tmp_path, ledger_fetch_batch=16)
+    async with running_ledger(settings) as service:
+        await check_ledger(nc, service.address, envelopes, expected)
+        assert dropped == 3
+        assert await entry_messages(nc) == money_events(envelopes)
+        assert await rejected_messages(nc) == 0
+
+
 async def test_replaying_games_from_the_start_posts_nothing_new(
     nats_server: NatsHandle, nc: NATS, tmp_path: Path
 ) -> None:
