@@ -85,6 +85,11 @@ async def connect_nats(
         max_reconnect_attempts=-1,
         reconnect_time_wait=0.5,
         connect_timeout=5,
+        # A server that vanished without a TCP reset (its link down, its host frozen) is
+        # noticed after 3 unanswered pings: 30 s, not nats-py's 2 x 120 s, during which
+        # every request of the service times out (docs/operations.md, "Network faults").
+        ping_interval=10,
+        max_outstanding_pings=3,
         # Bounded here, inside nats-py, which then cleans up after itself: cancelling a
         # drain from outside leaves its gathered futures unretrieved (a traceback on stop).
         drain_timeout=max(settings.shutdown_grace_seconds, 0.1),
