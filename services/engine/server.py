@@ -7,6 +7,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any, TypeAlias
 
 import grpc
@@ -161,8 +162,11 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         verifier: TokenVerifier,
         max_spectator_streams: int = 2000,
         max_streams_per_seat: int = 4,
+        key_history_file: Path | None = None,
     ) -> None:
         self.engine = engine
+        # The platform's published key history, served as the operator last wrote it.
+        self.key_history_file = key_history_file
         self.store = store
         self.index = games_index
         self.verifier = verifier
@@ -374,7 +378,22 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         self, request: engine_pb2.GetEngineKeyRequest, context: Context
     ) -> engine_pb2.GetEngineKeyResponse:
         key = self.engine.receipt_key
-        return engine_pb2.GetEngineKeyResponse(public_key=key.public_hex, key_id=key.key_id)
+        return engine_pb2.GetEngineKeyResponse(
+            public_key=key.public_hex,
+            key_id=key.key_id,
+            key_history=await asyncio.to_thread(self._key_history),
+        )
+
+    def _key_history(self) -> str:
+        """The history file as written (read on each call: `boulevard keys history` may
+        extend it while the engine runs); "" when none is published. Served unchecked: the
+        auditor verifies it and compares it with the one it pinned."""
+        if self.key_history_file is None:
+            return ""
+        try:
+            return self.key_history_file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return ""
 
     async def WatchGame(
         self, request: engine_pb2.WatchGameRequest, context: Context

@@ -50,7 +50,7 @@ from boulevard.audit.game_log import (
     GameAuditReport,
     audit_game_log,
 )
-from boulevard.audit.keys import KeyHistory, untrusted
+from boulevard.audit.keys import HistoryRewritten, KeyHistory, trusted_history, untrusted
 from boulevard.audit.signing import Receipt
 from boulevard.cli import audit_ledger, output
 from boulevard.cli.audit_dice import EXIT_ERROR, EXIT_FAIL, EXIT_PASS
@@ -97,11 +97,23 @@ def load_trust(path: Path) -> KeyHistory:
 
 
 def check_trusted(trust: KeyHistory | None, role: str, public_key: bytes) -> None:
-    """EvidenceFailed when a pinned history lacks the key a service presents."""
+    """EvidenceFailed when the trusted key history lacks the key a service presents."""
     if trust is not None:
         problem = untrusted(trust, role, public_key.hex())
         if problem:
             raise EvidenceFailed(problem)
+
+
+def keys_to_trust(pinned: KeyHistory | None, served: str) -> KeyHistory | None:
+    """The key history the audit holds the services' keys to: the platform's served one
+    (GetEngineKeyResponse.key_history) as far as it extends the auditor's pinned one (see
+    `trusted_history`); EvidenceFailed when it does not, or is no key history at all."""
+    try:
+        return trusted_history(pinned, KeyHistory.loads(served) if served else None)
+    except HistoryRewritten as err:
+        raise EvidenceFailed(str(err)) from None
+    except (ValueError, KeyError, TypeError) as err:
+        raise EvidenceFailed(f"the platform's key history is not one: {err!r}") from None
 
 
 def load_evidence(path: Path) -> list[Evidence]:
@@ -275,18 +287,20 @@ async def audit_one(
 ) -> GameAuditReport:
     """Fetch everything public about one game and audit it; raises GameAuditFailed, or
     EvidenceFailed when a head in the players' `evidence` is not what is served, or a key
-    a service presents is not in the pinned key history `trust`.
+    a service presents is not in the key history: the platform's served one (which must
+    extend the pinned one, `trust`, when given), else `trust`. Receipts signed with an
+    earlier engine key of that history verify under it.
     `listed_finished`: the caller found the game among the finished ones (audit all), so
     its log must show its end, whatever GetGameLog says."""
     evidence = [e for e in evidence if e.game_id == game_id]
     async with tls.channel(addresses.engine) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         log, redacted, finished = await fetch_log(stub, game_id, timeout)
-        if engine_key_hex:
-            engine_key = bytes.fromhex(engine_key_hex)
-        else:
-            key = await stub.GetEngineKey(engine_pb2.GetEngineKeyRequest(), timeout=timeout)
-            engine_key = bytes.fromhex(key.public_key)
+        key = await stub.GetEngineKey(engine_pb2.GetEngineKeyRequest(), timeout=timeout)
+        engine_key = bytes.fromhex(engine_key_hex or key.public_key)
+    # From here on `trust` is the served history where it extends the pinned one: keys
+    # rotated in after the pin (each signed by the one before) are followed.
+    trust = keys_to_trust(trust, key.key_history)
     check_trusted(trust, "engine", engine_key)
     dice, commitment, opening = (
         await fetch_dice(addresses.dice, game_id, timeout) if addresses.dice else (None, None, None)
@@ -319,6 +333,7 @@ async def audit_one(
         dice_opening=opening,
         evidence=evidence,
         bot_keys=trust.keys("bots") if trust is not None else (),
+        engine_keys=[bytes.fromhex(k) for k in trust.keys("engine")] if trust else (),
     )
     report.ledger_seqs = seqs
     if addresses.ledger:

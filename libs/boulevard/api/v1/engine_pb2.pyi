@@ -800,19 +800,28 @@ class GetEngineKeyResponse(_message.Message):
 
     PUBLIC_KEY_FIELD_NUMBER: _builtins.int
     KEY_ID_FIELD_NUMBER: _builtins.int
+    KEY_HISTORY_FIELD_NUMBER: _builtins.int
     public_key: _builtins.str
     """lowercase hex of the raw 32-byte Ed25519 public key"""
     key_id: _builtins.str
     """hex SHA-256 of the raw public key"""
+    key_history: _builtins.str
+    """The platform's key history as its operator published it (docs/auditing.md, "Pinned
+    keys"): the JSON document `boulevard keys history` writes, every role's keys in order,
+    each signed by the one before it; "" when none is published. Receipts signed by an
+    earlier engine key verify under the key of the history their key_id names; an auditor
+    keeps the history and accepts a later one only if it extends what was kept.
+    """
     def __init__(
         self,
         *,
         public_key: _builtins.str = ...,
         key_id: _builtins.str = ...,
+        key_history: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["key_id", b"key_id", "public_key", b"public_key"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key_history", b"key_history", "key_id", b"key_id", "public_key", b"public_key"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -174,7 +174,8 @@ def audit_game(
         typer.Option(
             "--trust",
             metavar="FILE",
-            help="a key history you keep (boulevard keys history): fail on any key not in it",
+            help="a key history you keep (boulevard keys pin): fail on any key not in it, or a "
+            "served history that rewrites it",
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
@@ -250,7 +251,8 @@ def audit_all(
         typer.Option(
             "--trust",
             metavar="FILE",
-            help="a key history you keep (boulevard keys history): fail on any key not in it",
+            help="a key history you keep (boulevard keys pin): fail on any key not in it, or a "
+            "served history that rewrites it",
         ),
     ] = None,
     html: HtmlOption = None,
