@@ -120,3 +120,24 @@ async def restore(server: NatsHandle, game_id: str, log: Sequence[bytes]) -> Non
             last = ack.seq
     finally:
         await nc.close()
+
+
+async def copy_stream(source: NatsHandle, target: NatsHandle, stream: str, identity: str) -> int:
+    """Every message of `stream` on `source`, in order, published to the same stream on
+    `target` (made by its service) with `identity` and the messages' own headers but the
+    expected-sequence check: the records of a restored backup, at the same sequences when
+    `target`'s stream starts empty. Returns how many."""
+    reader, writer = await source.connect(), await target.connect(identity)
+    try:
+        js = reader.jetstream()
+        last = (await js.stream_info(stream)).state.last_seq
+        for seq in range(1, last + 1):
+            msg = await js.get_msg(stream, seq)
+            headers = {
+                k: v for k, v in (msg.headers or {}).items() if not k.startswith("Nats-Expected")
+            }
+            await writer.jetstream().publish(msg.subject, msg.data or b"", headers=headers)
+        return last
+    finally:
+        await reader.close()
+        await writer.close()
