@@ -6,11 +6,13 @@ An evidence file is one seat's record of a game, as JSON:
 
     {"game_id": …, "seat": n,
      "accepted": [{"kind": "action", "idempotency_key": k, "receipt": {…}},
-                  {"kind": "reveal", "client_seed": s, "receipt": {…}}, …],
+                  {"kind": "reveal", "client_seed": s, "receipt": {…}},
+                  {"kind": "reclaim", "expected_version": v, "receipt": {…}}, …],
      "dice_heads": [hex of a DiceTreeHead, …], "ledger_heads": [hex of a SignedTreeHead, …]}
 
 Each entry of `accepted` is a call the engine answered with its signed receipt: the seat's
-command with that idempotency key, or its client seed, was in the log by the receipt's
+command with that idempotency key, its client seed, or its reclaim of the seat from the
+platform's bot (ReclaimSeat, signed for that version), was in the log by the receipt's
 version. The heads are the dice log's and the ledger's signed heads the client saw while
 playing. With the operator holding every service key, these are what it cannot re-sign:
 
@@ -35,35 +37,40 @@ from boulevard.audit.signing import Receipt
 
 ACTION = "action"
 REVEAL = "reveal"
+RECLAIM = "reclaim"
 
 
 @dataclass(frozen=True, slots=True)
 class Accepted:
     """One call the engine accepted for the seat, with the receipt it answered."""
 
-    kind: str  # ACTION or REVEAL
+    kind: str  # ACTION, REVEAL or RECLAIM
     receipt: Receipt
     idempotency_key: str = ""  # ACTION: the command's key
     client_seed: str = ""  # REVEAL: the seed revealed
+    expected_version: int = 0  # RECLAIM: the version the seat signed its reclaim for
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": self.kind, "receipt": self.receipt.to_json()}
         if self.kind == ACTION:
             data["idempotency_key"] = self.idempotency_key
-        else:
+        elif self.kind == REVEAL:
             data["client_seed"] = self.client_seed
+        else:
+            data["expected_version"] = self.expected_version
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Accepted:
         kind = str(data["kind"])
-        if kind not in (ACTION, REVEAL):
+        if kind not in (ACTION, REVEAL, RECLAIM):
             raise ValueError(f"unknown kind of accepted call {kind!r}")
         return cls(
             kind,
             Receipt.from_json(data["receipt"]),
             idempotency_key=str(data.get("idempotency_key", "")),
             client_seed=str(data.get("client_seed", "")),
+            expected_version=int(data.get("expected_version", 0)),
         )
 
 
@@ -164,6 +171,14 @@ def contradiction(evidence: Evidence, log: Sequence[bytes]) -> tuple[int, str] |
                 f"{a.idempotency_key!r} was accepted by version {r.version}, but the log "
                 "holds no such command"
             )
+        if a.kind == RECLAIM and not any(
+            _reclaims(e, evidence.seat, a.expected_version) for e in upto
+        ):
+            return r.version, (
+                f"the engine signed that seat {evidence.seat} took its seat back (signed for "
+                f"version {a.expected_version}) by version {r.version}, but the log holds no "
+                "such reclaim: the platform's bot kept playing it"
+            )
     return None
 
 
@@ -187,3 +202,10 @@ def _accepts(env: events_pb2.EventEnvelope, seat: int, key: str) -> bool:
         return False
     p = _payload(env)
     return p.get("seat") == seat and p.get("idempotency_key") == key
+
+
+def _reclaims(env: events_pb2.EventEnvelope, seat: int, expected_version: int) -> bool:
+    if env.type != "SeatReclaimed":
+        return False
+    p = _payload(env)
+    return p.get("seat") == seat and p.get("expected_version") == expected_version
