@@ -107,6 +107,7 @@ class SeatBinding:
     player_id: str
     bot: bool
     public_key: str
+    seed_commitment: str = ""  # hex SHA-256 of the seat's client seed; "" for none
 
 
 @dataclass
@@ -565,9 +566,21 @@ class _Audit:
         if match_id is not None and created.match_id != match_id:
             raise GameAuditFailed(1, f"GameCreated names match {created.match_id!r}")
         if match_seats is not None:
-            seated = [SeatBinding(s.seat, s.player_id, s.bot, s.public_key) for s in created.seats]
-            if seated != sorted(match_seats, key=lambda s: s.seat):
-                raise GameAuditFailed(1, f"seats {seated} are not the match's {list(match_seats)}")
+            seated = [
+                SeatBinding(s.seat, s.player_id, s.bot, s.public_key, s.seed_commitment)
+                for s in created.seats
+            ]
+            matched = sorted(match_seats, key=lambda s: s.seat)
+            if seated != matched:
+                differ = next(
+                    (
+                        f"seat {a.seat}: {a} where the match has {b}"
+                        for a, b in zip(seated, matched, strict=False)
+                        if a != b
+                    ),
+                    f"{len(seated)} seats where the match has {len(matched)}",
+                )
+                raise GameAuditFailed(1, f"the seats are not the match's: {differ}")
         self.state = game.initial_state()
         try:
             self.expected = deque(game.new_game(created.config))
