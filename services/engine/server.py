@@ -13,7 +13,8 @@ from typing import Any, TypeAlias
 import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
-from boulevard.audit.signing import chain_hash
+from boulevard.audit.evidence import receipt_to_pb
+from boulevard.audit.signing import Receipt, chain_hash
 from boulevard.contract import mapping
 from boulevard.contract.clocks import (
     seat_clocks_to_proto,
@@ -596,6 +597,8 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                     pass
                 elif absent and not before[2]:
                     update.kind = engine_pb2.PLAYER_EVENT_KIND_TIMED_OUT
+                    # Signed like a move's answer: the seat keeps it as evidence.
+                    update.receipt.CopyFrom(await self._receipt_now(game_id))
                 elif update.your_turn and not before[1]:
                     update.kind = engine_pb2.PLAYER_EVENT_KIND_YOUR_TURN
                 else:
@@ -604,6 +607,18 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                 seen[game_id] = (update.kind, update.your_turn, absent)
                 yield update
             await asyncio.sleep(PLAYER_POLL_SECONDS)
+
+    async def _receipt_now(self, game_id: str) -> engine_pb2.Receipt:
+        """The engine's signed, timed receipt for the game's log as it stands: its version,
+        chain head and the time of the envelope there."""
+        session = await self.engine.load(game_id)
+        version, head = session.version, session.head_hash
+        at = session.recent.get(version)
+        if at is None:
+            (stored, *_) = await self.store.read(game_id, version)
+            at = events_pb2.EventEnvelope.FromString(stored.data)
+        signed = Receipt.sign(self.engine.receipt_key, game_id, version, head, int(at.time_unix_ms))
+        return receipt_to_pb(signed)
 
     async def _player_update(
         self, game_id: str, player_id: str

@@ -160,12 +160,16 @@ def check_against_bots(result: dict[str, object], player: str) -> None:
 
 def audited_with_evidence(up: Up, game_id: str, evidence: Path) -> None:
     """The seat's evidence file — its reveal's and moves' receipts, the dice log's and the
-    ledger's heads — checks out with the game's audit."""
+    ledger's heads — checks out with the game's audit, and so do its seats against the
+    match the matchmaker formed (a bot's among them)."""
     kept = json.loads(evidence.read_text())
     kinds = [a["kind"] for a in kept["accepted"]]
     assert kinds[0] == "reveal" and kinds.count("reveal") == 1 and "action" in kinds, kinds
     assert kept["dice_heads"] and kept["ledger_heads"], kept
-    done = up.cli("audit", "game", game_id, "--evidence", str(evidence), timeout=90)
+    done = up.cli(
+        "audit", "game", game_id, "--evidence", str(evidence),
+        "--matchmaking", address(up.env, "matchmaking"), timeout=90,
+    )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "receipts agree" in done.stdout, done.stdout
 

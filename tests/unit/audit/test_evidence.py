@@ -8,7 +8,15 @@ import asyncio
 import json
 from typing import Any
 
-from boulevard.audit.evidence import ACTION, RECLAIM, REVEAL, Accepted, Evidence, receipt_from_pb
+from boulevard.audit.evidence import (
+    ACTION,
+    RECLAIM,
+    REVEAL,
+    TIMEOUT,
+    Accepted,
+    Evidence,
+    receipt_from_pb,
+)
 from boulevard.audit.game_log import audit_game_log
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash
 from boulevard.platform.auth import verify_token
@@ -157,3 +165,20 @@ def test_a_reclaim_the_engine_signed_for_must_be_in_the_log() -> None:
     fails_at(
         dropped, at - 1, "holds no such reclaim", engine_key=ENGINE.public_key, evidence=[lost]
     )
+
+
+def test_a_timeout_the_engine_signed_for_must_be_in_the_log() -> None:
+    """The player stream answers a seat's timeout with a receipt (kind timeout); a log
+    rewritten without that timeout (the seat's time never ran out, so a stand-in move was
+    never the platform's to play) contradicts it."""
+    from tests.unit.audit.test_clocks import REAL_TIME, stalled
+
+    game, seat = stalled(REAL_TIME)
+    game.time_out(seat, game.deadline(seat))
+    log = game.log()
+    gid, at = game_id_of(log), game.version
+    kept = Evidence(gid, seat, [Accepted(TIMEOUT, receipt_at(log, at))])
+    assert Evidence.loads(kept.dumps()) == kept
+    assert audit_game_log(gid, log, engine_key=ENGINE.public_key, evidence=[kept]).receipts == 1
+    other = Evidence(gid, (seat + 1) % 3, [Accepted(TIMEOUT, receipt_at(log, at))])
+    fails_at(log, at, "holds no such timeout", engine_key=ENGINE.public_key, evidence=[other])
