@@ -4,9 +4,10 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 BUF     := tools/buf/node_modules/.bin/buf
+BGIO    := bench/bgio/node_modules/boardgame.io/package.json
 
 .DEFAULT_GOAL := help
-.PHONY: help setup proto proto-check web nats-config run test test-unit test-integration explore lint format bench clean
+.PHONY: help setup proto proto-check web nats-config run test test-unit test-integration explore lint format bench bench-bgio clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -21,6 +22,11 @@ $(STAMP): pyproject.toml
 $(BUF): tools/buf/package.json tools/buf/package-lock.json
 	npm ci --prefix tools/buf --no-audit --no-fund --silent
 	touch $(BUF)
+
+# boardgame.io for the side-by-side bench (bench/bgio.py), pinned by the committed lock file.
+$(BGIO): bench/bgio/package.json bench/bgio/package-lock.json
+	npm ci --prefix bench/bgio --no-audit --no-fund --silent
+	touch $(BGIO)
 
 setup: $(STAMP) ## create .venv and install Boulevard with its dev tools
 
@@ -60,8 +66,11 @@ format: $(STAMP) ## apply ruff's formatting and safe fixes
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-bench: $(STAMP) ## run every benchmark under bench/ and print its figures
+bench: $(STAMP) $(BGIO) ## run every benchmark under bench/ and print its figures
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+bench-bgio: $(STAMP) $(BGIO) ## boardgame.io 0.50.2 beside Boulevard, both playing Las Vegas, one run
+	$(BIN)/python bench/bgio.py
 
 clean: ## remove the venv, caches and local data
 	rm -rf $(VENV) .data .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info

@@ -3,31 +3,37 @@ in the same run (issue 17's aims, each printed with its raw denominator).
 
 Starts a nats-server (sync always, as shipped), the four services as processes and a bare
 gRPC no-op server process, then:
-1. SubmitAction with 1, 10 and 100 Lords of Vegas games at once, and the raw gRPC unary
+1. SubmitAction with 1, 10 and 100 games at once (`--game`, any of the four: Lords of Vegas
+   by default; 4 seats each), and the raw gRPC unary
    no-op (a health Check) with the SAME number of calls in flight: rate, ratio, p50/p99.
    The load is generated in other processes (multiprocessing), never in the servers'; each
    seat of each game watches its game with its own token (WatchGame, one message per burst
    as the bots do; `--watch events` for one per event) and submits a random legal action
    from the update's legal_actions: one unary call per move.
-2. The CPU each side used over each run, from /proc/<pid>/stat (engine, dice, nats-server,
-   the no-op server) and the load generators' own counters: cores used, engine CPU per
-   action, the no-op server's CPU per call, and the game's own decide + evolve time per
+2. The CPU each side used over each run, from /proc/<pid>/stat (engine, dice, ledger,
+   matchmaking, nats-server, the no-op server) and the load generators' own counters: cores
+   used, engine CPU per action, all servers' CPU per action, the no-op server's CPU per
+   call, and the game's own decide + evolve time per
    action measured in this process — aim: engine CPU/action <= 2 x (no-op CPU/call +
    decide + evolve).
 3. What signing costs per action (docs/auditing.md) beside one action's time.
-4. Cold rebuild of a game of over 1,000 events (a trade-heavy Lords of Vegas game played
+4. Cold rebuild of a game of over 1,000 events (a trade-heavy Lords of Vegas game, whatever
+   `--game` says, played
    in-process on the platform's real JetStream GAMES stream), measured, with and without
-   its snapshot; and a game played to the end by bots through the engine, read through
+   its snapshot; and a game of `--game` played to the end by bots through the engine, read through
    WatchGame one event per message and in bursts (what `boulevard audit` reads).
 The machine's load average is printed at the start and at the end: the figures are only as
 good as the machine was quiet.
-Usage: python bench/engine.py [--quick] [--procs N] [--engines N] [--watch bursts|events]
+Usage: python bench/engine.py [--quick] [--game NAME] [--procs N] [--engines N]
+                              [--watch bursts|events]
+bench/bgio.py measures boardgame.io beside it, playing Las Vegas (`make bench-bgio`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import multiprocessing
 import os
 import random
@@ -37,6 +43,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +61,7 @@ from boulevard.cli.up import demo_operator_token, start_platform
 from boulevard.contract.mapping import command_to_action
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.fairness import client_seed_commitment
-from boulevard.games import get_game
+from boulevard.games import REGISTRY, get_game
 from boulevard.games.base import GameConfig
 from boulevard.games.lords_of_vegas.types import ProposeTrade, RejectTrade
 from boulevard.games.playout import resolve_locally
@@ -101,13 +109,15 @@ def percentile(sorted_values: list[float], p: float) -> float:
 # --- the load generator (runs in its own processes) ------------------------------------------
 
 
-async def create_game(stub: Any, operator: str, players: int = 4) -> engine_pb2.CreateGameResponse:
-    """A game whose seats committed to seeds and revealed them (the blind opening)."""
+async def create_game(
+    stub: Any, operator: str, game: str = "lords_of_vegas", players: int = 4
+) -> engine_pb2.CreateGameResponse:
+    """A game of `game` whose seats committed to seeds and revealed them (the blind opening)."""
     seeds = [f"bench-seed-{uuid.uuid4().hex}" for _ in range(players)]
     created: engine_pb2.CreateGameResponse = await stub.CreateGame(
         engine_pb2.CreateGameRequest(
             request_id=uuid.uuid4().hex,
-            game="lords_of_vegas",
+            game=game,
             seats=[
                 engine_pb2.SeatAssignment(
                     seat=i,
@@ -206,6 +216,7 @@ async def play_seat(
 async def play_games(
     stub: engine_pb2_grpc.EngineServiceStub,
     operator: str,
+    game: str,
     first: engine_pb2.CreateGameResponse,
     rng: random.Random,
     tally: Tally,
@@ -220,7 +231,7 @@ async def play_games(
             )
         )
         tally.games_finished += 1
-        created = await create_game(stub, operator)
+        created = await create_game(stub, operator, game)
 
 
 async def _loadgen(
@@ -232,8 +243,9 @@ async def _loadgen(
     seed: int,
     ready: Any,
     go: Any,
+    game: str,
 ) -> dict[str, Any]:
-    """`count` games (kind "engine") or `count` calls in flight (kind "noop"), driven for
+    """`count` games of `game` (kind "engine") or `count` calls in flight (kind "noop"), driven for
     `seconds` once `go` is set; what happened, and this process's CPU over that time. The
     games' streams are open and caught up before the measured time starts."""
     tally = Tally()
@@ -254,10 +266,10 @@ async def _loadgen(
             tasks = [asyncio.create_task(caller()) for _ in range(count)]
         else:
             stub = engine_pb2_grpc.EngineServiceStub(channel)
-            tables = [await create_game(stub, operator) for _ in range(count)]
+            tables = [await create_game(stub, operator, game) for _ in range(count)]
             tasks = [
                 asyncio.create_task(
-                    play_games(stub, operator, t, random.Random(seed * 1000 + i), tally)
+                    play_games(stub, operator, game, t, random.Random(seed * 1000 + i), tally)
                 )
                 for i, t in enumerate(tables)
             ]
@@ -297,9 +309,12 @@ def loadgen(
     ready: Any,
     go: Any,
     results: Any,
+    game: str,
 ) -> None:
     try:
-        results.put(asyncio.run(_loadgen(kind, address, operator, count, seconds, seed, ready, go)))
+        results.put(
+            asyncio.run(_loadgen(kind, address, operator, count, seconds, seed, ready, go, game))
+        )
     except BaseException as exc:
         ready.put(-1)
         results.put({"error": repr(exc)})
@@ -314,9 +329,11 @@ def measure(
     seconds: float,
     procs: int,
     watched: dict[str, list[int]],
+    game: str = "lords_of_vegas",
 ) -> dict[str, Any]:
-    """Run `count` (games or calls in flight) split over load-generator processes; the
-    servers' CPU (by pid) over the measured time."""
+    """Run `count` (games of `game`, or calls in flight) split over load-generator
+    processes; the servers' CPU (by pid) over the measured time, and the machine's 1-minute
+    load average at its end."""
     ctx = multiprocessing.get_context("spawn")
     ready, results = ctx.Queue(), ctx.Queue()
     go = ctx.Event()
@@ -325,7 +342,7 @@ def measure(
     workers = [
         ctx.Process(
             target=loadgen,
-            args=(kind, address, operator, n, seconds, i + 1, ready, go, results),
+            args=(kind, address, operator, n, seconds, i + 1, ready, go, results, game),
             daemon=True,
         )
         for i, n in enumerate(shares)
@@ -362,18 +379,22 @@ def measure(
         "client_cores": sum(out["cpu"] for out in outs) / window,
         "server_cpu": {name: after[name] - before[name] for name in watched},
         "wall": t.seconds,
+        "load": os.getloadavg()[0],
     }
 
 
 # --- in-process measurements -------------------------------------------------------------------
 
 
-def rules_cost(games: int, seed: int = 7) -> tuple[float, float, int]:
+def rules_cost(
+    games: int, name: str = "lords_of_vegas", seed: int = 7, max_commands: int = 3000
+) -> tuple[float, float, int]:
     """The game's own work per action, in this process: seconds of decide + evolve per
     command (the chance it causes folded too), and of legal_commands per action for one
     seat (what the engine computes for each seat after each version), over random 4-seat
-    Lords of Vegas games; and how many commands were timed."""
-    game = get_game("lords_of_vegas")
+    games of `name` (each cut at `max_commands`: random play need not end); and how many
+    commands were timed."""
+    game = get_game(name)
     rng = random.Random(seed)
     rules_time = legal_time = 0.0
     commands = 0
@@ -381,7 +402,8 @@ def rules_cost(games: int, seed: int = 7) -> tuple[float, float, int]:
         state = game.initial_state()
         for event in game.new_game(GameConfig(4, ())):
             state = game.evolve(state, event)
-        while not game.outcome(state).finished:
+        played = 0
+        while not game.outcome(state).finished and played < max_commands:
             request = game.chance(state)
             if request is not None:
                 resolved = resolve_locally(request, rng)
@@ -399,6 +421,7 @@ def rules_cost(games: int, seed: int = 7) -> tuple[float, float, int]:
                 state = game.evolve(state, event)
             rules_time += time.perf_counter() - start
             commands += 1
+            played += 1
     return rules_time / commands, legal_time / commands / 4, commands
 
 
@@ -516,17 +539,17 @@ async def rebuild(
     return version, times["cold"], times["snapshot"]
 
 
-async def read_through_watch(address: str, operator: str) -> tuple[int, float, float]:
-    """A Lords of Vegas game played to the end through the engine by four bots; then the
+async def read_through_watch(
+    address: str, operator: str, game: str = "lords_of_vegas"
+) -> tuple[int, float, float]:
+    """A game of `game` played to the end through the engine by four bots; then the
     median of 3 spectator reads of it, every event from version 0: one event per message,
     then in bursts. Its events and the two times."""
     times = []
     async with grpc.aio.insecure_channel(address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
-        created = await create_game(stub, operator)
-        await play_game(
-            channel, created.game_id, "lords_of_vegas", list(created.player_tokens), KEYS, seed=7
-        )
+        created = await create_game(stub, operator, game)
+        await play_game(channel, created.game_id, game, list(created.player_tokens), KEYS, seed=7)
         game_id = created.game_id
         events = (await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id))).version
         for bursts in (False, True):
@@ -586,13 +609,31 @@ async def raw_jetstream(server: Any, n: int, in_flight: int) -> float:
     return rate(sent, t.seconds)
 
 
-async def main(quick: bool, procs: int, engines: int) -> None:
-    seconds = 6.0 if quick else 20.0
-    print(f"load average at start: {loadavg()}")
+@dataclass
+class BenchPlatform:
+    """The platform a bench drives: nats-server (synced, as shipped) and the four services
+    as processes, an operator token, and the pids whose CPU the bench reads."""
+
+    platform: Any
+    addresses: dict[str, str]
+    operator: str
+    servers: dict[str, list[int]]  # name -> pids: engine (all replicas), dice, ledger, ...
+
+    @property
+    def engine(self) -> str:
+        return self.addresses["engine"]
+
+
+@contextlib.asynccontextmanager
+async def bench_platform(engines: int = 1) -> AsyncIterator[BenchPlatform]:
+    """Start the whole platform in a temporary directory, on free ports, logging warnings
+    only; `engines` engine processes on the one port (grpc sets SO_REUSEPORT: the kernel
+    spreads the load generators' connections over them; OCC orders each game). Stopped on
+    exit."""
     with tempfile.TemporaryDirectory() as tmp:
-        for name in ("MATCHMAKING", "ENGINE", "DICE", "LEDGER", "EMBEDDED_NATS"):
+        for name in ("MATCHMAKING", "ENGINE", "DICE", "LEDGER", "GATEWAY", "EMBEDDED_NATS"):
             os.environ[f"BOULEVARD_{name}_PORT"] = str(free_port())
-        for name in ("MATCHMAKING", "ENGINE", "DICE", "LEDGER"):
+        for name in ("MATCHMAKING", "ENGINE", "DICE", "LEDGER", "GATEWAY"):
             # Any free port: a `boulevard up` on this machine holds the default ones.
             os.environ[f"BOULEVARD_{name}_METRICS_PORT"] = "0"
         os.environ["BOULEVARD_LOG_LEVEL"] = "warning"
@@ -601,25 +642,47 @@ async def main(quick: bool, procs: int, engines: int) -> None:
         platform, addresses = await start_platform(
             settings, ["matchmaking", "engine", "dice", "ledger"], Path(tmp), 60
         )
-        noop_address = f"127.0.0.1:{free_port()}"
-        noop = subprocess.Popen([sys.executable, "-c", NOOP_SERVER, noop_address])
         replicas: list[subprocess.Popen[bytes]] = []
         try:
             assert platform.nats is not None and platform.nats.process is not None
-            operator = demo_operator_token(settings, Path(tmp))
             pids = {c.name: c.process.pid for c in platform.children}
-            # More engine replicas on the same port (grpc sets SO_REUSEPORT): the kernel
-            # spreads the load generators' connections over them; OCC orders each game.
             replicas.extend(platform.spawn("engine") for _ in range(engines - 1))
-            servers = {
-                "engine": [pids["engine"], *(r.pid for r in replicas)],
-                "dice": [pids["dice"]],
-                "ledger": [pids["ledger"]],
-                "nats": [platform.nats.process.pid],
-            }
-            decide_evolve, legal_one_seat, timed = rules_cost(3 if quick else 10)
+            yield BenchPlatform(
+                platform,
+                addresses,
+                demo_operator_token(settings, Path(tmp)),
+                {
+                    "engine": [pids["engine"], *(r.pid for r in replicas)],
+                    "dice": [pids["dice"]],
+                    "ledger": [pids["ledger"]],
+                    "matchmaking": [pids["matchmaking"]],
+                    "nats": [platform.nats.process.pid],
+                },
+            )
+        finally:
+            for process in replicas:
+                process.terminate()
+                process.wait()
+            platform.stop()
+
+
+async def main(quick: bool, procs: int, engines: int, game: str) -> None:
+    seconds = 6.0 if quick else 20.0
+    title = get_game(game).title
+    print(f"load average at start: {loadavg()}")
+    async with bench_platform(engines) as bench:
+        platform, addresses, operator, servers = (
+            bench.platform,
+            bench.addresses,
+            bench.operator,
+            bench.servers,
+        )
+        noop_address = f"127.0.0.1:{free_port()}"
+        noop = subprocess.Popen([sys.executable, "-c", NOOP_SERVER, noop_address])
+        try:
+            decide_evolve, legal_one_seat, timed = rules_cost(3 if quick else 10, game)
             print(
-                f"the game's own work, in-process ({timed:,} random Lords of Vegas commands): "
+                f"the game's own work, in-process ({timed:,} random {title} commands): "
                 f"decide + evolve {decide_evolve * 1e6:,.0f} us/action, legal_commands "
                 f"{legal_one_seat * 1e6:,.0f} us per seat"
             )
@@ -646,7 +709,9 @@ async def main(quick: bool, procs: int, engines: int) -> None:
                     "noop", noop_address, operator, n, seconds / 2, procs, {"noop": [noop.pid]}
                 )
                 written = await stream_writes(admin)
-                eng = measure("engine", addresses["engine"], operator, n, seconds, procs, servers)
+                eng = measure(
+                    "engine", addresses["engine"], operator, n, seconds, procs, servers, game
+                )
                 eng["writes"] = await stream_writes(admin) - written
                 rows.append((n, noop_r, eng))
             print("raw gRPC unary no-op (health Check on a bare server process):")
@@ -659,7 +724,7 @@ async def main(quick: bool, procs: int, engines: int) -> None:
                     f"{r['client_cores']:>12.2f}  {1e6 * cpu / r['calls']:>12,.0f} us"
                 )
             print(
-                "SubmitAction (Lords of Vegas, 4 seats a game, each seat its own WatchGame "
+                f"SubmitAction ({title}, 4 seats a game, each seat its own WatchGame "
                 f"stream in {os.environ.get(WATCH_ENV, 'bursts')} mode; games in flight = "
                 "calls in flight):"
             )
@@ -680,8 +745,13 @@ async def main(quick: bool, procs: int, engines: int) -> None:
                 )
                 print(
                     f"   {n:>3} games: {others}; {e['aborted']} ABORTED (lost races), "
-                    f"{e['games_finished']} games finished)"
+                    f"{e['games_finished']} games finished; load average {e['load']:.1f})"
                 )
+            print("server CPU per action, all server processes (of it, the engine):")
+            for n, _, e in rows:
+                every = sum(e["server_cpu"].values()) / max(1, e["calls"])
+                engine_share = e["server_cpu"]["engine"] / max(1, e["calls"])
+                print(f"  {n:>3} games: {every * 1e3:.2f} ms (engine {engine_share * 1e3:.2f} ms)")
             print(
                 "synced JetStream writes per action (all streams: GAMES, dice outcomes, "
                 "ledger, KV), and the action rate they allow at the raw publish rate above:"
@@ -741,9 +811,10 @@ async def main(quick: bool, procs: int, engines: int) -> None:
                 f"({rate(events, cold):,.0f} events/s; aim < 100 ms)"
             )
             print(f"  from its snapshot      {snap * 1000:7.1f} ms")
-            played, single, bursts = await read_through_watch(addresses["engine"], operator)
+            played, single, bursts = await read_through_watch(addresses["engine"], operator, game)
             print(
-                f"a finished {played:,}-event game (four bots through the engine) read through "
+                f"a finished {played:,}-event {title} game (four bots through the engine) read "
+                "through "
                 "WatchGame from version 0, as the audits read it (median of 3):"
             )
             print(f"  one event per message  {single * 1000:7.1f} ms")
@@ -751,16 +822,20 @@ async def main(quick: bool, procs: int, engines: int) -> None:
                 f"  bursts (<= 128 events) {bursts * 1000:7.1f} ms  ({single / bursts:.1f}x faster)"
             )
         finally:
-            for process in (noop, *replicas):
-                process.terminate()
-                process.wait()
-            platform.stop()
+            noop.terminate()
+            noop.wait()
     print(f"load average at end:   {loadavg()}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="shorter runs")
+    parser.add_argument(
+        "--game",
+        choices=sorted(REGISTRY),
+        default="lords_of_vegas",
+        help="the game the seats play (default lords_of_vegas; 4 seats a game)",
+    )
     parser.add_argument(
         "--procs", type=int, default=2, help="load-generator processes per run (default 2)"
     )
@@ -775,4 +850,4 @@ if __name__ == "__main__":
     )
     args = parser.parse_args()
     os.environ[WATCH_ENV] = args.watch  # the spawned load generators read it
-    asyncio.run(main(args.quick, args.procs, args.engines))
+    asyncio.run(main(args.quick, args.procs, args.engines, args.game))

@@ -2,12 +2,13 @@
 // esbuild bundle, written with index.html and app.css into the Python package
 // (libs/boulevard/web/static/, committed so `make run` needs no Node.js).
 //
-//   node build.mjs [--out DIR] [--vectors]
+//   node build.mjs [--out DIR] [--node-tests]
 //
 // The output depends only on the sources, the protos and the locked packages (no source
-// maps, no timestamps, no absolute paths), so tests/web/test_web.py can rebuild it in a
-// temporary copy and require the same bytes. --vectors also bundles build/vectors.mjs, the
-// TypeScript verifier against docs/*-vectors.json, for node.
+// maps, no timestamps, no absolute paths), so tests/browser/test_build.py can rebuild it in a
+// temporary copy and require the same bytes. --node-tests also bundles, for node, the
+// runners tests/browser/ uses: build/vectors.mjs (the TypeScript verifier against
+// docs/*-vectors.json) and build/story.mjs (the page's story lines of given games).
 
 import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, rmSync } from "node:fs";
@@ -44,16 +45,18 @@ await esbuild.build({
 copyFileSync(join(here, "src", "index.html"), join(out, "index.html"));
 copyFileSync(join(here, "src", "app.css"), join(out, "app.css"));
 
-if (args.includes("--vectors")) {
-  await esbuild.build({
-    absWorkingDir: here,
-    entryPoints: ["test/run-vectors.mjs"],
-    outfile: join(here, "build", "vectors.mjs"),
-    bundle: true,
-    format: "esm",
-    platform: "node",
-    target: "node18",
-    logLevel: "warning",
-  });
+if (args.includes("--node-tests")) {
+  for (const [entry, outfile] of [["test/run-vectors.mjs", "vectors.mjs"], ["test/run-story.mjs", "story.mjs"]]) {
+    await esbuild.build({
+      absWorkingDir: here,
+      entryPoints: [entry],
+      outfile: join(here, "build", outfile),
+      bundle: true,
+      format: "esm",
+      platform: "node",
+      target: "node18",
+      logLevel: "warning",
+    });
+  }
 }
 console.log(`built ${out}`);

@@ -45,7 +45,7 @@ def web_build(tmp_path_factory: pytest.TempPathFactory) -> WebBuild:
     shutil.copytree(WEB, tmp / "web", ignore=shutil.ignore_patterns("node_modules", "gen", "build"))
     for argv in (
         [npm, "ci", "--no-audit", "--no-fund"],
-        [node, "build.mjs", "--out", str(tmp / "static"), "--vectors"],
+        [node, "build.mjs", "--out", str(tmp / "static"), "--node-tests"],
     ):
         done = subprocess.run(
             argv, cwd=tmp / "web", capture_output=True, text=True, timeout=300, check=False

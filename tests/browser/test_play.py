@@ -76,7 +76,10 @@ def drive(
     *,
     doctor: bool,
     shots: Path | None,
+    **more: Any,
 ) -> list[dict[str, Any]]:
+    """Run drive.mjs (its options: the `more` keyword arguments too) and return its lines,
+    failing on any error it reports."""
     chromium = require_tool("chromium")
     # drive.mjs resolves playwright-core from the build's node_modules (web/'s lockfile).
     script = web_build.web / "test" / "drive.mjs"
@@ -87,6 +90,7 @@ def drive(
         "games": list(games),
         "shots": str(shots) if shots else None,
         "doctor": doctor,
+        **more,
     }
     done = subprocess.run(
         [web_build.node, str(script), json.dumps(opts)],
@@ -141,6 +145,15 @@ def test_a_player_plays_each_game_to_the_end_in_the_browser_and_its_audit_passes
         ]
         assert kept[game]["dropped"] is True
         assert kept[game]["receipts"] == len(accepted) > 0, (kept[game], len(accepted))
+    # The page told each game in the terminal's words (tests/browser/test_story.py holds
+    # the two to the same lines): the first events of a Las Vegas game, oldest first.
+    told = {line["game"]: line["lines"][::-1] for line in lines if line["event"] == "story"}
+    assert set(told) == set(GAMES)
+    assert re.fullmatch(
+        r"v1 game created for .*web-alice \(seat \d\).*; dice commitment [0-9a-f]{16}…",
+        told["las_vegas"][0],
+    ), told["las_vegas"][:3]
+    assert any(re.search(r"places \d dice.* on casino \d", t) for t in told["las_vegas"])
     # Some moves were played from the keyboard (keys 1–9), the rest by click.
     assert sum(line["keys"] for line in finished.values()) > 0
     # Readable on a phone: at 390 px wide the page scrolls down, never sideways.

@@ -1,6 +1,6 @@
-// Words for people: a legal action as the label of its control, an event as a line of the
-// game's story. Generic over the four games (reflection over the generated descriptors), so
-// every action the engine lists has a label, whatever it is.
+// Words for people: a legal action as the label of its control. Generic over the four games
+// (reflection over the generated descriptors), so every action the engine lists has a
+// label, whatever it is. The events' words, the game's story, are src/story.ts.
 
 import { createRegistry, toJson, type Message } from "@bufbuild/protobuf";
 import type { Action } from "./gen/boulevard/v1/engine_pb";
@@ -61,20 +61,4 @@ export function actionLabel(action: Action): string {
 
 function enumWords(s: string): string {
   return s.replace(/\b(?:LORDS_OF_VEGAS|LAS_VEGAS|VEGAS_SHOWDOWN|LONG_SHOT)_[A-Z]+?_(KIND_)?([A-Z_]+)\b/g, (_m, _k, v: string) => v.toLowerCase().replace(/_/g, " "));
-}
-
-/** An event as a line of the story: "bot-1 (seat 1) dice placed: casino 3, count 2". */
-export function eventLine(type: string, payload: Record<string, unknown>, players: string[]): string {
-  const seat = typeof payload.seat === "number" ? payload.seat : undefined;
-  const who = seat !== undefined ? `${players[seat] ?? "seat " + seat} (seat ${seat}) ` : "";
-  const fields = Object.entries(payload)
-    .filter(([k]) => k !== "type" && k !== "seat" && k !== "signature" && k !== "action")
-    .map(([k, v]) => `${words(k)} ${short(v)}`)
-    .join(", ");
-  return `${who}${words(type)}${fields ? ": " + fields : ""}`;
-}
-
-function short(v: unknown): string {
-  const s = typeof v === "string" ? v : JSON.stringify(v);
-  return s.length > 80 ? s.slice(0, 77) + "…" : s;
 }

@@ -16,7 +16,8 @@ import { commandSigningBytes } from "./audit/signing";
 import { fetchEvidence } from "./audit/evidence";
 import { verifyGame, type Verdict } from "./audit/verify";
 import { board, esc, status as statusLines, SEAT_COLOURS } from "./boards";
-import { actionLabel, eventLine } from "./describe";
+import { actionLabel } from "./describe";
+import { namesOf, storyLine } from "./story";
 import { dice, engine, ledger, matchmaking, playerOf, setToken, token } from "./rpc";
 import { allSeats, newSeat, retireKey, saveSeat, seatFor, sign, type Seat } from "./seats";
 
@@ -185,6 +186,7 @@ interface Table {
   gameId: string;
   seat?: Seat;
   players: string[];
+  names: string[]; // the seats as the story calls them (src/story.ts)
   version: bigint;
   view?: GameView;
   toAct: number[];
@@ -192,11 +194,12 @@ interface Table {
   legalAt: bigint; // the version `legal` was listed at
   finished: boolean;
   busy: boolean;
+  tokenExpiresMs: number; // when the seat's token expires, as RenewPlayerToken said (0: not known)
 }
 
 async function table(gameId: string): Promise<void> {
   const seat = await seatFor(gameId);
-  const t: Table = { gameId, seat, players: [], version: 0n, toAct: [], legal: [], legalAt: 0n, finished: false, busy: false };
+  const t: Table = { gameId, seat, players: [], names: [], version: 0n, toAct: [], legal: [], legalAt: 0n, finished: false, busy: false, tokenExpiresMs: 0 };
   app.innerHTML = `<p class="nav"><a href="#/">lobby</a></p>
     <h1 id="title">game <code>${esc(gameId)}</code></h1>
     <p id="role">${seat ? `you play seat ${seat.seat}` : "watching as a spectator"}</p>
@@ -217,16 +220,56 @@ async function table(gameId: string): Promise<void> {
     abort.abort();
     document.removeEventListener("keydown", keys);
   };
-  try {
-    for await (const r of engine.watchGame(
-      { gameId, playerToken: seat?.playerToken ?? "", fromVersion: 0n, bursts: false },
-      { signal: abort.signal },
-    )) {
-      await onWatch(t, r);
-      if (t.finished) break;
+  // A seat's stream lasts as long as its token: at expiry it ends UNAUTHENTICATED, and the
+  // page renews the token and watches again from the next version (nothing is missed or
+  // told twice). Only a token past its expiry is renewed (2 s for clocks that differ): a
+  // fresh token refused is no expiry, and the watch ends with the error.
+  while (!t.finished && !abort.signal.aborted) {
+    try {
+      for await (const r of engine.watchGame(
+        { gameId, playerToken: seat?.playerToken ?? "", fromVersion: t.version + 1n, bursts: false },
+        { signal: abort.signal },
+      )) {
+        await onWatch(t, r);
+        if (t.finished) break;
+      }
+      if (!t.finished) throw new Error("the game's stream ended before the game");
+    } catch (err) {
+      if (abort.signal.aborted) return;
+      const expired = seat !== undefined && err instanceof ConnectError && err.code === Code.Unauthenticated;
+      if (expired && Date.now() >= t.tokenExpiresMs - 2000) {
+        try {
+          await renewSeatToken(t);
+          continue;
+        } catch (renewErr) {
+          err = renewErr;
+        }
+      }
+      story(`<span class="error">${esc(errorText(err))}</span>`);
+      return;
     }
+  }
+}
+
+/** A fresh token for the player's own seat (RenewPlayerToken, with the player's bearer
+ * JWT), kept with the seat. */
+async function renewSeatToken(t: Table): Promise<void> {
+  const seat = t.seat!;
+  const renewed = await engine.renewPlayerToken({ gameId: t.gameId });
+  seat.playerToken = renewed.playerToken;
+  t.tokenExpiresMs = Number(renewed.expiresUnixMs);
+  await saveSeat(seat);
+}
+
+/** Call with the seat's token; when it has expired (UNAUTHENTICATED), renew it and call
+ * again once. */
+async function withSeatToken<R>(t: Table, call: (playerToken: string) => Promise<R>): Promise<R> {
+  try {
+    return await call(t.seat!.playerToken);
   } catch (err) {
-    if (!abort.signal.aborted) story(`<span class="error">${esc(errorText(err))}</span>`);
+    if (!(err instanceof ConnectError && err.code === Code.Unauthenticated)) throw err;
+    await renewSeatToken(t);
+    return await call(t.seat!.playerToken);
   }
 }
 
@@ -256,8 +299,11 @@ async function onWatch(t: Table, r: WatchGameResponse): Promise<void> {
       setHtml("result", `<b id="game-over">game over</b>: ${ranking} · <a href="#/replay/${g}">replay</a> · <a id="audit-link" href="#/audit/${g}">audit it here</a>`);
       if (t.seat) await retireKey(t.seat);
     }
-    // A CommandAccepted is the signed record of the move the next events tell in words.
-    if (env.type !== "CommandAccepted") story(`<span class="v">v${env.version}</span> ${esc(eventLine(env.type, p, t.players))}`);
+    // The story in the terminal's words (src/story.ts); a CommandAccepted, the signed record
+    // of the move, says nothing there: the events after it tell the move.
+    if (env.type === "GameCreated") t.names = namesOf(env);
+    const line = storyLine(env.game, env, t.names);
+    if (line) story(`<span class="v">v${env.version}</span> ${esc(line)}`);
   }
   if (r.view) {
     t.view = r.view;
@@ -273,7 +319,7 @@ async function onWatch(t: Table, r: WatchGameResponse): Promise<void> {
 async function reveal(t: Table): Promise<void> {
   const seat = t.seat!;
   try {
-    await engine.revealSeed({ gameId: t.gameId, playerToken: seat.playerToken, clientSeed: seat.clientSeed });
+    await withSeatToken(t, (playerToken) => engine.revealSeed({ gameId: t.gameId, playerToken, clientSeed: seat.clientSeed }));
   } catch (err) {
     // Revealed already (a reload) is fine; anything else is shown.
     if (!(err instanceof ConnectError && err.code === Code.FailedPrecondition)) story(`<span class="error">reveal: ${esc(errorText(err))}</span>`);
@@ -295,21 +341,27 @@ function drawControls(t: Table): void {
     list.innerHTML = t.finished ? "" : "<li>waiting for the others…</li>";
     return;
   }
+  // While a move is out, redrawn moves (the filter changed) stay disabled like the others.
   list.innerHTML = t.legal
     .map((a, i) => [a, i, actionLabel(a)] as const)
     .filter(([, , label]) => label.includes(words))
-    .map(([, i, label]) => `<li><button class="move" data-i="${i}" style="border-color:${SEAT_COLOURS[t.seat!.seat % SEAT_COLOURS.length]}">${esc(label)}</button></li>`)
+    .map(([, i, label]) => `<li><button class="move" data-i="${i}"${t.busy ? " disabled" : ""} style="border-color:${SEAT_COLOURS[t.seat!.seat % SEAT_COLOURS.length]}">${esc(label)}</button></li>`)
     .join("");
   for (const b of list.querySelectorAll<HTMLButtonElement>("button.move")) {
     b.addEventListener("click", () => void submit(t, t.legal[Number(b.dataset.i)]!));
   }
 }
 
-/** Keyboard play: 1–9 play the n-th shown move, arrows move between moves, / filters. */
+/** Keyboard play: 1–9 play the n-th shown move, arrows move between moves (Enter plays the
+ * one chosen), / filters (Enter there plays the first move shown, ↓ goes to the moves). */
 function onKey(e: KeyboardEvent, t: Table): void {
   const target = e.target as HTMLElement;
   if (target.tagName === "INPUT") {
     if (e.key === "Enter") document.querySelector<HTMLButtonElement>("button.move")?.click();
+    if (e.key === "ArrowDown") {
+      e.preventDefault();
+      document.querySelector<HTMLButtonElement>("button.move")?.focus();
+    }
     return;
   }
   const buttons = [...document.querySelectorAll<HTMLButtonElement>("button.move")];
@@ -339,17 +391,11 @@ async function submit(t: Table, action: Action): Promise<void> {
     const idempotencyKey = randomId();
     const expectedVersion = t.version;
     const signature = await sign(seat, commandSigningBytes(t.gameId, seat.seat, expectedVersion, idempotencyKey, bytes));
-    const send = () => engine.submitAction({ gameId: t.gameId, playerToken: seat.playerToken, action, expectedVersion, idempotencyKey, signature });
-    let res;
-    try {
-      res = await send();
-    } catch (err) {
-      if (!(err instanceof ConnectError && err.code === Code.Unauthenticated)) throw err;
-      // Seat tokens expire; the logged-in player renews its own and the same signed move goes again.
-      seat.playerToken = (await engine.renewPlayerToken({ gameId: t.gameId })).playerToken;
-      await saveSeat(seat);
-      res = await send();
-    }
+    // Seat tokens expire; the logged-in player renews its own and the same signed move
+    // (same idempotency key) goes again.
+    const res = await withSeatToken(t, (playerToken) =>
+      engine.submitAction({ gameId: t.gameId, playerToken, action, expectedVersion, idempotencyKey, signature }),
+    );
     const r = res.receipt;
     if (r) {
       seat.receipts.push({ gameId: r.gameId, version: Number(r.version), chainHead: hex(r.chainHead), keyId: r.keyId, signature: hex(r.signature), timeUnixMs: Number(r.timeUnixMs) });
@@ -376,13 +422,17 @@ async function replay(gameId: string): Promise<void> {
     <p id="at" class="mono"></p><div class="table"><div id="board"></div><div id="status"></div></div>`;
   const frames: { env: EventEnvelope; view?: GameView }[] = [];
   let players: string[] = [];
+  let names: string[] = [];
   const abort = new AbortController();
   leave = () => abort.abort();
   try {
     for await (const r of engine.watchGame({ gameId, playerToken: "", fromVersion: 0n }, { signal: abort.signal })) {
       const env = r.event;
       if (!env) continue;
-      if (env.type === "GameCreated") players = (decodePayload(env).seats as { player_id: string }[]).map((s) => s.player_id);
+      if (env.type === "GameCreated") {
+        players = (decodePayload(env).seats as { player_id: string }[]).map((s) => s.player_id);
+        names = namesOf(env);
+      }
       frames.push({ env, view: r.view });
       if (env.type === "GameFinished") break;
     }
@@ -401,7 +451,7 @@ async function replay(gameId: string): Promise<void> {
     const f = frames[i]!;
     let view: GameView | undefined;
     for (let k = i; k >= 0 && !view; k--) view = frames[k]!.view;
-    document.getElementById("at")!.textContent = `v${f.env.version}: ${eventLine(f.env.type, decodePayload(f.env), players)}`;
+    document.getElementById("at")!.textContent = `v${f.env.version}: ${storyLine(f.env.game, f.env, names) || "a seat's signed move (the events after it tell it)"}`;
     setHtml("board", board(view));
     setHtml("status", statusLines(view, players));
   };
@@ -442,7 +492,7 @@ function renderVerdict(v: Verdict): void {
     (f ? `<section class="card failure"><h2>The first failure</h2><p id="failure-message">${esc(f.message)}</p>${f.record ? `<pre id="failure-record">${esc(f.record)}</pre>` : ""}</section>` : "") +
     `<section class="card"><h2>Passed</h2><ul>${v.passed.map((p) => `<li>${esc(p)}</li>`).join("")}</ul>${v.chainHead ? `<p class="mono">chain head ${esc(v.chainHead)}</p>` : ""}</section>` +
     (v.histograms.length ? `<section class="card"><h2>Dice</h2><div class="histograms">${v.histograms.map(histogram).join("")}</div></section>` : "") +
-    `<p class="note">Not checked here: that every event follows from the moves under the game's rules (the rules run in Python: <code>boulevard audit game ${esc(v.gameId)}</code>).</p>`;
+    `<p class="note">Not checked here: that every event, and the money it moves, follows from the moves under the game's rules, nor each seat's balance against the ledger (the rules run in Python: <code>boulevard audit game ${esc(v.gameId)}</code>).</p>`;
 }
 
 function histogram(h: { purpose: string; sides: number; counts: number[] }): string {

@@ -4,11 +4,19 @@
 // result) and exits non-zero when the game could not be played or audited.
 //
 //   node test/drive.mjs '{"url":…,"token":…,"chromium":…,"games":["las_vegas"],
-//                         "shots":DIR|null,"doctor":false}'
+//                         "shots":DIR|null,"doctor":false,"keyboard":false,"spki":null}'
 //
 // doctor: after playing, serve the audit page a doctored GetGameLog (one digit of one
 // ChanceResolved roll changed, in the stored bytes, the served chain hashes left as they
 // were) by intercepting the response, and report the verdict the page shows.
+//
+// keyboard: play every move from the keyboard alone: arrows to the chosen move and Enter,
+// or / and the move's words and Enter (every third move), checking each time that the
+// arrows reached the move chosen. spki: for an https url, the base64 SHA-256 of the
+// server certificate's public key, the one key Chromium may accept the page from (it
+// trusts no local CA otherwise); a second Chromium without it first reports its refusal.
+// Every run counts the page's RenewPlayerToken calls. pauseMs: before the fifth move, sit
+// that long at the table without moving (a player thinking), outliving short seat tokens.
 
 import { chromium } from "playwright-core";
 
@@ -60,6 +68,7 @@ async function playOne(page, game, random) {
     if ((await state.jsonValue()) === "over") break;
     const labels = await page.$$eval("button.move", (bs) => bs.map((b) => b.textContent ?? ""));
     const i = choose(labels, random);
+    if (opts.pauseMs && moves === 4) await page.waitForTimeout(opts.pauseMs);
     // Keyboard play for the first nine moves shown, a click for the others.
     const played = () =>
       page.waitForFunction(
@@ -67,7 +76,10 @@ async function playOne(page, game, random) {
         null,
         { timeout: 5_000, polling: 20 },
       );
-    if (i < 9 && moves % 2 === 0) {
+    if (opts.keyboard) {
+      await byKeyboard(page, labels, i, moves);
+      keys += 1;
+    } else if (i < 9 && moves % 2 === 0) {
       await page.keyboard.press(String(i + 1));
       keys += 1;
     } else {
@@ -105,7 +117,39 @@ async function playOne(page, game, random) {
   }
   const seconds = (Date.now() - started) / 1000;
   say({ event: "finished", game, gameId, moves, keys, seconds });
+  // The story as the page tells it (newest first), for the test to read.
+  const told = await page.$$eval("#story li", (ls) => ls.map((l) => l.textContent ?? ""));
+  const shown = await page.$$eval("#story .error", (es) => es.map((e) => e.textContent ?? ""));
+  // The versions told, oldest first: each once, none missing, whatever the stream went through.
+  const versions = told.map((l) => /^v(\d+) /.exec(l)?.[1]).filter((v) => v !== undefined).map(Number).reverse();
+  say({ event: "story", game, gameId, lines: told.slice(-40), errors: shown, versions });
   return gameId;
+}
+
+/** Play labels[i] with keys only: / + its words + Enter every third move, else arrows from
+ * wherever the focus is to the move (checked) + Enter. */
+async function byKeyboard(page, labels, i, moves) {
+  if (moves % 3 === 2) {
+    await page.keyboard.press("/");
+    await page.keyboard.type(labels[i]);
+    const first = await page.$eval("button.move", (b) => b.textContent);
+    if (!first || !first.includes(labels[i])) throw new Error(`filtering for "${labels[i]}" shows "${first}" first`);
+    await page.keyboard.press("Enter");
+    // Empty the filter again (the focus stays in it; ↓ leaves it for the moves).
+    await page.keyboard.press("Control+A");
+    await page.keyboard.press("Backspace");
+    return;
+  }
+  const at = await page.evaluate(() => [...document.querySelectorAll("button.move")].indexOf(document.activeElement));
+  // From no focus ↓ goes to the first move and ↑ to the last (every other move comes up
+  // from the bottom).
+  const fromBottom = moves % 3 === 1;
+  const presses =
+    at < 0 ? (fromBottom ? ["ArrowUp", labels.length - i] : ["ArrowDown", i + 1]) : i > at ? ["ArrowDown", i - at] : ["ArrowUp", at - i];
+  for (let k = 0; k < presses[1]; k++) await page.keyboard.press(presses[0]);
+  const focused = await page.evaluate(() => document.activeElement?.textContent ?? "");
+  if (focused !== labels[i]) throw new Error(`${presses[1]} × ${presses[0]} from ${at} focused "${focused}", not move ${i} "${labels[i]}"`);
+  await page.keyboard.press("Enter");
 }
 
 async function auditPage(page, gameId) {
@@ -132,10 +176,16 @@ function doctor(body) {
   return forged;
 }
 
-const browser = await chromium.launch({
-  executablePath: opts.chromium,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-});
+const args = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"];
+if (opts.spki) {
+  // Without the pin, Chromium refuses the platform's certificate (a local CA it does not know).
+  const plain = await chromium.launch({ executablePath: opts.chromium, args });
+  const refused = await (await plain.newPage()).goto(opts.url).then(() => null, (e) => String(e.message).split("\n")[0]);
+  await plain.close();
+  say({ event: "untrusted", refused });
+  args.push(`--ignore-certificate-errors-spki-list=${opts.spki}`);
+}
+const browser = await chromium.launch({ executablePath: opts.chromium, args });
 let failed = false;
 let page;
 try {
@@ -143,6 +193,12 @@ try {
   page = await context.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
+  let renewals = 0;
+  const origins = new Set();
+  page.on("request", (r) => {
+    origins.add(new URL(r.url()).origin);
+    if (r.url().endsWith("/boulevard.v1.EngineService/RenewPlayerToken")) renewals += 1;
+  });
   await page.goto(`${opts.url}/#token=${encodeURIComponent(opts.token)}`);
   await page.waitForSelector("#player");
   if (opts.shots && !opts.doctor) await page.screenshot({ path: `${opts.shots}/web-lobby.png`, fullPage: true });
@@ -199,6 +255,7 @@ try {
       if (opts.shots) await page.screenshot({ path: `${opts.shots}/web-audit-fail.png`, fullPage: true });
     }
   }
+  say({ event: "requests", renewals, origins: [...origins] });
   if (errors.length) say({ event: "page-errors", errors });
 } catch (err) {
   failed = true;

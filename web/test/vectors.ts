@@ -1,5 +1,5 @@
 // The TypeScript verifier against the Python verifier's published vectors
-// (docs/auditing-vectors.json, docs/fairness-vectors.json). Run by tests/web/test_web.py in
+// (docs/auditing-vectors.json, docs/fairness-vectors.json). Run by tests/browser/test_build.py in
 // node (whose WebCrypto is the same API the browser's is).
 
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";

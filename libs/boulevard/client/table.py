@@ -8,6 +8,9 @@ Frames are printed when the turn passes (or the game ends), not after every even
 of Vegas game is ~200 events and a person follows turns. On a terminal each frame replaces
 the last (the screen is cleared) and frames come at most `speed` per second; elsewhere
 (CI logs, pipes) frames are plain lines, one after another, with no pause.
+
+The web app tells a game in the same words: web/src/story.ts ports `Table.words` and the
+games' describers, and tests/browser/test_story.py holds the two to the same lines.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from importlib import import_module
 from typing import Any
 
 from boulevard.api.v1 import engine_pb2
@@ -26,6 +31,25 @@ from boulevard.games.base import GameDefinition
 
 CLEAR = "\x1b[2J\x1b[H"
 RULE = "─" * 64
+
+
+@cache
+def describer(game: str) -> Callable[[Any, Sequence[str]], str] | None:
+    """The game's words for its events: its definition's `describe`, else the `describe` of
+    its package's describe.py. That file is outside the rules hash
+    (boulevard.games.versions.NOT_RULES) while the definition is inside it, so a game whose
+    definition was recorded before it had words gets them without a new rules version."""
+    definition = REGISTRY.get(game)
+    if definition is None:
+        return None
+    if definition.describe is not None:
+        return definition.describe
+    try:
+        module = import_module(f"boulevard.games.{game}.describe")
+    except ModuleNotFoundError:
+        return None
+    found: Callable[[Any, Sequence[str]], str] | None = getattr(module, "describe", None)
+    return found
 
 
 def seat_names(player_ids: Sequence[str]) -> list[str]:
@@ -134,7 +158,8 @@ class Table:
 
     def _words(self, type_name: str, update: engine_pb2.WatchGameResponse) -> str:
         definition = self.definition
-        if definition is None or definition.describe is None or not self.names:
+        describe = describer(self.game)
+        if definition is None or describe is None or not self.names:
             return self._plain_words(type_name, _payload(update))
         from boulevard.games.codec import Codec
 
@@ -142,7 +167,7 @@ class Table:
             event = Codec((*definition.event_types, *definition.command_types)).loads(
                 update.event.payload
             )
-            return definition.describe(event, self.names)
+            return describe(event, self.names)
         except Exception:  # an event this client does not know: say what it can, go on
             return self._plain_words(type_name, _payload(update))
 

@@ -54,3 +54,20 @@ def test_vegas_showdown_s_seat_fields_are_named() -> None:
     assert bid == "bid placed: amount 7, outbid alice (seat 0), seat bob (seat 1), track slots"
     ended = table.words(update({"type": "TurnEnded", "button": 1, "turn": 1}))
     assert ended == "turn ended: button bob (seat 1), turn 1"
+
+
+def test_long_shot_and_vegas_showdown_speak_their_own_words() -> None:
+    """Their describers live in describe.py alone (outside the rules hash): the table finds
+    them there, as it finds a definition's `describe`."""
+    shot = Table("long_shot")
+    shot.names = ["alice (seat 0)", "bob (seat 1)"]
+    played = shot.words(
+        update({"type": "CardPlayed", "card": 103, "horse": 4, "seat": 1, "target": 0})
+    )
+    assert played == "bob (seat 1) plays card 103 on horse 4 against alice (seat 0)"
+    show = Table("vegas_showdown")
+    show.names = ["alice (seat 0)", "bob (seat 1)"]
+    bid = show.words(
+        update({"type": "BidPlaced", "amount": 7, "outbid": 0, "seat": 1, "track": "premier_2"})
+    )
+    assert bid == "bob (seat 1) bids $7 on premier 2, outbidding alice (seat 0)"

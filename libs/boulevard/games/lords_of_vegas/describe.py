@@ -1,5 +1,6 @@
 """Each Lords of Vegas event in words, for people watching a game (`boulevard watch`, the
-`make run` demo). `names[seat]` is how a seat is called on screen."""
+`make run` demo). `names[seat]` is how a seat is called on screen. The web app's copy is
+web/src/story.ts (tests/browser/test_story.py keeps the two saying the same)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,250 @@
+"""Boulevard beside boardgame.io 0.50.2, both playing Las Vegas, in one run (issue 28).
+
+What a developer would compare: the framework they would otherwise pick (boardgame.io, from
+npm, pinned by bench/bgio/package-lock.json) and Boulevard, on the same game with the same
+rules (first checked: bench/bgio_check.py replays random boardgame.io games move for move
+through Boulevard's rules), under the same load: 1, 10 and 100 tables of 4 seats, each seat
+its own client that sends a random legal move when its update shows its turn, a finished
+game followed by a new one at the table, load clients in 2 processes of their own.
+
+- boardgame.io: its own server (`node bench/bgio/server.js`: Koa + socket.io) with its
+  in-memory storage, then with its file storage (FlatFile: every state written, and
+  awaited, before the update goes out, never fsynced); the load client is Node
+  (`bench/bgio/loadclient.js`, boardgame.io's own client over socket.io). A move's latency:
+  sent until the seat's client holds the server's update.
+- Boulevard: nats-server (sync_interval always: every write fsynced) and the four services
+  as processes (`bench/engine.py`'s platform and load generator: each seat its own
+  WatchGame stream, a signed SubmitAction per move, the roll drawn by the dice service,
+  a receipt signed, money posted to the ledger). A move's latency: the SubmitAction call.
+
+Server CPU per move counts every server process (boardgame.io: the one Node server;
+Boulevard: engine, dice, ledger, matchmaking, nats-server), from /proc/<pid>/stat. Every row
+carries the machine's 1-minute load average at its end: on a shared machine the absolute
+figures move with it, the ratios (same run) much less.
+
+Usage: python bench/bgio.py [--quick] [--games 1,10,100] [--check N]
+(`make bench-bgio` installs the npm packages with `npm ci` and runs it.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bgio_check import check
+from engine import bench_platform, cpu_seconds, loadavg, measure, percentile
+
+from boulevard.messaging.server import free_port
+
+BGIO = Path(__file__).resolve().parent / "bgio"
+GAME = "las_vegas"
+
+DURABILITY = {
+    "bgio-memory": "in memory: nothing survives the server process",
+    "bgio-file": "each state written to a file (node-persist, no write queue) and awaited "
+    "before the update goes out; never fsynced",
+    "boulevard": "every write fsynced (JetStream sync always) before the reply; each move "
+    "signed by its seat, receipted by the engine, its roll from the dice service",
+}
+
+
+def bgio_server(port: int, storage: str, data: Path) -> subprocess.Popen[str]:
+    """boardgame.io's server on `port`, `storage` "memory" or "file" (under `data`), once it
+    answers its lobby API."""
+    server = subprocess.Popen(
+        ["node", str(BGIO / "server.js"), str(port), storage, str(data)],
+        stdout=subprocess.DEVNULL,  # its startup line; errors go to stderr, shown
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/games", timeout=1):
+                return server
+        except (urllib.error.URLError, ConnectionError) as err:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                raise RuntimeError("boardgame.io's server did not start (stderr above)") from err
+            time.sleep(0.1)
+
+
+def measure_bgio(
+    port: int, server_pid: int, games: int, seconds: float, procs: int
+) -> dict[str, Any]:
+    """`games` tables split over `procs` Node load clients, driven for `seconds` once all
+    seats hold their first state; what they saw and the server's CPU over that time."""
+    procs = max(1, min(procs, games))
+    shares = [games // procs + (1 if i < games % procs else 0) for i in range(procs)]
+    clients = [
+        subprocess.Popen(
+            [
+                "node",
+                str(BGIO / "loadclient.js"),
+                f"http://127.0.0.1:{port}",
+                str(n),
+                str(seconds),
+                str(i + 1),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i, n in enumerate(shares)
+    ]
+    try:
+        for client in clients:
+            assert client.stdout is not None
+            line = client.stdout.readline()
+            if line.strip() != "ready":
+                raise RuntimeError(f"a boardgame.io load client failed: {line!r}")
+        before = cpu_seconds([server_pid])
+        for client in clients:
+            assert client.stdin is not None
+            client.stdin.write("go\n")
+            client.stdin.flush()
+        outs = []
+        for client in clients:
+            assert client.stdout is not None
+            outs.append(json.loads(client.stdout.readline()))
+        after = cpu_seconds([server_pid])
+    finally:
+        for client in clients:
+            try:
+                client.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                client.kill()
+                client.wait()
+    errors = [e for out in outs for e in out["errors"]]
+    if errors:
+        raise RuntimeError(f"boardgame.io load client errors: {errors[:3]}")
+    latencies = sorted(x / 1000 for out in outs for x in out["latencies"])
+    window = max(out["seconds"] for out in outs)
+    return {
+        "rate": len(latencies) / window,
+        "calls": len(latencies),
+        "p50_ms": 1000 * statistics.median(latencies),
+        "p99_ms": 1000 * percentile(latencies, 0.99),
+        "games_finished": sum(out["games_finished"] for out in outs),
+        "server_cpu": {"bgio": after - before},
+        "client_cores": sum(out["cpu"] for out in outs) / window,
+        "window": window,
+        "load": os.getloadavg()[0],
+    }
+
+
+def row(label: str, n: int, r: dict[str, Any]) -> str:
+    every = sum(r["server_cpu"].values()) / max(1, r["calls"])
+    engine = r["server_cpu"].get("engine")
+    share = f"{1e3 * engine / max(1, r['calls']):>7.2f}" if engine is not None else f"{'—':>7}"
+    return (
+        f"  {label:<22} {n:>5}  {r['rate']:>8,.0f}  {r['p50_ms']:>8.1f}  {r['p99_ms']:>8.1f}  "
+        f"{1e3 * every:>9.2f}  {share}  {r['games_finished']:>6}  {r['load']:>5.1f}"
+    )
+
+
+async def main(games: list[int], seconds: float, procs: int, check_games: int) -> None:
+    if shutil.which("node") is None or not (BGIO / "node_modules" / "boardgame.io").is_dir():
+        raise SystemExit("needs node and `npm ci --prefix bench/bgio` (make bench-bgio does both)")
+    print(f"load average at start: {loadavg()}")
+    print(
+        "the machine is shared (other engineers' tests run on these 2 cores): absolute "
+        "figures move with its load, printed with every row; compare the ratios"
+    )
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+    print(f"node {node}, boardgame.io 0.50.2, Python {sys.version.split()[0]}")
+    checked, moves = check(check_games)
+    print(
+        f"same rules: {checked} random 4-seat boardgame.io games ({moves:,} moves) replayed "
+        "through Boulevard's rules gave the same rolls, legal moves, scores and ranking"
+    )
+    results: dict[str, dict[int, dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for storage in ("memory", "file"):
+            label = f"bgio-{storage}"
+            results[label] = {}
+            port = free_port()
+            server = bgio_server(port, storage, Path(tmp) / storage)
+            try:
+                for n in games:
+                    results[label][n] = measure_bgio(port, server.pid, n, seconds, procs)
+            finally:
+                server.terminate()
+                server.wait()
+    async with bench_platform() as bench:
+        results["boulevard"] = {
+            n: measure(
+                "engine", bench.engine, bench.operator, n, seconds, procs, bench.servers, GAME
+            )
+            for n in games
+        }
+    labels = {
+        "bgio-memory": "boardgame.io, memory",
+        "bgio-file": "boardgame.io, file",
+        "boulevard": "Boulevard",
+    }
+    print(
+        f"Las Vegas, 4 seats a table, {seconds:.0f} s a run, load clients in {procs} "
+        "processes; server CPU per move = all server processes (ms), of it the engine:"
+    )
+    print(
+        f"  {'':<22} {'games':>5}  {'moves/s':>8}  {'p50 ms':>8}  {'p99 ms':>8}  "
+        f"{'CPU/move':>9}  {'engine':>7}  {'ended':>6}  {'load':>5}"
+    )
+    for key, label in labels.items():
+        for n in games:
+            print(row(label, n, results[key][n]))
+    print("durability:")
+    for key, label in labels.items():
+        print(f"  {label:<22} {DURABILITY[key]}")
+    print("Boulevard / boardgame.io, same run (moves/s; server CPU per move):")
+    ours = results["boulevard"]
+    for key in ("bgio-file", "bgio-memory"):
+        for n in games:
+            theirs = results[key][n]
+            cpu_ours = sum(ours[n]["server_cpu"].values()) / max(1, ours[n]["calls"])
+            cpu_theirs = sum(theirs["server_cpu"].values()) / max(1, theirs["calls"])
+            ratio = ours[n]["rate"] / theirs["rate"]
+            print(
+                f"  vs {labels[key]:<22} {n:>3} games: moves/s {ratio:5.2f}x"
+                f"  CPU/move {cpu_ours / cpu_theirs:5.1f}x"
+            )
+    n = max(games)
+    print(
+        f"aim (issue 28): Boulevard moves/s at {n} games >= boardgame.io with file storage: "
+        f"{ours[n]['rate']:,.0f} vs {results['bgio-file'][n]['rate']:,.0f} = "
+        f"{ours[n]['rate'] / results['bgio-file'][n]['rate']:.2f} (aim >= 1)"
+    )
+    print(f"load average at end:   {loadavg()}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="5 s runs instead of 15 s")
+    parser.add_argument("--games", default="1,10,100", help="tables at once, comma-separated")
+    parser.add_argument("--procs", type=int, default=2, help="load-client processes a run")
+    parser.add_argument(
+        "--check", type=int, default=200, help="random games checked for the same rules first"
+    )
+    args = parser.parse_args()
+    asyncio.run(
+        main(
+            [int(g) for g in args.games.split(",")],
+            5.0 if args.quick else 15.0,
+            args.procs,
+            args.check,
+        )
+    )
