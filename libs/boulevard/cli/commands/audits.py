@@ -9,7 +9,15 @@ from typing import Annotated
 
 import typer
 
-from boulevard.cli.commands.options import HOST_PORT, JsonOption, examples, game_names, invoke
+from boulevard.cli.commands.options import (
+    HOST_PORT,
+    JsonOption,
+    ResultJsonOption,
+    TimeoutOption,
+    examples,
+    game_names,
+    invoke,
+)
 
 audit_app = typer.Typer(
     help="Verify dice, games and money without trusting the operator.",
@@ -36,6 +44,16 @@ MatchmakingAddress = Annotated[
 ]
 NoDice = Annotated[bool, typer.Option("--no-dice", help="do not compare with the dice records")]
 NoLedger = Annotated[bool, typer.Option("--no-ledger", help="do not compare with the ledger")]
+GameIdArgument = Annotated[str, typer.Argument(metavar="GAME_ID", help="the game to audit")]
+TrustOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--trust",
+        metavar="FILE",
+        help="a key history you keep (boulevard keys pin): fail on any key not in it, or a "
+        "served history that rewrites it",
+    ),
+]
 HtmlOption = Annotated[
     str | None,
     typer.Option(
@@ -99,7 +117,7 @@ def audit_ledger(
     ),
 )
 def audit_dice(
-    game_id: Annotated[str, typer.Argument(metavar="GAME_ID", help="the game to audit")],
+    game_id: GameIdArgument,
     dice: Annotated[
         str | None,
         typer.Option(
@@ -129,9 +147,9 @@ def audit_dice(
             "the service serves)",
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    as_json: ResultJsonOption = False,
     html: HtmlOption = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds per call")] = 10.0,
+    timeout: TimeoutOption = 10.0,
 ) -> None:
     """Re-derive every roll and shuffle of a finished game from its revealed seed.
 
@@ -152,14 +170,14 @@ def audit_dice(
     ),
 )
 def audit_game(
-    game_id: Annotated[str, typer.Argument(metavar="GAME_ID", help="the game to audit")],
+    game_id: GameIdArgument,
     engine: EngineAddress = None,
     dice: DiceAddress = None,
     ledger: LedgerAddress = None,
     matchmaking: MatchmakingAddress = None,
     no_dice: NoDice = False,
     no_ledger: NoLedger = False,
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds per call")] = 30.0,
+    timeout: TimeoutOption = 30.0,
     receipts: Annotated[
         Path | None, typer.Option("--receipts", help="JSON lines of receipts to check")
     ] = None,
@@ -178,16 +196,8 @@ def audit_game(
             help="a player's evidence file (receipts, dice and ledger heads kept in play)",
         ),
     ] = None,
-    trust: Annotated[
-        Path | None,
-        typer.Option(
-            "--trust",
-            metavar="FILE",
-            help="a key history you keep (boulevard keys pin): fail on any key not in it, or a "
-            "served history that rewrites it",
-        ),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    trust: TrustOption = None,
+    as_json: ResultJsonOption = False,
     html: HtmlOption = None,
 ) -> None:
     """Re-run a game's rules over its signed, hash-chained log.
@@ -231,7 +241,7 @@ def audit_all(
     matchmaking: MatchmakingAddress = None,
     no_dice: NoDice = False,
     no_ledger: NoLedger = False,
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds per call")] = 30.0,
+    timeout: TimeoutOption = 30.0,
     limit: Annotated[int, typer.Option("--limit", help="audit at most this many games")] = 0,
     game_name: Annotated[
         str,
@@ -257,15 +267,7 @@ def audit_all(
             help="a folder of players' evidence files (*.json), each checked with its game",
         ),
     ] = None,
-    trust: Annotated[
-        Path | None,
-        typer.Option(
-            "--trust",
-            metavar="FILE",
-            help="a key history you keep (boulevard keys pin): fail on any key not in it, or a "
-            "served history that rewrites it",
-        ),
-    ] = None,
+    trust: TrustOption = None,
     html: HtmlOption = None,
     as_json: JsonOption = False,
 ) -> None:
