@@ -161,13 +161,21 @@ def check_against_bots(result: dict[str, object], player: str) -> None:
 def audited_with_evidence(up: Up, game_id: str, evidence: Path) -> None:
     """The seat's evidence file — its reveal's and moves' receipts, the dice log's and the
     ledger's heads — checks out with the game's audit, and so do its seats against the
-    match the matchmaker formed (a bot's among them)."""
+    match the matchmaker formed (a bot's among them) and every key against the key history
+    the platform serves."""
     kept = json.loads(evidence.read_text())
     kinds = [a["kind"] for a in kept["accepted"]]
     assert kinds[0] == "reveal" and kinds.count("reveal") == 1 and "action" in kinds, kinds
     assert kept["dice_heads"] and kept["ledger_heads"], kept
+    # The keys `boulevard up` published (engine, dice, ledger, bots), pinned by the auditor
+    # from what the engine serves: every key the audit meets is in them.
+    pinned = evidence.with_name("keys.json")
+    pin = up.cli("keys", "pin", str(pinned), "--engine", address(up.env, "engine"))
+    assert pin.returncode == 0, pin.stdout + pin.stderr
+    served = json.loads(pinned.read_text())["keys"]
+    assert {k["role"] for k in served} == {"engine", "dice", "ledger", "bots"}, served
     done = up.cli(
-        "audit", "game", game_id, "--evidence", str(evidence),
+        "audit", "game", game_id, "--evidence", str(evidence), "--trust", str(pinned),
         "--matchmaking", address(up.env, "matchmaking"), timeout=90,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
