@@ -14,8 +14,9 @@ RUNS/<id>.pid):
       ├─ veth ── netns <PREFIX>-<id>-dice     10.213.<net>.21   the dice service
       └─ veth ── netns <PREFIX>-<id>-ledger   10.213.<net>.22   the ledger
 
-Each service on a host of its own, as each runs in its own pod, so a fault can cut one
-service off from one NATS node (`cut_client`).
+A host for each service, as each runs in its own pod, so a fault can cut one service off
+from one NATS node (`cut_client`); tests/e2e/test_netns_faults.py runs all three on `svc`
+for now (docs/operations.md, "Network faults", runs J-Q).
 
 The NATS servers run deploy/nats/nats-cluster.conf as shipped, rendered the way
 tests/integration/deploy does it: only the file paths move (the TLS files of a temporary CA
