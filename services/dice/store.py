@@ -64,9 +64,13 @@ class DiceLog:
         return f"{self.prefix}.{game_id}"
 
     async def last_seq(self, game_id: str) -> int:
-        """The stream sequence of the game's last record, 0 when it has none."""
+        """The stream sequence of the game's last record, 0 when it has none. Asked of the
+        stream's leader, not by a direct get: any replica may answer a direct get, and one
+        that lags the appends the leader acknowledged would make `read` (a game's load,
+        VerifyGame, an audit's records) stop short of records this service was told are
+        stored (the same flaw as `GamesLog.ended`'s)."""
         try:
-            msg = await self._js.get_last_msg(self.stream, self.subject(game_id), direct=True)
+            msg = await self._js.get_last_msg(self.stream, self.subject(game_id))
         except NotFoundError:
             return 0
         assert msg.seq is not None

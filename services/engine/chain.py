@@ -1,103 +1,164 @@
-"""The engine's side of the trusted game log (docs/auditing.md): checking a seat's
-signature on a command, chaining envelopes by hash, signing receipts, and sealing
-snapshots so a forged one is never used.
+"""The pipeline's `append` step (docs/architecture.md, "One command pipeline"): a command's
+events put in their envelopes, chained by hash (docs/auditing.md), appended at the expected
+version, folded into the session, and snapshotted now and then, each snapshot sealed so a
+forged one is never used.
 
-Kept apart from engine.py so the command path there stays one readable sequence."""
+The checks of a seat's signature on a command are the command's own `verify` step
+(services/engine/commands.py); the receipt the engine signs is the pipeline's last step
+(`answer`, services/engine/sessions.py)."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import secrets
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
-import structlog
-
-from boulevard.api.v1 import engine_pb2, events_pb2
-from boulevard.audit.signing import (
-    MAX_IDEMPOTENCY_KEY,
-    Receipt,
-    SigningKey,
-    chain_hash,
-    command_signing_bytes,
-    parse_public_key,
-    verify,
+from boulevard.api.v1 import events_pb2
+from boulevard.audit.signing import SigningKey, chain_hash, verify
+from boulevard.eventlog.store import EventStore, NewEvent
+from boulevard.games import clock
+from boulevard.games.base import (
+    CommandAccepted,
+    GameCreated,
+    GameFinished,
+    SeatTimedOut,
+    hidden_until_end,
+    transfers_of,
 )
-from boulevard.games.base import CommandAccepted, GameCreated
-from boulevard.platform.auth import PlayerClaims
-from boulevard.platform.errors import InvalidArgument, PermissionDenied, Unauthenticated
-
-log = structlog.get_logger(__name__)
-
-
-def check_public_key(seat: int, public_key: str) -> None:
-    """A seat's key must be present and well formed before a game is created with it."""
-    if not public_key:
-        raise InvalidArgument(
-            f"seat {seat} has no public_key: every seat signs its moves (docs/auditing.md)"
-        )
-    try:
-        parse_public_key(public_key)
-    except ValueError as err:
-        raise InvalidArgument(f"seat {seat}: {err}") from None
+from boulevard.games.upcasting import SCHEMA_VERSION
+from boulevard.platform import metrics, tracing
+from boulevard.platform.errors import FailedPrecondition
+from services.engine.sessions import BLINDING_BYTES, Session, codec_of
 
 
-def accept_command(
-    game_id: str,
-    created: GameCreated,
-    claims: PlayerClaims,
-    expected_version: int,
-    idempotency_key: str,
-    action: bytes,
-    signature: bytes,
-) -> CommandAccepted:
-    """The record of a command whose signature verifies under the seat's bound key, or
-    UNAUTHENTICATED (no signature) / PERMISSION_DENIED (a signature that does not verify)."""
-    if not idempotency_key or len(idempotency_key) > MAX_IDEMPOTENCY_KEY:
-        # The key is what stops a signed command from being replayed: it runs once.
-        raise InvalidArgument(
-            f"idempotency_key is required, 1-{MAX_IDEMPOTENCY_KEY} characters "
-            "(a signed command runs once per key)"
-        )
-    if not signature:
-        raise Unauthenticated("the command is not signed: sign it with your seat's key")
-    seat = next((s for s in created.seats if s.seat == claims.seat), None)
-    if seat is None or not seat.public_key:
-        raise PermissionDenied(f"seat {claims.seat} has no key bound to it in this game")
-    message = command_signing_bytes(game_id, claims.seat, expected_version, idempotency_key, action)
-    if not verify(bytes.fromhex(seat.public_key), signature, message):
-        raise PermissionDenied(f"the signature does not verify under seat {claims.seat}'s key")
-    if claims.player_id != seat.player_id:
-        raise PermissionDenied(f"seat {claims.seat} is not {claims.player_id!r}'s in this game")
-    return CommandAccepted(
-        seat=claims.seat,
-        player_id=claims.player_id,  # the authenticated player (the token's)
-        idempotency_key=idempotency_key,
-        expected_version=expected_version,
-        action=action.hex(),
-        signature=signature.hex(),
-    )
+class KeyValue(Protocol):
+    async def get(self, key: str) -> bytes | None: ...
+    async def put(self, key: str, value: bytes) -> object: ...  # JetStream: the revision
 
 
-def link(envelope: events_pb2.EventEnvelope, prev_hash: bytes) -> tuple[bytes, bytes]:
-    """Chain `envelope` after `prev_hash`: its stored bytes and its own chain hash."""
-    envelope.prev_hash = prev_hash
-    data = envelope.SerializeToString()
-    return data, chain_hash(data)
+class Recorder:
+    """Appends a game's events to the log and folds them into its session. `kept` and
+    `dropped` are the engine's cache: told of a session that moved on, and of a game whose
+    cached copy may be behind the log (an append refused, or not confirmed)."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        snapshots: KeyValue,
+        seal_key: SigningKey,
+        snapshot_every: int,
+        clock: Callable[[], int],
+        kept: Callable[[Session], None],
+        dropped: Callable[[str], None],
+    ) -> None:
+        self.store = store
+        self.snapshots = snapshots
+        self.seal_key = seal_key
+        self.snapshot_every = snapshot_every
+        self.clock = clock
+        self.kept = kept
+        self.dropped = dropped
+
+    async def append(self, session: Session, events: Sequence[Any], causation: str) -> None:
+        """Append `events` after the session's version, under `causation` (the key of the
+        command that led to them), then fold them in; ConcurrencyConflict when another
+        writer got there first (nothing is written), a store error when it did not confirm.
+        Every `snapshot_every` versions, a sealed snapshot."""
+        clocks = session.clocks
+        # Never before the last envelope (another replica's clock may be behind ours): the
+        # clock rules refuse time running backwards.
+        now = max(self.clock(), clocks.time_ms if clocks is not None else 0)
+        if clocks is not None:
+            refuse_late_moves(session, events, now)
+        codec = codec_of(session.game)
+        correlation = session.created.match_id or session.game_id
+        envelopes, new = [], []
+        head = session.head_hash
+        for version, event in enumerate(events, start=session.version + 1):
+            envelope = events_pb2.EventEnvelope(
+                # Hidden with the shuffle's values (`redacted`), so the public chain hash
+                # cannot be matched against every order of a small shuffle.
+                blinding=secrets.token_bytes(BLINDING_BYTES) if hidden_until_end(event) else b"",
+                event_id=uuid.uuid4().hex,
+                type=codec.type_name(event),
+                game_id=session.game_id,
+                game=session.game.name,
+                version=version,
+                time_unix_ms=now,
+                causation_id=causation,
+                correlation_id=correlation,
+                payload=codec.dumps(event),
+                schema_version=SCHEMA_VERSION,
+                transfers=[
+                    events_pb2.Transfer(
+                        source=t.source, target=t.target, amount=t.amount, reason=t.reason
+                    )
+                    for t in transfers_of(event)
+                ],
+                prev_hash=head,  # the chain: each envelope names the stored bytes before it
+            )
+            data = envelope.SerializeToString()
+            head = chain_hash(data)
+            envelopes.append(envelope)
+            new.append(NewEvent(envelope.event_id, envelope.type, data))
+        started = time.perf_counter()
+        try:
+            with tracing.span("games.append", game_id=session.game_id, events=len(new)):
+                await self.store.append(session.game_id, new, session.version)
+        except Exception:
+            # Refused, or unconfirmed (it may be stored): the cached copy may be behind the
+            # log, so the next load reads the log again.
+            self.dropped(session.game_id)
+            raise
+        _count_appended(session.game.name, events, time.perf_counter() - started)
+        before = session.version
+        for envelope, event in zip(envelopes, events, strict=True):
+            session.apply(event, envelope)
+        session.head_hash = head
+        self.kept(session)
+        if session.version // self.snapshot_every > before // self.snapshot_every:
+            await self.snapshot(session)
+
+    async def snapshot(self, session: Session) -> None:
+        await self.snapshots.put(session.game_id, seal_snapshot(self.seal_key, session.snapshot()))
 
 
-def receipt_pb(
-    key: SigningKey, game_id: str, version: int, head: bytes, time_unix_ms: int = 0
-) -> engine_pb2.Receipt:
-    """The engine's signed receipt: the log reached `version` with `head`, the envelope
-    there recorded at `time_unix_ms` (0: an untimed, v1 receipt)."""
-    r = Receipt.sign(key, game_id, version, head, time_unix_ms)
-    return engine_pb2.Receipt(
-        game_id=r.game_id,
-        version=r.version,
-        chain_head=r.chain_head,
-        key_id=r.key_id,
-        signature=r.signature,
-        time_unix_ms=r.time_unix_ms,
-    )
+def refuse_late_moves(session: Session, events: Sequence[Any], now: int) -> None:
+    """FAILED_PRECONDITION for a seat's own move whose time has run out by `now` (the time
+    its envelope would carry): the audit fails such a move, so it is never recorded."""
+    clocks = session.clocks
+    if clocks is None:
+        return
+    for event in events:
+        if isinstance(event, CommandAccepted) and not event.stand_in:
+            seat = clock.elapse(clocks, now, session.asked()).seats[event.seat]
+            if seat.absent:
+                raise FailedPrecondition(
+                    f"seat {event.seat} timed out and the platform's bot plays it now"
+                )
+            if seat.remaining_ms <= 0:
+                raise FailedPrecondition(
+                    f"seat {event.seat}'s time ran out at {seat.ran_out_ms} (unix ms): the "
+                    "platform's bot plays it from now on"
+                )
+
+
+def _count_appended(game: str, events: Sequence[Any], seconds: float) -> None:
+    metrics.APPEND_SECONDS.labels(game).observe(seconds)
+    metrics.EVENTS_APPENDED.labels(game).inc(len(events))
+    metrics.LAST_APPEND.set_to_current_time()
+    for event in events:
+        if isinstance(event, GameCreated):
+            metrics.GAMES_STARTED.labels(game).inc()
+        elif isinstance(event, GameFinished):
+            metrics.GAMES_FINISHED.labels(game).inc()
+        elif isinstance(event, SeatTimedOut):
+            metrics.SEATS_TIMED_OUT.labels(game).inc()
+        elif isinstance(event, CommandAccepted) and event.stand_in:
+            metrics.STAND_IN_MOVES.labels(game).inc()
 
 
 # Snapshots ---------------------------------------------------------------------------------

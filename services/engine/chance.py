@@ -1,13 +1,18 @@
-"""Chance in the engine: what a game owes (`owed`: seeds to fix, a chance to resolve, its
-end) and where randomness comes from (the dice service, or in pure tests a local rng)."""
+"""Chance in the engine: the pipeline's `settle` step (`Settler.settled`: what a game owes,
+done at the dice service and recorded), what a game owes (`owed`, pure: seeds to fix, a
+chance to resolve, its end), and where randomness comes from (the dice service, or in pure
+tests a local rng)."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import structlog
+
+from boulevard.eventlog.errors import ConcurrencyConflict
 from boulevard.games.base import (
     ChanceRequest,
     ChanceResolved,
@@ -16,8 +21,11 @@ from boulevard.games.base import (
     RandomSource,
 )
 from boulevard.games.playout import resolve_locally
+from services.engine.chain import Recorder
 from services.engine.dice_client import DiceClient
 from services.engine.sessions import Session
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +86,74 @@ def owed(session: Session, now_unix_ms: int) -> AwaitSeeds | FixSeeds | Resolve 
             reason=outcome.reason,
         )
     )
+
+
+class Settler:
+    """Does what a game owes (`owed`) at the dice service and records it (`Recorder`):
+    before a command, what a crash left owed ("Chance after a crash"); after it, what the
+    command led to. `awaiting_seeds` (game -> reveal deadline) is what the engine's reveal
+    sweeper wakes; `on_finished` is told of each game closed here."""
+
+    def __init__(
+        self,
+        chance: ChanceSource,
+        recorder: Recorder,
+        clock: Callable[[], int],
+        awaiting_seeds: dict[str, int],
+        on_finished: Callable[[Session], Awaitable[None]] | None,
+    ) -> None:
+        self.chance = chance
+        self.recorder = recorder
+        self.clock = clock
+        self.awaiting_seeds = awaiting_seeds
+        self.on_finished = on_finished
+
+    async def settled(self, session: Session, causation: str = "") -> bool:
+        """The pipeline's `settle` step: what the game owes, done until it owes nothing or
+        waits for its seeds (its seeds fixed at the dice service, each chance resolved
+        there, a game that is over closed and its dice seed revealed), the events appended
+        under `causation` (the command that led to them; "": the last one). False when
+        another replica settled first: then read the log again."""
+        causation = causation or session.last_causation
+        append = self.recorder.append
+        try:
+            while session.finished is None:
+                match owed(session, self.clock()):
+                    case None:
+                        return True
+                    case AwaitSeeds(deadline):
+                        self.awaiting_seeds[session.game_id] = deadline
+                        return True  # no chance before the seeds are fixed
+                    case FixSeeds(fixed):
+                        # The dice service checks them against the commitments it recorded.
+                        await self.chance.fix_seeds(
+                            session.game_id, fixed.client_seeds, fixed.missing_seats
+                        )
+                        await append(session, [fixed], causation or "seeds")
+                        self.awaiting_seeds.pop(session.game_id, None)
+                        if fixed.missing_seats:
+                            log.warning(
+                                "seats did not reveal their seeds",
+                                game_id=session.game_id,
+                                seats=list(fixed.missing_seats),
+                            )
+                    case Resolve(request_id, request):
+                        resolved = await self.chance.resolve(session.game_id, request_id, request)
+                        await append(session, [resolved], causation)
+                    case Finish(finished):
+                        await append(session, [finished], causation)
+                        await self.recorder.snapshot(session)
+                        log.info("game finished", game_id=session.game_id, ranking=finished.ranking)
+                        if self.on_finished is not None:
+                            await self.on_finished(session)
+        except ConcurrencyConflict:
+            return False
+        if not session.revealed:
+            # Idempotent at the dice service; done by whoever first sees the game finished,
+            # so a crash between GameFinished and the reveal still reveals.
+            await self.chance.reveal(session.game_id)
+            session.revealed = True
+        return True
 
 
 @dataclass(frozen=True, slots=True)

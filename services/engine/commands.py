@@ -1,30 +1,36 @@
 """The commands that change a game, each as the steps the pipeline runs for it.
 
 `Engine.handle` (services/engine/engine.py) is the one path every command takes: authorize,
-load, verify, recorded?, decide, append at the expected version (evolve, snapshot), chance,
-receipt. What differs from one command to another is here, one class per command, one
-method per step: who may ask (`authorize`), what the loaded game must show (`verify`),
-whether the log holds the command already (`recorded`), what happens (`decide`), and what
-the caller gets back (`receipt`). None of these methods touches the event store; the few
-that need the outside world (the dice service, the clock, the log's envelopes) are handed
-it when the command is built.
+load, settle, verify, decide, append at the expected version (evolve, snapshot), settle,
+answer. What differs from one command to another is here, one class per command: what its
+request must be (checked when it is built, before anything is read), what the loaded game
+must show and whether the log holds it already (`verify`), and what happens (`decide`).
+None of these methods touches the event store; the few that need the outside world (the
+dice service, the clock) are handed it when the command is built.
 
-Commands to come take the same shape: a seat's clock running out, and a bot's move for an
-absent seat (the clocks issue), are classes here, issued by a sweeper instead of a player.
+The commands no player sends have the same shape: a seat's clock running out (`TimeOut`)
+and a bot's move for an absent seat (`StandIn`), issued by the clock sweeper.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol
 
 import structlog
 
-from boulevard.api.v1 import engine_pb2, events_pb2
-from boulevard.audit.signing import SigningKey, reclaim_signing_bytes, verify
+from boulevard.api.v1 import engine_pb2
+from boulevard.audit.signing import (
+    MAX_IDEMPOTENCY_KEY,
+    SigningKey,
+    command_signing_bytes,
+    parse_public_key,
+    reclaim_signing_bytes,
+    verify,
+)
 from boulevard.contract import mapping
 from boulevard.fairness import MAX_CLIENT_SEED_BYTES, client_seed_commitment, is_commitment
 from boulevard.games import REGISTRY
@@ -33,7 +39,6 @@ from boulevard.games.base import (
     CommandAccepted,
     GameConfig,
     GameCreated,
-    GameDefinition,
     PlayerSeat,
     RulesError,
     SeatReclaimed,
@@ -45,34 +50,40 @@ from boulevard.games.versions import RulesVersion, for_release
 from boulevard.platform.auth import PlayerClaims
 from boulevard.platform.errors import (
     Aborted,
-    AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
     PermissionDenied,
     Unauthenticated,
 )
-from services.engine.chain import accept_command, check_public_key, receipt_pb
 from services.engine.chance import ChanceSource
-from services.engine.sessions import Session, redacted
+from services.engine.sessions import Answer, CommandResult, Session
 
 log = structlog.get_logger(__name__)
 
 GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # a well-formed game (and match) id
 
-R_co = TypeVar("R_co", covariant=True)
 
-
-class Command(Protocol[R_co]):
+class Command(Protocol):
     """One request to change one game, as `Engine.handle` runs it. The pipeline calls the
-    steps in the order they are listed here; each raises the error the caller gets."""
+    steps in the order they are listed here; each raises the error the caller gets. What
+    the request must be is checked when the command is built (`__post_init__`), before
+    anything is read."""
 
     # Resolve chance owed from before (a crash between an append and its chance) before
     # deciding. Not for a seed reveal: past the deadline that would fix the seeds first.
     settles_first: ClassVar[bool]
+    # Answered with the command's envelopes and a signed receipt (a player's commands); the
+    # others get the game's version alone.
+    receipted: ClassVar[bool]
 
     @property
     def game_id(self) -> str: ...
+
+    @property
+    def claims(self) -> PlayerClaims | None:
+        """The seat's token the command came with (None: the engine's own, or an
+        operator's): it must be for this game."""
 
     @property
     def causation(self) -> str:
@@ -84,19 +95,14 @@ class Command(Protocol[R_co]):
         """The caller pinned the version it decided on: a lost race is ABORTED, not
         retried."""
 
-    def authorize(self) -> None:
-        """Refuse a caller who may not ask this at all, before anything is read."""
-
     async def open(self) -> Session:
         """The game when the log has none: a new one (creation), else NOT_FOUND."""
 
-    def verify(self, session: Session) -> None:
+    def verify(self, session: Session) -> CommandResult | None:
         """Refuse a command the loaded game does not accept from this caller (a signature
-        that does not verify under the seat's key, a seat the game does not have)."""
-
-    def recorded(self, session: Session) -> bool:
-        """Whether the log holds this command already (a retry): then `receipt` answers
-        with the first result and nothing is decided or appended."""
+        that does not verify under the seat's key, a seat the game does not have). Where
+        the log holds the command already (a retry): the versions it wrote, which the
+        caller is answered with; nothing is decided or appended."""
 
     async def decide(self, session: Session) -> Sequence[Any]:
         """The events the command adds to the log, or none when there is nothing to add."""
@@ -104,10 +110,6 @@ class Command(Protocol[R_co]):
     def unconfirmed(self) -> str | None:
         """What to tell the caller when the store did not confirm the append (the command
         may or may not be stored), or None to pass the store's error on as it is."""
-
-    async def receipt(self, session: Session, first: int | None) -> R_co:
-        """What the caller gets back: `first` is the version of the command's first event,
-        or None for a command the log held already."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,15 +121,8 @@ class SeatRequest:
     public_key: str = ""  # hex Ed25519 key that will sign this seat's commands
 
 
-@dataclass(frozen=True, slots=True)
-class Submitted:
-    version: int
-    envelopes: tuple[events_pb2.EventEnvelope, ...]
-    finished: bool
-    head: bytes = b""  # the chain hash at `version` (what a receipt signs)
-    # The engine's signature over (game, version, head): what the seat keeps as proof.
-    # Not compared: two replicas (two keys) answering one retry give the same result.
-    receipt: engine_pb2.Receipt | None = field(default=None, compare=False)
+# SubmitAction's answer: the pipeline's own (the name the engine's callers know).
+Submitted = Answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,11 +142,6 @@ class Created:
     seed_commitment: str
 
 
-# What the pipeline lends a command that reads the log: the envelopes at versions
-# first..last (from memory when it holds them).
-ReadEnvelopes = Callable[[Session, int, int], Awaitable[tuple[events_pb2.EventEnvelope, ...]]]
-
-
 class _Existing:
     """The `open` step of every command but creation: a game must exist to act in it."""
 
@@ -161,48 +151,35 @@ class _Existing:
         raise NotFound(f"no game {self.game_id!r}")
 
 
-async def sign_receipt(
-    key: SigningKey, session: Session, read: ReadEnvelopes
-) -> engine_pb2.Receipt:
-    """The pipeline's `sign a receipt` step: the engine's signature over the game's version
-    now, its chain head and the time the envelope there was recorded (when the engine
-    accepted what the receipt is for)."""
-    (at,) = await read(session, session.version, session.version)
-    return receipt_pb(
-        key, session.game_id, session.version, session.head_hash, int(at.time_unix_ms)
-    )
-
-
-def from_action(
-    action: engine_pb2.Action | None,
-) -> Callable[[GameDefinition[Any, Any, Any, Any]], Any]:
-    """How a SubmitAction's Action becomes the game's command, once the game is known."""
-
-    def to_command(game: GameDefinition[Any, Any, Any, Any]) -> Any:
-        if action is None:
-            raise InvalidArgument("action is required")
-        return mapping.action_to_command(game, action)
-
-    return to_command
+def check_public_key(seat: int, public_key: str) -> None:
+    """A seat's key must be present and well formed before a game is created with it."""
+    if not public_key:
+        raise InvalidArgument(
+            f"seat {seat} has no public_key: every seat signs its moves (docs/auditing.md)"
+        )
+    try:
+        parse_public_key(public_key)
+    except ValueError as err:
+        raise InvalidArgument(f"seat {seat}: {err}") from None
 
 
 @dataclass
 class Submit(_Existing):
-    """A seat's signed move (SubmitAction): `action` is the exact bytes the seat signed
-    (the Action message's deterministic encoding) and `to_command` gives the game command
-    they stand for, once the game is loaded (the mapping depends on the game)."""
+    """A seat's signed move (SubmitAction): `signed` is the exact bytes the seat signed
+    (the Action message's deterministic encoding); `action` the Action itself, mapped to the
+    game's command once the game is loaded (the mapping depends on the game and its rules
+    version), or `command` when the caller holds the game's command already."""
 
     game_id: str
     claims: PlayerClaims
-    to_command: Callable[[GameDefinition[Any, Any, Any, Any]], Any]
     expected_version: int
     idempotency_key: str
-    action: bytes
+    signed: bytes
     signature: bytes
-    read: ReadEnvelopes
-    receipt_key: SigningKey
+    action: engine_pb2.Action | None = None
+    command: Any = None
     settles_first: ClassVar[bool] = True
-    _command: Any = None
+    receipted: ClassVar[bool] = True
     _accepted: CommandAccepted | None = None
 
     @property
@@ -213,32 +190,48 @@ class Submit(_Existing):
     def pinned(self) -> bool:
         return bool(self.expected_version)
 
-    def authorize(self) -> None:
-        if self.claims.game_id != self.game_id:
-            raise PermissionDenied("this token is for another game")
-        if not GAME_ID.match(self.game_id):
-            raise InvalidArgument(f"malformed game id {self.game_id!r}")
-
-    def verify(self, session: Session) -> None:
-        """The action is one of this game's commands, for the token's seat, signed with
-        the seat's key (INVALID_ARGUMENT, PERMISSION_DENIED, UNAUTHENTICATED)."""
-        command = self._command = self.to_command(session.game)
-        if getattr(command, "seat", self.claims.seat) != self.claims.seat:
+    def verify(self, session: Session) -> CommandResult | None:
+        """The action is one of this game's commands (the Action mapped once, here), for
+        the token's seat, under a well-formed idempotency key, signed with the key bound to
+        the seat in GameCreated, by the player who holds the seat (INVALID_ARGUMENT,
+        PERMISSION_DENIED, UNAUTHENTICATED). It yields the CommandAccepted record."""
+        if self.command is None:
+            if self.action is None:
+                raise InvalidArgument("action is required")
+            self.command = mapping.action_to_command(session.game, self.action)
+        claims = self.claims
+        if getattr(self.command, "seat", claims.seat) != claims.seat:
             raise PermissionDenied(
-                f"you play seat {self.claims.seat}; you cannot act for seat {command.seat}"
+                f"you play seat {claims.seat}; you cannot act for seat {self.command.seat}"
             )
-        self._accepted = accept_command(
-            self.game_id,
-            session.created,
-            self.claims,
-            self.expected_version,
-            self.idempotency_key,
-            self.action,
-            self.signature,
+        key = self.idempotency_key
+        if not key or len(key) > MAX_IDEMPOTENCY_KEY:
+            # The key is what stops a signed command from being replayed: it runs once.
+            raise InvalidArgument(
+                f"idempotency_key is required, 1-{MAX_IDEMPOTENCY_KEY} characters "
+                "(a signed command runs once per key)"
+            )
+        if not self.signature:
+            raise Unauthenticated("the command is not signed: sign it with your seat's key")
+        seat = next((s for s in session.created.seats if s.seat == claims.seat), None)
+        if seat is None or not seat.public_key:
+            raise PermissionDenied(f"seat {claims.seat} has no key bound to it in this game")
+        message = command_signing_bytes(
+            self.game_id, claims.seat, self.expected_version, key, self.signed
         )
-
-    def recorded(self, session: Session) -> bool:
-        return self.causation in session.commands
+        if not verify(bytes.fromhex(seat.public_key), self.signature, message):
+            raise PermissionDenied(f"the signature does not verify under seat {claims.seat}'s key")
+        if claims.player_id != seat.player_id:
+            raise PermissionDenied(f"seat {claims.seat} is not {claims.player_id!r}'s in this game")
+        self._accepted = CommandAccepted(
+            seat=claims.seat,
+            player_id=claims.player_id,  # the authenticated player (the token's)
+            idempotency_key=key,
+            expected_version=self.expected_version,
+            action=self.signed.hex(),
+            signature=self.signature.hex(),
+        )
+        return session.commands.get(self.causation)
 
     async def decide(self, session: Session) -> Sequence[Any]:
         if session.finished is not None:
@@ -248,7 +241,7 @@ class Submit(_Existing):
                 f"the game is at version {session.version}, not {self.expected_version}: "
                 "reload and decide again"
             )
-        events = session.game.decide(self._command, session.state)
+        events = session.game.decide(self.command, session.state)
         if not events:
             raise FailedPrecondition("that action changes nothing")
         assert self._accepted is not None, "verify() runs before decide()"
@@ -269,38 +262,6 @@ class Submit(_Existing):
             "idempotency_key to make such retries safe)"
         )
 
-    async def receipt(self, session: Session, first: int | None) -> Submitted:
-        if first is None:
-            done = session.commands[self.causation]
-            return self._retried(session, await self._result(session, done.first, done.last))
-        return await self._result(session, first, session.version)
-
-    async def _result(self, session: Session, first: int, last: int) -> Submitted:
-        finished = session.finished is not None
-        envelopes = await self.read(session, first, last)
-        return Submitted(
-            session.version,
-            # As the seat may see them: a shuffle's order stays hidden until the end.
-            tuple(redacted(session.game, e, finished) for e in envelopes),
-            finished,
-            session.head_hash,
-            await sign_receipt(self.receipt_key, session, self.read),
-        )
-
-    def _retried(self, session: Session, result: Submitted) -> Submitted:
-        """The recorded result of a command whose key was used before, for the seat that
-        used it (docs/clients.md: a retry, or a second action under a used key, gets the
-        first result); ALREADY_EXISTS for any other seat: a key names one seat's command,
-        and another seat must not be told that its move was applied."""
-        assert self._accepted is not None, "verify() runs before receipt()"
-        recorded = session.codec.loads(result.envelopes[0].payload) if result.envelopes else None
-        if not isinstance(recorded, CommandAccepted) or recorded.seat != self._accepted.seat:
-            raise AlreadyExists(
-                f"idempotency_key {self.idempotency_key!r} was used by another seat's "
-                "command in this game; send each new command with a fresh key"
-            )
-        return result
-
 
 @dataclass
 class Reveal(_Existing):
@@ -311,27 +272,22 @@ class Reveal(_Existing):
     claims: PlayerClaims
     client_seed: str
     clock: Callable[[], int]
-    read: ReadEnvelopes
-    receipt_key: SigningKey
     settles_first: ClassVar[bool] = False
+    receipted: ClassVar[bool] = True
     pinned: bool = False
+
+    def __post_init__(self) -> None:
+        if len(self.client_seed.encode("utf-8")) > MAX_CLIENT_SEED_BYTES:
+            raise InvalidArgument(f"a client seed is at most {MAX_CLIENT_SEED_BYTES} bytes")
 
     @property
     def causation(self) -> str:
         return f"reveal:{self.claims.seat}"
 
-    def authorize(self) -> None:
-        if self.claims.game_id != self.game_id:
-            raise PermissionDenied("this token is for another game")
-        if len(self.client_seed.encode("utf-8")) > MAX_CLIENT_SEED_BYTES:
-            raise InvalidArgument(f"a client seed is at most {MAX_CLIENT_SEED_BYTES} bytes")
-
     def verify(self, session: Session) -> None:
         if not 0 <= self.claims.seat < len(session.created.seats):
             raise PermissionDenied(f"this game has no seat {self.claims.seat}")
-
-    def recorded(self, session: Session) -> bool:
-        return False  # a second reveal of the same seed settles and answers again: `decide`
+        # Never held as done: a second reveal of the same seed settles and answers again.
 
     async def decide(self, session: Session) -> Sequence[Any]:
         seat = self.claims.seat
@@ -357,14 +313,6 @@ class Reveal(_Existing):
     def unconfirmed(self) -> None:
         return None
 
-    async def receipt(self, session: Session, first: int | None) -> SeedRevealed:
-        return SeedRevealed(
-            session.version,
-            not session.unrevealed(),
-            session.created.reveal_deadline_unix_ms,
-            await sign_receipt(self.receipt_key, session, self.read),
-        )
-
 
 @dataclass
 class Create:
@@ -381,18 +329,19 @@ class Create:
     chance: ChanceSource
     clock: Callable[[], int]
     reveal_ms: int
-    issue_token: Callable[[str, int, str], str]
     time_control: TimeControl | None = None
     # New games take this release's rules ("": the newest; engine_new_games_rules_release).
     rules_release: str = ""
     settles_first: ClassVar[bool] = False
+    receipted: ClassVar[bool] = False
     pinned: bool = False
+    claims: None = None  # the caller is an operator or the matchmaker (the server checked)
 
     @property
     def causation(self) -> str:
         return f"create:{self.request_id}"
 
-    def authorize(self) -> None:
+    def __post_init__(self) -> None:
         """Refuse a request for a game the rules cannot host (the caller is an operator or
         the matchmaker: the server and the app checked who asks)."""
         if not self.request_id:
@@ -465,19 +414,17 @@ class Create:
         )
         return Session.new(self.game_id, created)
 
-    def verify(self, session: Session) -> None:
-        pass  # the seats' keys were checked in `authorize`; nobody signs a creation
-
-    def recorded(self, session: Session) -> bool:
-        """A stored game: the one this request made, which a retry must ask for again."""
+    def verify(self, session: Session) -> CommandResult | None:
+        """A stored game: the one this request made, which a retry must ask for again (the
+        seats' keys were checked when the request was built; nobody signs a creation)."""
         if not session.version:
-            return False
+            return None
         ordered = sorted(self.seats, key=lambda s: s.seat)
         wanted = (self.game_name, tuple((s.seat, s.player_id) for s in ordered))
         have = (session.created.game, tuple((s.seat, s.player_id) for s in session.created.seats))
         if wanted != have:
             raise InvalidArgument("this request_id was already used to create a different game")
-        return True
+        return CommandResult(1, 1)  # its GameCreated
 
     async def decide(self, session: Session) -> Sequence[Any]:
         try:
@@ -488,12 +435,6 @@ class Create:
 
     def unconfirmed(self) -> None:
         return None
-
-    async def receipt(self, session: Session, first: int | None) -> Created:
-        log.info("game ready", game_id=self.game_id, game=self.game_name, version=session.version)
-        created = session.created
-        tokens = tuple(self.issue_token(self.game_id, s.seat, s.player_id) for s in created.seats)
-        return Created(self.game_id, tokens, created.seed_commitment)
 
 
 # The bot that plays a seat whose time ran out: the game's heuristic bot, as for bot seats.
@@ -511,17 +452,13 @@ class TimeOut(_Existing):
     clock: Callable[[], int]
     stand_in_key: SigningKey
     settles_first: ClassVar[bool] = True
+    receipted: ClassVar[bool] = False
     pinned: bool = False
     causation: str = "clock:timeout"
-
-    def authorize(self) -> None:
-        pass  # the engine's own
+    claims: None = None  # the engine's own
 
     def verify(self, session: Session) -> None:
-        pass
-
-    def recorded(self, session: Session) -> bool:
-        return False  # `decide` finds what is overdue now; nothing overdue, nothing added
+        pass  # `decide` finds what is overdue now; nothing overdue, nothing added
 
     async def decide(self, session: Session) -> Sequence[Any]:
         key = self.stand_in_key.public_hex
@@ -532,9 +469,6 @@ class TimeOut(_Existing):
 
     def unconfirmed(self) -> None:
         return None
-
-    async def receipt(self, session: Session, first: int | None) -> Session:
-        return session
 
 
 @dataclass
@@ -547,17 +481,13 @@ class StandIn(_Existing):
     game_id: str
     stand_in_key: SigningKey
     settles_first: ClassVar[bool] = True
+    receipted: ClassVar[bool] = False
     pinned: bool = False
     causation: str = "stand-in"
-
-    def authorize(self) -> None:
-        pass  # the engine's own
+    claims: None = None  # the engine's own
 
     def verify(self, session: Session) -> None:
-        pass
-
-    def recorded(self, session: Session) -> bool:
-        return False
+        pass  # `decide` picks the move of the seat the game asks for now
 
     async def decide(self, session: Session) -> Sequence[Any]:
         absent = session.absent_to_act()
@@ -586,9 +516,6 @@ class StandIn(_Existing):
     def unconfirmed(self) -> None:
         return None
 
-    async def receipt(self, session: Session, first: int | None) -> Session:
-        return session
-
 
 @dataclass(frozen=True, slots=True)
 class Reclaimed:
@@ -606,22 +533,19 @@ class Reclaim(_Existing):
     claims: PlayerClaims
     expected_version: int
     signature: bytes
-    receipt_key: SigningKey
-    read: ReadEnvelopes
     settles_first: ClassVar[bool] = True
+    receipted: ClassVar[bool] = True
     pinned: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.signature:
+            raise Unauthenticated("a reclaim must be signed by the seat's key")
 
     @property
     def causation(self) -> str:
         return f"reclaim:{self.claims.seat}:{self.expected_version}"
 
-    def authorize(self) -> None:
-        if self.claims.game_id != self.game_id:
-            raise PermissionDenied("this token is for another game")
-        if not self.signature:
-            raise Unauthenticated("a reclaim must be signed by the seat's key")
-
-    def verify(self, session: Session) -> None:
+    def verify(self, session: Session) -> CommandResult | None:
         seat = self.claims.seat
         seats = session.created.seats
         if not 0 <= seat < len(seats) or seats[seat].player_id != self.claims.player_id:
@@ -629,9 +553,7 @@ class Reclaim(_Existing):
         message = reclaim_signing_bytes(self.game_id, seat, self.expected_version)
         if not verify(bytes.fromhex(seats[seat].public_key), self.signature, message):
             raise PermissionDenied(f"the signature does not verify under seat {seat}'s key")
-
-    def recorded(self, session: Session) -> bool:
-        return self.causation in session.commands
+        return session.commands.get(self.causation)
 
     async def decide(self, session: Session) -> Sequence[Any]:
         control = session.created.time_control
@@ -655,8 +577,3 @@ class Reclaim(_Existing):
             "the event store did not confirm the reclaim: read the game again (the seat is "
             "yours if it shows you not absent)"
         )
-
-    async def receipt(self, session: Session, first: int | None) -> Reclaimed:
-        version = first if first is not None else session.commands[self.causation].first
-        # Timed: the player can show when the engine took the seat back for them.
-        return Reclaimed(version, await sign_receipt(self.receipt_key, session, self.read))

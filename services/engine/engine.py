@@ -12,11 +12,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 import structlog
 from google.protobuf.message import DecodeError
@@ -24,19 +23,13 @@ from google.protobuf.message import DecodeError
 from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.signing import SigningKey, chain_hash
 from boulevard.eventlog.errors import ConcurrencyConflict
-from boulevard.eventlog.store import EventStore, NewEvent
-from boulevard.games import REGISTRY, clock
-from boulevard.games.base import (
-    CommandAccepted,
-    GameCreated,
-    GameFinished,
-    RulesError,
-    SeatTimedOut,
-)
+from boulevard.eventlog.store import EventStore
+from boulevard.games import REGISTRY
+from boulevard.games.base import GameCreated, RulesError
 from boulevard.games.clock import TimeControl
 from boulevard.games.codec import Codec
 from boulevard.games.versions import UnknownRulesVersion, for_release
-from boulevard.platform import metrics, tracing
+from boulevard.platform import metrics
 from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
 from boulevard.platform.errors import (
     Aborted,
@@ -47,8 +40,8 @@ from boulevard.platform.errors import (
     Unavailable,
     nats_unavailable,
 )
-from services.engine.chain import link, open_snapshot, seal_snapshot
-from services.engine.chance import AwaitSeeds, ChanceSource, Finish, FixSeeds, Resolve, owed
+from services.engine.chain import KeyValue, Recorder, open_snapshot
+from services.engine.chance import ChanceSource, Settler
 from services.engine.commands import (
     GAME_ID,
     Command,
@@ -63,15 +56,21 @@ from services.engine.commands import (
     Submit,
     Submitted,
     TimeOut,
-    from_action,
 )
-from services.engine.sessions import Session, StaleSnapshot, envelope_of
+from services.engine.sessions import Answer, Session, StaleSnapshot, answer
 
-__all__ = ["Engine", "MemoryKeyValue", "OutcomeUnknown", "SeatRequest", "Submitted", "game_id_for"]
+__all__ = [
+    "Engine",
+    "KeyValue",
+    "MemoryKeyValue",
+    "OutcomeUnknown",
+    "SeatRequest",
+    "Submitted",
+    "game_id_for",
+]
 
 log = structlog.get_logger(__name__)
 
-R = TypeVar("R")
 MAX_RETRIES = 5
 # Where each game lookup found its game: in memory, from a snapshot it could open (and the
 # log after it), or from its whole log.
@@ -82,11 +81,6 @@ _LOADED_FROM_LOG = metrics.GAME_LOADS.labels("log")
 
 class OutcomeUnknown(Unavailable):
     """UNAVAILABLE for a command whose append was not confirmed: it may be in the log."""
-
-
-class KeyValue(Protocol):
-    async def get(self, key: str) -> bytes | None: ...
-    async def put(self, key: str, value: bytes) -> object: ...  # JetStream: the revision
 
 
 class MemoryKeyValue:
@@ -167,6 +161,18 @@ class Engine:
         # Signs receipts and snapshots; its public half is served by GetEngineKey.
         self.receipt_key = receipt_key or SigningKey.generate()
         self.forged_snapshots = 0  # snapshots refused because the log disagreed
+        # The pipeline's collaborators, in the order it calls them: the settling of what a
+        # game owes (the dice service), and the append (the log, the snapshots).
+        self.recorder = Recorder(
+            store,
+            snapshots,
+            self.receipt_key,
+            snapshot_every,
+            clock,
+            kept=self._kept,
+            dropped=self._dropped,
+        )
+        self.settler = Settler(chance, self.recorder, clock, self.awaiting_seeds, on_finished)
 
     # -- the commands: each is built here and run by `handle` ------------------------------
 
@@ -181,33 +187,17 @@ class Engine:
         signature: bytes = b"",
     ) -> Submitted:
         """Run one signed command: `action` is the exact bytes the seat signed (the Action
-        message's deterministic encoding) and `command` the game command it maps to."""
+        message's deterministic encoding) and `command` the game command it maps to. (The
+        server builds SubmitAction's `Submit` from the request itself.)"""
         return await self.handle(
             Submit(
                 game_id,
                 claims,
-                lambda _game: command,
                 expected_version,
                 idempotency_key,
                 action,
                 signature,
-                read=self._envelopes,
-                receipt_key=self.receipt_key,
-            )
-        )
-
-    async def reclaim_seat(
-        self, game_id: str, claims: PlayerClaims, expected_version: int, signature: bytes
-    ) -> Reclaimed:
-        """A timed-out seat of a turn-based game takes its place back from the bot."""
-        return await self.handle(
-            Reclaim(
-                game_id,
-                claims,
-                expected_version,
-                signature,
-                receipt_key=self.receipt_key,
-                read=self._envelopes,
+                command=command,
             )
         )
 
@@ -220,37 +210,35 @@ class Engine:
         idempotency_key: str,
         signature: bytes,
     ) -> Submitted:
-        """Run one signed Action as the seat sent it (SubmitAction): mapped to the game's
-        command once the game is loaded; the seat signed its deterministic encoding."""
+        """Run one signed Action as a seat sends it (as SubmitAction does, for callers in
+        this process): mapped to the game's command once the game is loaded; the seat
+        signed its deterministic encoding."""
         signed = action.SerializeToString(deterministic=True) if action is not None else b""
         return await self.handle(
-            Submit(
-                game_id,
-                claims,
-                from_action(action),
-                expected_version,
-                idempotency_key,
-                signed,
-                signature,
-                read=self._envelopes,
-                receipt_key=self.receipt_key,
-            )
+            Submit(game_id, claims, expected_version, idempotency_key, signed, signature, action)
         )
+
+    async def reclaim_seat(
+        self, game_id: str, claims: PlayerClaims, expected_version: int, signature: bytes
+    ) -> Reclaimed:
+        """A timed-out seat of a turn-based game takes its place back from the bot."""
+        done = await self.handle(Reclaim(game_id, claims, expected_version, signature))
+        assert done.receipt is not None, "a reclaim is receipted"
+        # Timed: the player can show when the engine took the seat back for them.
+        return Reclaimed(done.first, done.receipt)
 
     async def reveal_seed(
         self, game_id: str, claims: PlayerClaims, client_seed: str
     ) -> SeedRevealed:
         """Record a seat's client seed, checked against the commitment it made before the
         server seed was drawn; once every seat has revealed, the game's dice can run."""
-        return await self.handle(
-            Reveal(
-                game_id,
-                claims,
-                client_seed,
-                clock=self.clock,
-                read=self._envelopes,
-                receipt_key=self.receipt_key,
-            )
+        done = await self.handle(Reveal(game_id, claims, client_seed, clock=self.clock))
+        assert done.session is not None, "the pipeline answers with the game"
+        return SeedRevealed(
+            done.version,
+            not done.session.unrevealed(),
+            done.session.created.reveal_deadline_unix_ms,
+            done.receipt,
         )
 
     async def create_game(
@@ -265,9 +253,10 @@ class Engine:
     ) -> Created:
         """Create (or, for a retry, find) a game. A matched game's id is its match id; any
         other game's id is `game_id_for(creator, request_id)`."""
-        return await self.handle(
+        game_id = match_id or game_id_for(creator, request_id)
+        done = await self.handle(
             Create(
-                game_id=match_id or game_id_for(creator, request_id),
+                game_id=game_id,
                 request_id=request_id,
                 game_name=game_name,
                 seats=seats,
@@ -276,24 +265,34 @@ class Engine:
                 chance=self.chance,
                 clock=self.clock,
                 reveal_ms=self.reveal_ms,
-                issue_token=self.seat_token,
                 time_control=time_control,
                 rules_release=self.rules_release,
             )
         )
+        assert done.session is not None, "the pipeline answers with the game"
+        created = done.session.created
+        log.info("game ready", game_id=game_id, game=created.game, version=done.version)
+        tokens = tuple(self.seat_token(game_id, s.seat, s.player_id) for s in created.seats)
+        return Created(game_id, tokens, created.seed_commitment)
 
     # -- the pipeline ---------------------------------------------------------------------
 
-    async def handle(self, command: Command[R]) -> R:
+    async def handle(self, command: Command) -> Answer:
         """Run one command that changes a game, step by step (docs/architecture.md, "One
-        command pipeline"). A lost race with another writer reloads the game and runs the
-        steps again, unless the caller pinned the version it decided on (ABORTED).
+        command pipeline"); each step is a function of the module that owns its concern, in
+        the order they are called: this file (authorize, load), chance.py (settle),
+        commands.py (verify, decide), chain.py (append), sessions.py (evolve, answer). A
+        lost race with another writer reloads the game and runs the steps again, unless the
+        caller pinned the version it decided on (ABORTED).
 
         The rules a game runs by are the ones its GameCreated names, chosen where the session
         is made (`Session.new`, `Session.from_snapshot`); a command that is not a player's
         (a seat's timeout, a bot's move for an absent seat) is a class of its own in
         commands.py, handed to `handle` by a sweeper as a player's call is by the server."""
-        command.authorize()  # who may ask, before anything is read
+        # authorize: who may ask, before anything is read (the rest of the request was
+        # checked when the command was built).
+        if command.claims is not None and command.claims.game_id != command.game_id:
+            raise PermissionDenied("this token is for another game")
         for _attempt in range(MAX_RETRIES):
             async with self._lock(command.game_id):
                 # The game from cache, snapshot and log, with the rules its GameCreated
@@ -302,27 +301,34 @@ class Engine:
                 if session is None:
                     session = await command.open()  # a new game, or NOT_FOUND
                 self.refuse_halted(session)  # an event it cannot read stopped the game
-                if command.settles_first and not await self._settled(session):
+                if command.settles_first and not await self.settler.settled(session):
                     continue  # another replica settled it first: read the log again
-                command.verify(session)  # the signature, the seat
-                if command.recorded(session):
-                    return await command.receipt(session, None)  # a retry: the first result
+                done = command.verify(session)  # the signature, the seat
+                if done is not None:  # a retry: the first result, to the seat that sent it
+                    return await answer(
+                        session, done.first, done.last, self.store, self.receipt_key,
+                        command.receipted, command.claims,
+                    )  # fmt: skip
                 events = await command.decide(session)  # the rules
                 first = session.version + 1
                 if events:
                     try:
                         # At the expected version; folds the events in and snapshots.
-                        await self._append(session, events, command.causation)
+                        await self.recorder.append(session, events, command.causation)
                     except ConcurrencyConflict:
-                        # Another replica wrote first (`_append` dropped our copy), or an
+                        # Another replica wrote first (`append` dropped our copy), or an
                         # earlier attempt of this very command did (its append unconfirmed).
                         if not command.pinned:
                             continue  # decide again on the fresh log (or find it there)
                         fresh = await self._load(command.game_id)
                         # Not kept: the other writer may still be settling its command.
                         self._sessions.pop(command.game_id, None)
-                        if command.recorded(fresh):
-                            return await command.receipt(fresh, None)
+                        done = command.verify(fresh)
+                        if done is not None:
+                            return await answer(
+                                fresh, done.first, done.last, self.store, self.receipt_key,
+                                command.receipted, command.claims,
+                            )  # fmt: skip
                         raise  # the client pinned the version it decided on: ABORTED
                     except Exception as exc:
                         why = command.unconfirmed()
@@ -330,8 +336,26 @@ class Engine:
                             raise
                         # The append may or may not have been stored.
                         raise OutcomeUnknown(why) from exc
-                session = await self._settle_after(session, command.causation)  # chance
-                return await command.receipt(session, first)
+                # What the stored command led to (chance, the end). Another replica that
+                # reloaded the game may resolve the same chance first (the same outcome: the
+                # request id names the version); the command stands, so read the log again
+                # and carry on rather than fail it.
+                for _settling in range(MAX_RETRIES):
+                    if await self.settler.settled(session, command.causation):
+                        break
+                    session = await self._load(command.game_id)  # `append` dropped our copy
+                else:
+                    raise Aborted(
+                        "too many concurrent writers on this game; reload to see your move"
+                    )
+                return await answer(
+                    session,
+                    first,
+                    session.version,
+                    self.store,
+                    self.receipt_key,
+                    signed=command.receipted,
+                )
         raise Aborted("too many concurrent writers on this game; try again")
 
     # -- loading --------------------------------------------------------------------------
@@ -350,6 +374,15 @@ class Engine:
         while len(self._sessions) > self._cache_size:
             evicted, _ = self._sessions.popitem(last=False)
             self._warm.pop(evicted, None)
+
+    def _kept(self, session: Session) -> None:
+        """A session that moved on (an append): cached, its clock's next step tracked."""
+        self._cache(session)
+        self._track_clock(session)
+
+    def _dropped(self, game_id: str) -> None:
+        """A game whose cached copy may be behind the log: read from the log next time."""
+        self._sessions.pop(game_id, None)
 
     def _used(self, game_id: str) -> None:
         self._warm[game_id] = time.monotonic()
@@ -394,6 +427,11 @@ class Engine:
         return self._sessions.get(game_id)
 
     async def _load_or_none(self, game_id: str) -> Session | None:
+        """The pipeline's `load` step: the game from memory, else from its sealed snapshot
+        and the log after it (`_fold`); None when it has no log. INVALID_ARGUMENT for a
+        malformed id, before anything is read."""
+        if not GAME_ID.match(game_id):
+            raise InvalidArgument(f"malformed game id {game_id!r}")
         cached = self._sessions.get(game_id)
         if cached is not None:
             _LOADED_FROM_CACHE.inc()
@@ -511,147 +549,19 @@ class Engine:
     async def load(self, game_id: str) -> Session:
         """The game as it stands, with any owed chance resolved and a finished game closed
         (a crash between appending and resolving leaves such work; whoever loads does it)."""
-        if not GAME_ID.match(game_id):
+        if not GAME_ID.match(game_id):  # before a lock is made for it
             raise InvalidArgument(f"malformed game id {game_id!r}")
         async with self._lock(game_id):
             for _attempt in range(MAX_RETRIES):
                 session = await self._load(game_id)
                 if session.halted is not None:
                     return session  # nothing to settle: it takes nothing more
-                try:
-                    await self._settle(session)
-                except ConcurrencyConflict:
-                    continue  # another replica settled it first: read the log again
-                return session
+                if await self.settler.settled(session):
+                    return session
+                # else another replica settled it first: read the log again
         raise Aborted("too many concurrent writers on this game; try again")
 
-    # -- appending ------------------------------------------------------------------------
-
-    async def _append(self, session: Session, events: Sequence[Any], causation: str) -> None:
-        """Append events after the session's version, then fold them in."""
-        # Never before the last envelope (another replica's clock may be behind ours).
-        now = max(self.clock(), session.time_ms())
-        refuse_late_moves(session, events, now)
-        correlation = session.created.match_id or session.game_id
-        envelopes = []
-        for i, event in enumerate(events, start=session.version + 1):
-            envelopes.append(
-                envelope_of(
-                    session.game,
-                    session.game_id,
-                    event,
-                    i,
-                    uuid.uuid4().hex,
-                    now,
-                    causation,
-                    correlation,
-                )
-            )
-        new = []
-        head = session.head_hash
-        for e in envelopes:
-            data, head = link(e, head)
-            new.append(NewEvent(e.event_id, e.type, data))
-        started = time.perf_counter()
-        try:
-            with tracing.span("games.append", game_id=session.game_id, events=len(new)):
-                await self.store.append(session.game_id, new, session.version)
-        except Exception:
-            # Refused, or unconfirmed (it may be stored): the cached copy may be behind the
-            # log, so the next load reads the log again.
-            self._sessions.pop(session.game_id, None)
-            raise
-        _count_appended(session.game.name, events, time.perf_counter() - started)
-        before = session.version
-        for envelope, event in zip(envelopes, events, strict=True):
-            session.remember(envelope)
-            session.apply(event, int(envelope.version), causation, now)
-        session.head_hash = head
-        self._cache(session)
-        self._track_clock(session)
-        if session.version // self.snapshot_every > before // self.snapshot_every:
-            await self._snapshot(session)
-
-    async def _envelopes(
-        self, session: Session, first: int, last: int
-    ) -> tuple[events_pb2.EventEnvelope, ...]:
-        """The envelopes at versions first..last: from memory when the session holds them
-        (a command's own, just appended), else from the log."""
-        wanted = range(first, last + 1)
-        if all(v in session.recent for v in wanted):
-            return tuple(session.recent[v] for v in wanted)
-        recorded = await self.store.read(session.game_id, first)
-        return tuple(
-            events_pb2.EventEnvelope.FromString(r.data) for r in recorded if r.version <= last
-        )
-
-    # -- chance: seeds, dice, the end -------------------------------------------------------
-
-    async def _settled(self, session: Session) -> bool:
-        """Settle what the log owes from before (a crash between an append and its chance);
-        False when another replica settled it first (then read the log again)."""
-        try:
-            await self._settle(session)
-        except ConcurrencyConflict:
-            return False
-        return True
-
-    async def _settle_after(self, session: Session, causation: str) -> Session:
-        """Settle what a stored command led to. Another replica that reloaded the game may
-        resolve the same chance first (the same outcome: the request id names the version);
-        the command stands, so read the log again and carry on rather than fail it."""
-        for _attempt in range(MAX_RETRIES):
-            try:
-                await self._settle(session, causation)
-                return session
-            except ConcurrencyConflict:
-                session = await self._load(session.game_id)  # `_append` dropped our copy
-        raise Aborted("too many concurrent writers on this game; reload to see your move")
-
-    async def _settle(self, session: Session, causation: str = "") -> None:
-        """Do what the game owes (`chance.py:owed`) until it owes nothing or waits for its
-        seeds: fix the seeds at the dice service, resolve each chance there, close a game
-        that is over. The events go in under `causation` (the command that led to them)."""
-        causation = causation or session.last_causation
-        while session.finished is None:
-            match owed(session, self.clock()):
-                case None:
-                    return
-                case AwaitSeeds(deadline):
-                    self.awaiting_seeds[session.game_id] = deadline
-                    return  # no chance before the seeds are fixed
-                case FixSeeds(fixed):
-                    # The dice service checks them against the commitments it recorded.
-                    await self.chance.fix_seeds(
-                        session.game_id, fixed.client_seeds, fixed.missing_seats
-                    )
-                    await self._append(session, [fixed], causation or "seeds")
-                    self.awaiting_seeds.pop(session.game_id, None)
-                    if fixed.missing_seats:
-                        log.warning(
-                            "seats did not reveal their seeds",
-                            game_id=session.game_id,
-                            seats=list(fixed.missing_seats),
-                        )
-                case Resolve(request_id, request):
-                    resolved = await self.chance.resolve(session.game_id, request_id, request)
-                    await self._append(session, [resolved], causation)
-                case Finish(finished):
-                    await self._append(session, [finished], causation)
-                    await self._snapshot(session)
-                    log.info("game finished", game_id=session.game_id, ranking=finished.ranking)
-                    if self.on_finished is not None:
-                        await self.on_finished(session)
-        if not session.revealed:
-            # Idempotent at the dice service; done by whoever first sees the game finished,
-            # so a crash between GameFinished and the reveal still reveals.
-            await self.chance.reveal(session.game_id)
-            session.revealed = True
-
-    async def _snapshot(self, session: Session) -> None:
-        await self.snapshots.put(
-            session.game_id, seal_snapshot(self.receipt_key, session.snapshot())
-        )
+    # -- waking games nobody calls ------------------------------------------------------
 
     async def sweep_reveals(self) -> int:
         """Wake the games whose reveal deadline has passed (their players may never come
@@ -722,41 +632,6 @@ class Engine:
             if s.player_id == player_id and not s.bot:
                 return s.seat, self.seat_token(game_id, s.seat, player_id)
         raise PermissionDenied(f"you hold no seat in game {game_id}")
-
-
-def refuse_late_moves(session: Session, events: Sequence[Any], now: int) -> None:
-    """FAILED_PRECONDITION for a seat's own move whose time has run out by `now` (the time
-    its envelope would carry): the audit fails such a move, so it is never recorded."""
-    clocks = session.clocks
-    if clocks is None:
-        return
-    for event in events:
-        if isinstance(event, CommandAccepted) and not event.stand_in:
-            seat = clock.elapse(clocks, now, session.asked()).seats[event.seat]
-            if seat.absent:
-                raise FailedPrecondition(
-                    f"seat {event.seat} timed out and the platform's bot plays it now"
-                )
-            if seat.remaining_ms <= 0:
-                raise FailedPrecondition(
-                    f"seat {event.seat}'s time ran out at {seat.ran_out_ms} (unix ms): the "
-                    "platform's bot plays it from now on"
-                )
-
-
-def _count_appended(game: str, events: Sequence[Any], seconds: float) -> None:
-    metrics.APPEND_SECONDS.labels(game).observe(seconds)
-    metrics.EVENTS_APPENDED.labels(game).inc(len(events))
-    metrics.LAST_APPEND.set_to_current_time()
-    for event in events:
-        if isinstance(event, GameCreated):
-            metrics.GAMES_STARTED.labels(game).inc()
-        elif isinstance(event, GameFinished):
-            metrics.GAMES_FINISHED.labels(game).inc()
-        elif isinstance(event, SeatTimedOut):
-            metrics.SEATS_TIMED_OUT.labels(game).inc()
-        elif isinstance(event, CommandAccepted) and event.stand_in:
-            metrics.STAND_IN_MOVES.labels(game).inc()
 
 
 def created_of(envelope: events_pb2.EventEnvelope) -> GameCreated:

@@ -34,6 +34,7 @@ from boulevard.platform.errors import (
 )
 from boulevard.platform.identity import BOT_PREFIX, OPERATOR, PLAYER, TokenVerifier
 from boulevard.platform.wire import sent_unknown_field
+from services.engine.commands import Submit
 from services.engine.engine import Engine, SeatRequest
 from services.engine.games_index import GamesIndex, IndexUnavailable
 from services.engine.sessions import Session, redacted
@@ -284,15 +285,19 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         self, request: engine_pb2.SubmitActionRequest, context: Context
     ) -> engine_pb2.SubmitActionResponse:
         claims = verify_token(self.engine.token_key, request.player_token)
-        if claims.game_id != request.game_id:
-            raise PermissionDenied("this token is for another game")
-        result = await self.engine.submit_action(
-            request.game_id,
-            claims,
-            request.action if request.HasField("action") else None,
-            request.expected_version,
-            request.idempotency_key,
-            request.signature,
+        action = request.action if request.HasField("action") else None
+        # The command as the seat sent it; the pipeline maps the Action to the game's command
+        # once the game is loaded. The seat signed the Action's deterministic encoding.
+        result = await self.engine.handle(
+            Submit(
+                request.game_id,
+                claims,
+                request.expected_version,
+                request.idempotency_key,
+                action.SerializeToString(deterministic=True) if action is not None else b"",
+                request.signature,
+                action=action,
+            )
         )
         if result.finished:
             await self.index.put(

@@ -1,23 +1,24 @@
-"""One game as the engine holds it: rebuilt from its log, folded event by event.
+"""One game as the engine holds it: rebuilt from its log, folded event by event; and the
+pipeline's last step, `answer`: what the caller is told of the command's envelopes, as its
+seat may see them, with the engine's signed receipt.
 
-A session knows nothing about I/O; the engine loads it (snapshot + replay) and appends.
+A session knows nothing about I/O; the engine loads it (snapshot + replay) and appends
+(services/engine/chain.py). `answer` reads the log only for envelopes no longer in memory.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from boulevard.api.v1 import events_pb2
-from boulevard.audit.signing import ZERO_HASH, chain_hash
+from boulevard.api.v1 import engine_pb2, events_pb2
+from boulevard.audit.signing import ZERO_HASH, Receipt, SigningKey, chain_hash
+from boulevard.eventlog.store import EventStore
 from boulevard.games import clock
 from boulevard.games.base import (
-    ChanceKind,
-    ChanceResolved,
     ClientSeedRevealed,
     ClientSeedsFixed,
     CommandAccepted,
@@ -26,11 +27,13 @@ from boulevard.games.base import (
     GameFinished,
     SeatReclaimed,
     SeatTimedOut,
-    transfers_of,
+    hidden_until_end,
 )
 from boulevard.games.codec import Codec, from_plain, to_plain
 from boulevard.games.upcasting import SCHEMA_VERSION
 from boulevard.games.versions import rules_for
+from boulevard.platform.auth import PlayerClaims
+from boulevard.platform.errors import AlreadyExists
 
 
 class StaleSnapshot(ValueError):
@@ -166,12 +169,6 @@ class Session:
             if s.seed_commitment and s.seat not in self.client_seeds
         ]
 
-    def remember(self, envelope: events_pb2.EventEnvelope, keep: int = RECENT_ENVELOPES) -> None:
-        self.recent[int(envelope.version)] = envelope
-        self.last_event_ms = max(self.last_event_ms, int(envelope.time_unix_ms))
-        while len(self.recent) > keep:  # versions arrive in order: the first is the oldest
-            del self.recent[next(iter(self.recent))]
-
     def fork(self) -> Session:
         """A copy of the game as it stands (for a reader that goes on folding events on its
         own): states are immutable, so the state is shared, not copied."""
@@ -192,9 +189,12 @@ class Session:
     def codec(self) -> Codec:
         return codec_of(self.game)
 
-    def apply(self, event: Any, version: int, causation_id: str, time_ms: int = 0) -> None:
-        """Fold one recorded event (platform or game), appended at `time_ms`, into the
-        session."""
+    def apply(self, event: Any, envelope: events_pb2.EventEnvelope) -> None:
+        """The pipeline's `evolve` step: fold one recorded event (platform or game) into the
+        session; `envelope` is where the log holds it (its version, causation and time),
+        kept among the recent ones so the command's answer needs no read."""
+        version, causation_id = int(envelope.version), envelope.causation_id
+        time_ms = int(envelope.time_unix_ms)
         clocks = self.clocks
         if clocks is not None and time_ms > clocks.time_ms:
             # Charged to the seats asked after the envelope before this one (the audit's
@@ -231,17 +231,19 @@ class Session:
             first = known.first if known else version
             self.commands[causation_id] = CommandResult(first, version)
             self.last_causation = causation_id
+        self.recent[version] = envelope
+        self.last_event_ms = max(self.last_event_ms, time_ms)
+        while len(self.recent) > RECENT_ENVELOPES:  # in order of version: the first is oldest
+            del self.recent[next(iter(self.recent))]
 
     def apply_envelope(self, envelope: events_pb2.EventEnvelope, stored: bytes = b"") -> None:
         """Fold one envelope read from the log; `stored` (its bytes as stored) moves the
         chain head along. Raises RulesError (and leaves the session as it was) when the
         payload does not decode; evolve may raise on an event the rules cannot apply."""
         event = self.codec.load_stored(envelope.payload, envelope.schema_version)
-        time_ms = int(envelope.time_unix_ms)
-        self.apply(event, int(envelope.version), envelope.causation_id, time_ms)
+        self.apply(event, envelope)
         if stored:
             self.head_hash = chain_hash(stored)
-        self.remember(envelope)
 
     # Snapshots: the session's fold as canonical JSON, with the version it stands at.
     def snapshot(self) -> bytes:
@@ -305,38 +307,6 @@ def codec_of(game: GameDefinition[Any, Any, Any, Any]) -> Codec:
     return codec
 
 
-def envelope_of(
-    session_game: GameDefinition[Any, Any, Any, Any],
-    game_id: str,
-    event: Any,
-    version: int,
-    event_id: str,
-    time_unix_ms: int,
-    causation_id: str,
-    correlation_id: str,
-) -> events_pb2.EventEnvelope:
-    codec = codec_of(session_game)
-    return events_pb2.EventEnvelope(
-        # Hidden with the shuffle's values (`redacted`), so the public chain hash cannot be
-        # matched against every order of a small shuffle.
-        blinding=secrets.token_bytes(BLINDING_BYTES) if hidden_until_end(event) else b"",
-        event_id=event_id,
-        type=codec.type_name(event),
-        game_id=game_id,
-        game=session_game.name,
-        version=version,
-        time_unix_ms=time_unix_ms,
-        causation_id=causation_id,
-        correlation_id=correlation_id,
-        payload=codec.dumps(event),
-        schema_version=SCHEMA_VERSION,
-        transfers=[
-            events_pb2.Transfer(source=t.source, target=t.target, amount=t.amount, reason=t.reason)
-            for t in transfers_of(event)
-        ],
-    )
-
-
 def redacted(
     game: GameDefinition[Any, Any, Any, Any], envelope: events_pb2.EventEnvelope, finished: bool
 ) -> events_pb2.EventEnvelope:
@@ -355,7 +325,77 @@ def redacted(
     return out
 
 
-def hidden_until_end(event: Any) -> bool:
-    """Whether an event's values stay hidden until the game ends: a shuffle's (the deck's
-    future order)."""
-    return isinstance(event, ChanceResolved) and event.kind is ChanceKind.SHUFFLE
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the pipeline hands back for a command: the game's version after it, the
+    command's envelopes as its seat may see them, and the engine's signed receipt over the
+    chain head there (no envelopes or receipt for the commands that need none)."""
+
+    version: int
+    envelopes: tuple[events_pb2.EventEnvelope, ...]
+    finished: bool
+    head: bytes = b""  # the chain hash at `version` (what the receipt signs)
+    # The engine's signature over (game, version, head, time): what the seat keeps as proof.
+    # Not compared: two replicas (two keys) answering one retry give the same result.
+    receipt: engine_pb2.Receipt | None = field(default=None, compare=False)
+    first: int = field(default=0, compare=False)  # the version of the command's first event
+    session: Session | None = field(default=None, compare=False, repr=False)
+
+
+async def answer(
+    session: Session,
+    first: int,
+    last: int,
+    store: EventStore,
+    key: SigningKey,
+    signed: bool = True,
+    retried_by: PlayerClaims | None = None,
+) -> Answer:
+    """The pipeline's `receipt` step: the envelopes at versions first..last (from memory
+    when the session holds them, else from the log), a shuffle's order hidden until the end
+    (`redacted`), and `key`'s receipt over the game's version now, its chain head and the
+    time of the envelope there (when the engine accepted what the receipt is for).
+
+    `retried_by`: the caller of a command the log held already. A key names one seat's
+    command (the CommandAccepted it starts with), so another seat gets ALREADY_EXISTS, never
+    the news that its move was applied (docs/clients.md: a retry, or a second action under
+    a used key, gets the first result)."""
+    finished = session.finished is not None
+    if not signed:
+        return Answer(session.version, (), finished, session.head_hash, None, first, session)
+    wanted = range(min(first, session.version), session.version + 1)  # ..and the receipt's
+    if all(v in session.recent for v in wanted):
+        read = [session.recent[v] for v in wanted]
+    else:
+        stored = await store.read(session.game_id, wanted.start)
+        read = [events_pb2.EventEnvelope.FromString(r.data) for r in stored]
+        read = [e for e in read if e.version <= session.version]
+    envelopes = tuple(e for e in read if first <= e.version <= last)
+    if retried_by is not None:
+        recorded = codec_of(session.game).loads(envelopes[0].payload) if envelopes else None
+        if isinstance(recorded, CommandAccepted) and recorded.seat != retried_by.seat:
+            used = envelopes[0].causation_id.removeprefix("cmd:") if envelopes else ""
+            raise AlreadyExists(
+                f"idempotency_key {used!r} was used by another seat's command in this game; "
+                "send each new command with a fresh key"
+            )
+    at = read[-1]
+    signed_receipt = Receipt.sign(
+        key, session.game_id, session.version, session.head_hash, int(at.time_unix_ms)
+    )
+    return Answer(
+        session.version,
+        tuple(redacted(session.game, e, finished) for e in envelopes),
+        finished,
+        session.head_hash,
+        engine_pb2.Receipt(
+            game_id=signed_receipt.game_id,
+            version=signed_receipt.version,
+            chain_head=signed_receipt.chain_head,
+            key_id=signed_receipt.key_id,
+            signature=signed_receipt.signature,
+            time_unix_ms=signed_receipt.time_unix_ms,
+        ),
+        first,
+        session,
+    )

@@ -173,10 +173,17 @@ async def replay_stream(
     *,
     from_seq: int = 1,
     until_seq: int | None = None,
+    last_on_subject: bool = False,
 ) -> None:
     """Feed the messages of `stream` matching `subject` (subject, data, stream seq) in order
     to `on_message`, from `from_seq` up to `until_seq` (default: the stream's last message
-    now). An ordered push consumer: the fast way to read in nats-py (PERFORMANCE.md)."""
+    now). An ordered push consumer: the fast way to read in nats-py (PERFORMANCE.md).
+
+    `last_on_subject`: `until_seq` is the last message on `subject` as the stream's leader
+    holds it, and the read waits for it. Otherwise the read also ends where the consumer
+    has nothing more pending; but the consumer may sit on any replica, and a replica may lag
+    the leader's acknowledged appends (docs/operations.md, "Network faults"), so a read
+    that must hold everything acknowledged asks the leader for its last message first."""
     if until_seq is None:
         stream_info = await js.stream_info(stream)
         until_seq = int(stream_info.state.last_seq)
@@ -197,7 +204,7 @@ async def replay_stream(
         except Exception as exc:
             done.set_exception(exc)
             return
-        if seq >= last or meta.num_pending == 0:
+        if seq >= last or (meta.num_pending == 0 and not last_on_subject):
             done.set_result(None)
 
     sub = await js.subscribe(
@@ -210,11 +217,15 @@ async def replay_stream(
         ),
         pending_msgs_limit=1_000_000,
         pending_bytes_limit=1024 * 1024 * 1024,
+        # Two missed heartbeats and nats-py makes the consumer anew from the next sequence:
+        # one left on a server whose JetStream stopped (a full disk) would else deliver
+        # nothing, and this read would wait forever (docs/operations.md, "Network faults").
+        idle_heartbeat=5.0,
     )
     try:
         info = await sub.consumer_info()
         delivered = info.delivered.consumer_seq if info.delivered else 0
-        if info.num_pending == 0 and not delivered:
+        if info.num_pending == 0 and not delivered and not last_on_subject:
             return  # nothing matches from from_seq on
         await done
     finally:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from google.protobuf.message import DecodeError
 from nats.js import JetStreamContext
+from nats.js.errors import NotFoundError
 
 from boulevard.accounting import (
     AccountId,
@@ -235,7 +236,17 @@ class LedgerReader:
                     f"message {seq} on {subject} is not an EventEnvelope"
                 ) from None
 
-        await replay_stream(self.js, self.games_stream, f"{self.games_prefix}.{game_id}", take)
+        subject = f"{self.games_prefix}.{game_id}"
+        try:
+            # The leader's last message, not a count of what the consumer's replica has:
+            # a lagging replica would make a finished game look unfinished.
+            last = await self.js.get_last_msg(self.games_stream, subject)
+        except NotFoundError:
+            return envelopes
+        assert last.seq is not None
+        await replay_stream(
+            self.js, self.games_stream, subject, take, until_seq=last.seq, last_on_subject=True
+        )
         return envelopes
 
     async def reconcile(self, req: ledger_pb2.ReconcileRequest) -> ledger_pb2.ReconcileResponse:

@@ -13,7 +13,8 @@ stored, its pure replay, the engine's answer, the ledger's entries, the audits) 
 - `version_conflict`: a version holds two different events (two appends both accepted);
 - `gap`: the log's versions do not run 1..N;
 - `receipt_mismatch`: a receipt's chain head is not the chain hash the log holds there;
-- `divergent_replay`: the engine's state differs from the pure replay of the log;
+- `divergent_replay`: the engine's state differs from the pure replay of the log (their
+  `state_digest`s: version, status, seats to act, every seat's view and the spectator's);
 - `unposted` / `duplicated_posting` / `unexplained_posting`: a money-moving event the
   ledger did not post, posted more than once, or a posting no event explains;
 - `ledger_seen_lost`: an entry a client saw is not in the final ledger;
@@ -26,10 +27,25 @@ feed it doctored histories to show each check catches what it names.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+
+
+def state_digest(version: int, status: str, to_act: Sequence[int], views: Sequence[bytes]) -> bytes:
+    """A digest of one game's state as a client sees it: its version, status, the seats to
+    act, and each view (the serialized GameView of the spectator, then of every seat).
+    The fault test computes it twice: from the engine's GetGame answers, and from a pure
+    fold of the stored log rendered the way the engine renders; `divergent_replay` is
+    their difference. Each part is length-prefixed, so no two states share a digest by
+    running one part into the next."""
+    h = hashlib.sha256(b"boulevard.faults.state.v1")
+    parts = [str(version).encode(), status.encode(), ",".join(map(str, to_act)).encode()]
+    for part in [*parts, *views]:
+        h.update(len(part).to_bytes(8, "big") + part)
+    return h.digest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +88,9 @@ class GameFinal:
 
     log: tuple[StoredEvent, ...]
     engine_version: int
-    engine_state: bytes  # a digest of the engine's view of the state
+    engine_state: bytes  # `state_digest` of the engine's answers
     replay_version: int
-    replay_state: bytes  # the same digest of the pure replay of `log`
+    replay_state: bytes  # `state_digest` of a pure fold of `log`
     status: Status
     audit_ok: bool = True
     audit_summary: str = ""

@@ -2,7 +2,9 @@
 its own Linux network namespace, so a fault can cut one host off from another.
 
 Layout (one run; every name starts with PREFIX and the run's id, so leftovers of a run that
-died are found and removed at the next start, `cleanup_leftovers`):
+died are found and removed at the next start, `cleanup_leftovers`; a run that is still
+going, as when CI and a developer share a machine, is left alone: its owner's pid is in
+RUNS/<id>.pid):
 
     root namespace: bridge <PREFIX><id>br, 10.213.<net>.1 (the test process: bots, checks)
       ├─ veth ── netns <PREFIX>-<id>-nats-0   10.213.<net>.10   nats-server
@@ -32,6 +34,7 @@ import shutil
 import signal
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -82,11 +85,39 @@ def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, check=check)
 
 
-def cleanup_leftovers() -> None:
+RUNS = Path("/run") / PREFIX  # <run id>.pid: the process that owns a run's namespaces
+RUN_ID_CHARS = 4  # secrets.token_hex(2)
+
+
+def _live_runs() -> set[str]:
+    """The ids of runs whose owning process is still alive."""
+    live = set()
+    for pidfile in RUNS.glob("*.pid") if RUNS.is_dir() else ():
+        try:
+            os.kill(int(pidfile.read_text()), 0)
+        except (ValueError, ProcessLookupError):
+            pidfile.unlink(missing_ok=True)
+            continue
+        except PermissionError:
+            pass  # alive, someone else's
+        live.add(pidfile.stem)
+    return live
+
+
+def cleanup_leftovers(run: str | None = None) -> None:
     """Remove every namespace, link, hosts folder and mount a run of this harness left
-    (by name prefix), killing the processes still inside those namespaces first."""
+    (by name prefix), killing the processes still inside those namespaces first. Only
+    dead runs' leftovers, plus `run`'s own (its finish): another run going on at the same
+    time (its owner alive) keeps everything it made."""
+    spared = _live_runs() - {run}
+
+    def dead(run_id: str) -> bool:
+        return run_id not in spared
+
     listed = sh("ip", "netns", "list", check=False).stdout.split("\n")
     for name in (line.split()[0] for line in listed if line.startswith(f"{PREFIX}-")):
+        if not dead(name[len(PREFIX) + 1 :][:RUN_ID_CHARS]):
+            continue
         for pid in sh("ip", "netns", "pids", name, check=False).stdout.split():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), signal.SIGCONT)
@@ -95,12 +126,15 @@ def cleanup_leftovers() -> None:
         shutil.rmtree(f"/etc/netns/{name}", ignore_errors=True)
     for line in sh("ip", "-o", "link", "show", check=False).stdout.splitlines():
         link = line.split(":")[1].strip().split("@")[0]
-        if link.startswith(PREFIX):
+        if link.startswith(PREFIX) and dead(link[len(PREFIX) :][:RUN_ID_CHARS]):
             sh("ip", "link", "delete", link, check=False)
     for line in Path("/proc/mounts").read_text().splitlines():
         target = line.split()[1]
-        if f"/{PREFIX}-" in target:
+        _, marker, rest = target.partition(f"/{PREFIX}-")
+        if marker and dead(rest[:RUN_ID_CHARS]):
             sh("umount", "-l", target, check=False)
+    if run is not None:
+        (RUNS / f"{run}.pid").unlink(missing_ok=True)
 
 
 class Host:
@@ -192,7 +226,12 @@ class NetnsCluster:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.run = secrets.token_hex(2)
-        self.net = str(16 + secrets.randbelow(200))
+        used = sh("ip", "-o", "-4", "addr", "show", check=False).stdout
+        # A /24 no other run on this machine uses (each run routes its own).
+        self.net = next(
+            str(n) for n in (16 + secrets.randbelow(200) for _ in range(1000))
+            if f" 10.213.{n}." not in used
+        )  # fmt: skip
         base = f"10.213.{self.net}"
         self.bridge = f"{PREFIX}{self.run}br"
         self.gateway = f"{base}.1"
@@ -205,11 +244,14 @@ class NetnsCluster:
         self.route_pki: Pki | None = None
         self.nodes: list[NatsNode] = []
         self.mounts: list[Path] = []
+        self.filled: list[int] = []  # nodes whose disk `fill_disk` filled
 
     # -- setup and teardown ------------------------------------------------------------
 
     def start(self) -> NetnsCluster:
         cleanup_leftovers()
+        RUNS.mkdir(parents=True, exist_ok=True)
+        (RUNS / f"{self.run}.pid").write_text(str(os.getpid()))
         self.folder.mkdir(parents=True, exist_ok=True)
         sh("ip", "link", "add", self.bridge, "type", "bridge")
         sh("ip", "addr", "add", f"{self.gateway}/24", "dev", self.bridge)
@@ -255,7 +297,7 @@ class NetnsCluster:
             node.stop()
         for mount in self.mounts:
             sh("umount", "-l", str(mount), check=False)
-        cleanup_leftovers()
+        cleanup_leftovers(self.run)
 
     # -- for clients -------------------------------------------------------------------
 
@@ -279,6 +321,8 @@ class NetnsCluster:
         try:
             with urllib.request.urlopen(url, timeout=3) as reply:
                 return str(reply.read().decode())
+        except urllib.error.HTTPError as err:  # /healthz says what fails with a 503
+            return str(err.read().decode(errors="replace"))
         except OSError:
             return ""
 
@@ -370,6 +414,25 @@ class NetnsCluster:
         assert self.pki is not None and self.route_pki is not None
         node.conf.write_text(render_cluster_conf(self.pki, self.route_pki, node.store))
         node.start()
+
+    def fill_disk(self, index: int) -> None:
+        """Fill what is left of node `index`'s small disk (`small_disk` first) with a file
+        of its own, as another writer to the volume would: the store's next write fails
+        with ENOSPC, and nats-server then stops JetStream on that node (docs/operations.md,
+        "A full disk")."""
+        mount = self.nodes[index].store.parent
+        assert mount in self.mounts, f"nats-{index} is not on a small disk"
+        with contextlib.suppress(OSError), open(mount / "filler", "wb") as f:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        self.filled.append(index)
+
+    def jetstream_stopped(self, index: int) -> bool:
+        """Whether node `index` says (on /jsz) its JetStream is off."""
+        return '"disabled": true' in self.monitor(index, "/jsz").replace(
+            '"disabled":true', '"disabled": true'
+        )
 
     def free_disk(self, size: str = "1g") -> None:
         """Every capped store's tmpfs grown to `size`: the disk freed, as an operator would."""

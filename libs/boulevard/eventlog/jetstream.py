@@ -93,10 +93,16 @@ class JetStreamEventStore:
         if len(self._heads) > self._cache_size:
             self._heads.popitem(last=False)
 
-    async def _head(self, stream_id: str) -> tuple[int, int]:
-        """(version, sequence) of the stream's last event, asked of the server."""
+    async def _head(self, stream_id: str, direct: bool = False) -> tuple[int, int]:
+        """(version, sequence) of the stream's last event, asked of the server.
+
+        `direct`: a direct get, which any replica of a clustered stream may answer, and a
+        replica may lag the appends the leader has acknowledged (seen after network faults:
+        docs/operations.md). Only `append` asks so: a stale head there costs a refused
+        publish (the leader checks the expected sequence) and a read. Every other caller
+        gets the leader's answer, which holds every acknowledged append."""
         try:
-            msg = await self._js.get_last_msg(self.stream, self.subject(stream_id), direct=True)
+            msg = await self._js.get_last_msg(self.stream, self.subject(stream_id), direct=direct)
         except NotFoundError:
             return 0, 0
         assert msg.seq is not None and msg.data is not None
@@ -145,7 +151,7 @@ class JetStreamEventStore:
             return expected_version
         head = self._heads.get(stream_id)
         if head is None or head[0] != expected_version:
-            head = await self._head(stream_id)
+            head = await self._head(stream_id, direct=True)
             self._remember(stream_id, *head)
         if head[0] != expected_version:
             return await self._resolve_conflict(stream_id, events, expected_version)

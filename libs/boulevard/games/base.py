@@ -82,6 +82,12 @@ class ChanceResolved:
     sides: int = 6
 
 
+def hidden_until_end(event: object) -> bool:
+    """Whether an event's values stay hidden from players and watchers until the game ends:
+    a shuffle's (they are the deck's future order)."""
+    return isinstance(event, ChanceResolved) and event.kind is ChanceKind.SHUFFLE
+
+
 @dataclass(frozen=True, slots=True)
 class GameConfig:
     players: int

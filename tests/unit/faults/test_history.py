@@ -13,6 +13,7 @@ from tests.support.history import (
     Status,
     StoredEvent,
     check,
+    state_digest,
 )
 
 
@@ -120,3 +121,32 @@ def test_a_playable_unfinished_game_is_fine() -> None:
     acks, final, seen = honest()
     g1 = replace(final.games["g1"], status=Status.PLAYABLE)
     assert check(acks, replace(final, games={**final.games, "g1": g1}), seen).ok
+
+
+def test_the_state_digest_tells_states_apart() -> None:
+    """Equal states give equal digests; a different version, status, seat to act or any
+    one view (a seat's or the spectator's) gives another; parts cannot run into each
+    other."""
+    base = state_digest(8, "active", [1], [b"spectator", b"seat0", b"seat1"])
+    assert base == state_digest(8, "active", [1], [b"spectator", b"seat0", b"seat1"])
+    others = [
+        state_digest(9, "active", [1], [b"spectator", b"seat0", b"seat1"]),
+        state_digest(8, "finished", [1], [b"spectator", b"seat0", b"seat1"]),
+        state_digest(8, "active", [0], [b"spectator", b"seat0", b"seat1"]),
+        state_digest(8, "active", [1], [b"spectator", b"seat0", b"seat1!"]),
+        state_digest(8, "active", [1], [b"spectator", b"seat0seat1", b""]),
+    ]
+    assert len({base, *others}) == len(others) + 1
+
+
+def test_a_divergent_state_at_the_same_version_is_caught() -> None:
+    """The engine and the fold agree on the version but one seat's view differs: caught."""
+    acks, final, seen = honest()
+    g1 = final.games["g1"]
+    engine = state_digest(8, "finished", [], [b"board", b"hand-a", b"hand-b"])
+    replay = state_digest(8, "finished", [], [b"board", b"hand-a", b"hand-B"])
+    doctored = replace(g1, engine_state=engine, replay_state=replay)
+    report = check(acks, replace(final, games={**final.games, "g1": doctored}), seen)
+    assert [(v.kind, v.detail) for v in report.violations] == [
+        ("divergent_replay", "engine at version 8, replay at 8; states differ")
+    ]
