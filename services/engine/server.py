@@ -19,6 +19,7 @@ from boulevard.contract.clocks import (
     time_control_from_proto,
     time_control_to_proto,
 )
+from boulevard.contract.players import BOT_PREFIX
 from boulevard.eventlog.jetstream import JetStreamEventStore, follow
 from boulevard.games.base import RulesError
 from boulevard.games.clock import TimeControl
@@ -32,7 +33,7 @@ from boulevard.platform.errors import (
     Unauthenticated,
     Unavailable,
 )
-from boulevard.platform.identity import BOT_PREFIX, OPERATOR, PLAYER, TokenVerifier
+from boulevard.platform.identity import OPERATOR, PLAYER, TokenVerifier
 from boulevard.platform.wire import sent_unknown_field
 from services.engine.commands import Submit
 from services.engine.engine import Engine, SeatRequest

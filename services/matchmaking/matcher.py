@@ -24,6 +24,8 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from boulevard.contract.players import BOT_PREFIX
+
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
@@ -199,7 +201,4 @@ def seat_order(match_id: str, proposal: Proposal) -> list[str | None]:
 
 def bot_player_id(n: int) -> str:
     """The player id of the n-th bot of a table (1-based); "bot-" is reserved for bots."""
-    return f"bot-{n}"
-
-
-BOT_PREFIX = "bot-"
+    return f"{BOT_PREFIX}{n}"

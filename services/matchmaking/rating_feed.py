@@ -24,12 +24,12 @@ from nats.js.errors import FetchTimeoutError
 
 from boulevard.api.v1 import events_pb2
 from boulevard.api.v1 import matchmaking_pb2 as pb
+from boulevard.contract.players import BOT_PREFIX
 from boulevard.eventlog.jetstream import decode_commit
 from boulevard.games.base import GameFinished
 from boulevard.games.codec import Codec
 from boulevard.messaging.poison import poisoned
 from boulevard.platform.errors import nats_unavailable
-from services.matchmaking.matcher import BOT_PREFIX
 from services.matchmaking.ratings import DEFAULT_MU, DEFAULT_SIGMA, Skill, rate
 from services.matchmaking.store import Conflict, Records, rating_key, result_key
 

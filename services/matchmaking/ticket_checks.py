@@ -5,12 +5,12 @@ from __future__ import annotations
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.audit.signing import parse_public_key
 from boulevard.contract.clocks import time_control_from_proto, time_control_to_proto
+from boulevard.contract.players import BOT_PREFIX
 from boulevard.fairness import is_commitment
 from boulevard.games import REGISTRY
 from boulevard.games.clock import TimeControl
 from boulevard.platform.errors import InvalidArgument
 from boulevard.platform.wire import sent_unknown_field
-from services.matchmaking.matcher import BOT_PREFIX
 
 MAX_PLAYER_ID = 128
 MAX_REQUEST_ID = 128

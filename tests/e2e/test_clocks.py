@@ -152,11 +152,14 @@ def test_a_seat_that_never_moves_times_out_at_its_deadline_and_the_bot_finishes(
             assert 0 < clocks[stalled].remaining_ms <= 2000
             await play_all_but(stub, created, stalled)
         log = await finished_log(platform, created.game_id)
-        [(at, timeout)] = timeouts_in(log)
-        assert (timeout.seat, timeout.deadline_unix_ms) == (stalled, deadline)
+        # On a loaded machine a playing seat's 2 s may run out too: its own timeout, with
+        # its own stand-in, is no part of what this test checks of the stalled seat's.
+        timeouts = timeouts_in(log)
+        [(at, timeout)] = [(at, t) for at, t in timeouts if t.seat == stalled]
+        assert timeout.deadline_unix_ms == deadline
         assert deadline <= at < deadline + 5_000  # the sweeper came soon after
         moves = stand_in_moves(log)
-        assert moves and {m["seat"] for m in moves} == {stalled}
+        assert moves and {m["seat"] for m in moves} == {t.seat for _, t in timeouts}
         all_audits_pass(platform, created.game_id)
 
     asyncio.run(run())
@@ -180,8 +183,12 @@ def test_the_engine_killed_between_the_deadline_and_the_sweep(platform: Platform
         async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
             await play_all_but(engine_pb2_grpc.EngineServiceStub(channel), created, stalled)
         log = await finished_log(platform, created.game_id)
-        [(at, timeout)] = timeouts_in(log)
-        assert (timeout.seat, timeout.deadline_unix_ms) == (stalled, deadline)
+        # The stalled seat timed out once. The other seat's 2 s may run out too on a loaded
+        # machine (its first move waits for the restarted engine and the heuristic bot):
+        # that is its own timeout, checked by the audit like any other, not this one's.
+        timeouts = timeouts_in(log)
+        [(at, timeout)] = [(at, t) for at, t in timeouts if t.seat == stalled]
+        assert timeout.deadline_unix_ms == deadline
         assert at >= deadline + 1_500
         all_audits_pass(platform, created.game_id)
 

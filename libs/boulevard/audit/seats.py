@@ -16,15 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
+from boulevard.contract.players import BOT_PREFIX, is_bot_id
 from boulevard.games.base import GameCreated
-
-BOT_PREFIX = "bot-"  # the platform's bots' player ids (boulevard.platform.identity)
-
-
-def is_bot_id(player_id: str) -> bool:
-    """Whether `player_id` is reserved for the platform's bots: `bot-` then digits."""
-    rest = player_id[len(BOT_PREFIX) :]
-    return player_id.startswith(BOT_PREFIX) and rest.isascii() and rest.isdigit()
 
 
 def seat_problem(created: GameCreated, bot_keys: Collection[str] = ()) -> str | None:

@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from jwt.algorithms import OKPAlgorithm
 
+from boulevard.contract.players import BOT_PREFIX
 from boulevard.platform.errors import PermissionDenied, Unauthenticated
 
 PLAYER = "player"
@@ -41,7 +42,6 @@ ALGORITHMS = ("EdDSA", "RS256")  # never "none", never a shared-secret HMAC
 SCHEME = "Bearer "
 MAX_TOKEN_CHARS = 8192
 MAX_SUBJECT_CHARS = 128
-BOT_PREFIX = "bot-"  # player ids of bots; no person may hold one
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 

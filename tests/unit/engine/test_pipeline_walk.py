@@ -6,6 +6,7 @@ function on the path, fails here until the table says so."""
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import sys
@@ -48,7 +49,7 @@ def documented_walk() -> list[tuple[str, str]]:
     return [(file, name) for file, names in rows for name in re.findall(r"`([^`]+)`", names)]
 
 
-def record(opened: list[tuple[str, str]], frame: FrameType, event: str) -> None:
+def record(opened: list[tuple[str, str]], frame: FrameType, event: str, _arg: object) -> None:
     """A profile hook's step: note a function of services/engine/ when first called."""
     path = Path(frame.f_code.co_filename)
     if event == "call" and path.parent == ENGINE:
@@ -74,7 +75,7 @@ async def traced_submit() -> list[tuple[str, str]]:
         submit = Submit("m", claims, session.version, key, signed, signature, action=action)
         opened: list[tuple[str, str]] = []
 
-        sys.setprofile(lambda frame, event, _arg, into=opened: record(into, frame, event))
+        sys.setprofile(functools.partial(record, opened))
         try:
             await engine.handle(submit)
         finally:

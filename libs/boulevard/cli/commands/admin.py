@@ -8,7 +8,13 @@ from typing import Annotated
 
 import typer
 
-from boulevard.cli.commands.options import DATA_DIR, HOST_PORT, examples, invoke
+from boulevard.cli.commands.options import (
+    DATA_DIR,
+    HOST_PORT,
+    ResultJsonOption,
+    examples,
+    invoke,
+)
 
 commands = typer.Typer()
 issuer_app = typer.Typer(
@@ -188,7 +194,7 @@ def healthcheck(
             "--alive", help="liveness: NOT_SERVING counts too (the process answers; not ready)"
         ),
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    as_json: ResultJsonOption = False,
 ) -> None:
     """Ask a gRPC server's standard health service whether it is SERVING.
 

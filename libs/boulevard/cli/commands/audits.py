@@ -9,7 +9,15 @@ from typing import Annotated
 
 import typer
 
-from boulevard.cli.commands.options import HOST_PORT, JsonOption, examples, game_names, invoke
+from boulevard.cli.commands.options import (
+    HOST_PORT,
+    JsonOption,
+    ResultJsonOption,
+    TimeoutOption,
+    examples,
+    game_names,
+    invoke,
+)
 
 audit_app = typer.Typer(
     help="Verify dice, games and money without trusting the operator.",
@@ -28,6 +36,15 @@ LedgerAddress = Annotated[
 ]
 NoDice = Annotated[bool, typer.Option("--no-dice", help="do not compare with the dice records")]
 NoLedger = Annotated[bool, typer.Option("--no-ledger", help="do not compare with the ledger")]
+GameIdArgument = Annotated[str, typer.Argument(metavar="GAME_ID", help="the game to audit")]
+TrustOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--trust",
+        metavar="FILE",
+        help="a key history you keep (boulevard keys history): fail on any key not in it",
+    ),
+]
 HtmlOption = Annotated[
     str | None,
     typer.Option(
@@ -91,7 +108,7 @@ def audit_ledger(
     ),
 )
 def audit_dice(
-    game_id: Annotated[str, typer.Argument(metavar="GAME_ID", help="the game to audit")],
+    game_id: GameIdArgument,
     dice: Annotated[
         str | None,
         typer.Option(
@@ -121,9 +138,9 @@ def audit_dice(
             "the service serves)",
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    as_json: ResultJsonOption = False,
     html: HtmlOption = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds per call")] = 10.0,
+    timeout: TimeoutOption = 10.0,
 ) -> None:
     """Re-derive every roll and shuffle of a finished game from its revealed seed.
 
@@ -144,13 +161,13 @@ def audit_dice(
     ),
 )
 def audit_game(
-    game_id: Annotated[str, typer.Argument(metavar="GAME_ID", help="the game to audit")],
+    game_id: GameIdArgument,
     engine: EngineAddress = None,
     dice: DiceAddress = None,
     ledger: LedgerAddress = None,
     no_dice: NoDice = False,
     no_ledger: NoLedger = False,
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds per call")] = 30.0,
+    timeout: TimeoutOption = 30.0,
     receipts: Annotated[
         Path | None, typer.Option("--receipts", help="JSON lines of receipts to check")
     ] = None,
@@ -169,15 +186,8 @@ def audit_game(
             help="a player's evidence file (receipts, dice and ledger heads kept in play)",
         ),
     ] = None,
-    trust: Annotated[
-        Path | None,
-        typer.Option(
-            "--trust",
-            metavar="FILE",
-            help="a key history you keep (boulevard keys history): fail on any key not in it",
-        ),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    trust: TrustOption = None,
+    as_json: ResultJsonOption = False,
     html: HtmlOption = None,
 ) -> None:
     """Re-run a game's rules over its signed, hash-chained log.
@@ -219,7 +229,7 @@ def audit_all(
     ledger: LedgerAddress = None,
     no_dice: NoDice = False,
     no_ledger: NoLedger = False,
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds per call")] = 30.0,
+    timeout: TimeoutOption = 30.0,
     limit: Annotated[int, typer.Option("--limit", help="audit at most this many games")] = 0,
     game_name: Annotated[
         str,
@@ -245,14 +255,7 @@ def audit_all(
             help="a folder of players' evidence files (*.json), each checked with its game",
         ),
     ] = None,
-    trust: Annotated[
-        Path | None,
-        typer.Option(
-            "--trust",
-            metavar="FILE",
-            help="a key history you keep (boulevard keys history): fail on any key not in it",
-        ),
-    ] = None,
+    trust: TrustOption = None,
     html: HtmlOption = None,
     as_json: JsonOption = False,
 ) -> None:

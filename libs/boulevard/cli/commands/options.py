@@ -45,3 +45,6 @@ def known_game_or_none(name: str) -> str:
 
 
 JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON document (docs/cli.md)")]
+# `--json` on the commands that print a verdict (audits, healthcheck).
+ResultJsonOption = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
+TimeoutOption = Annotated[float, typer.Option("--timeout", help="seconds per call")]

@@ -12,7 +12,14 @@ import grpc
 import typer
 
 from boulevard.cli import output
-from boulevard.cli.commands.options import DATA_DIR, HOST_PORT, JsonOption, examples, game_names
+from boulevard.cli.commands.options import (
+    DATA_DIR,
+    HOST_PORT,
+    JsonOption,
+    TimeoutOption,
+    examples,
+    game_names,
+)
 from boulevard.cli.exits import ExitCode
 from boulevard.games import REGISTRY
 
@@ -63,7 +70,6 @@ DataDirOption = Annotated[
     Path | None,
     typer.Option("--data-dir", help="the data dir of `boulevard up` (its issuer)" + DATA_DIR),
 ]
-TimeoutOption = Annotated[float, typer.Option("--timeout", help="seconds per call")]
 
 
 def _address(given: str | None, service: str) -> str:
@@ -91,6 +97,25 @@ def _read(what: str, address: str, call: Callable[[], Any]) -> Any:
             markup=False,
         )
         raise typer.Exit(ExitCode.CANNOT) from None
+
+
+def _list(
+    what: str,
+    address: str,
+    fetch: Callable[[], Any],
+    document_of: Callable[[Any, bool], dict[str, Any]],
+    show: Callable[[dict[str, Any], Any], None],
+    caller: Any,
+    as_json: bool,
+) -> None:
+    """A list read: what `fetch` found (and whether the service cut it short) as its JSON
+    document, printed (--json) or shown as `caller` may see it."""
+    found, truncated = _read(what, address, fetch)
+    document = document_of(found, truncated)
+    if as_json:
+        output.print_json(document)
+    else:
+        show(document, caller)
 
 
 def _status_value(name: str, enum: Any, prefix: str) -> int:
@@ -161,7 +186,7 @@ def games(
             reads.show_my_games(mine_found, me)
         return
     caller = reads.resolve_caller(token, anonymous, data_dir, Settings())
-    found, truncated = _read(
+    _list(
         "the games",
         address,
         lambda: reads.fetch_games(
@@ -173,12 +198,11 @@ def games(
             limit=limit,
             timeout=timeout,
         ),
+        reads.games_json,
+        reads.show_games,
+        caller,
+        as_json,
     )
-    document = reads.games_json(found, truncated)
-    if as_json:
-        output.print_json(document)
-    else:
-        reads.show_games(document, caller)
 
 
 @game_app.command(
@@ -243,7 +267,7 @@ def tickets(
     wanted = _status_value(status, matchmaking_pb2.TicketStatus, "TICKET_STATUS_")
     caller = reads.resolve_caller(token, anonymous, data_dir, Settings())
     address = _address(matchmaking, "matchmaking")
-    found, truncated = _read(
+    _list(
         "the tickets",
         address,
         lambda: reads.fetch_tickets(
@@ -255,12 +279,11 @@ def tickets(
             limit=limit,
             timeout=timeout,
         ),
+        reads.tickets_json,
+        reads.show_tickets,
+        caller,
+        as_json,
     )
-    document = reads.tickets_json(found, truncated)
-    if as_json:
-        output.print_json(document)
-    else:
-        reads.show_tickets(document, caller)
 
 
 @ledger_app.command(
