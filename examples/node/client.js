@@ -4,7 +4,9 @@
 // It queues for a game through matchmaking (bots fill the empty seats), reveals its client
 // seed, plays legal actions to the end of the game with signed SubmitAction calls while
 // watching the game, prints the final ranking and checks the dice commitment against the
-// revealed server seed.
+// revealed server seed. With --evidence FILE it keeps the seat's evidence file: the receipts
+// the engine signed for its reveal and moves, and the dice log's and the ledger's signed
+// heads at the end (docs/auditing.md, "Evidence a player keeps").
 //
 //     npm ci
 //     node client.js --token "$(boulevard login alice)"
@@ -29,6 +31,8 @@ function parseArgs(argv) {
     matchmaking: '127.0.0.1:50051',
     engine: '127.0.0.1:50052',
     dice: '127.0.0.1:50053',
+    ledger: '127.0.0.1:50054',
+    evidence: '',
     tlsCa: '',
     game: 'las_vegas',
     seats: 2,
@@ -38,7 +42,7 @@ function parseArgs(argv) {
   const names = {
     '--token': 'token', '--matchmaking': 'matchmaking', '--engine': 'engine', '--dice': 'dice',
     '--tls-ca': 'tlsCa', '--game': 'game', '--seats': 'seats', '--bot-fill': 'botFill',
-    '--protos': 'protos',
+    '--protos': 'protos', '--ledger': 'ledger', '--evidence': 'evidence',
   };
   for (let i = 0; i < argv.length; i += 2) {
     const name = names[argv[i]];
@@ -214,6 +218,10 @@ async function main() {
   const revealed = await retrying('RevealSeed', () => unary(engine, 'RevealSeed',
     { game_id: gameId, player_token: token, client_seed: clientSeed }));
   console.log(`seed revealed at version ${revealed.version} (all seats: ${!!revealed.all_revealed})`);
+  // What the engine signed it accepted for this seat, kept as evidence (docs/auditing.md).
+  const accepted = [
+    { kind: 'reveal', client_seed: clientSeed, receipt: receiptJson(revealed.receipt) },
+  ];
 
   // 5. Watch the game; whenever a view says it is our turn, play a legal action.
   let diceCommitment = '';
@@ -251,6 +259,7 @@ async function main() {
     }
     moves += 1;
     lastReceipt = reply.receipt;
+    accepted.push({ kind: 'action', idempotency_key: key, receipt: receiptJson(reply.receipt) });
     const placed = action.las_vegas ? `place_dice ${action.las_vegas.place_dice.number}`
       : JSON.stringify(action);
     console.log(`v${reply.version}: played ${placed}`);
@@ -276,6 +285,13 @@ async function main() {
   const ok = crypto.createHash('sha256').update(Buffer.from(seed, 'hex')).digest('hex')
     === diceCommitment;
   console.log(`dice: revealed seed ${ok ? 'matches' : 'DOES NOT MATCH'} the commitment`);
+  if (opts.evidence) {
+    const ledger = new v1.LedgerService(opts.ledger, creds);
+    const evidence = await keptEvidence(types, dice, ledger, gameId, seat, accepted);
+    ledger.close();
+    fs.writeFileSync(opts.evidence, `${JSON.stringify(evidence, null, 1)}\n`);
+    console.log(`evidence: ${opts.evidence}`);
+  }
   console.log(`result: ${JSON.stringify({
     game_id: gameId, seat, ranking: finished.ranking, player_ids: ids, scores, dice_ok: ok,
   })}`);
@@ -283,6 +299,38 @@ async function main() {
   engine.close();
   dice.close();
   return ok ? 0 : 1;
+}
+
+// A receipt as an evidence file keeps it: bytes as lowercase hex, numbers as numbers.
+function receiptJson(receipt) {
+  return {
+    game_id: receipt.game_id, version: Number(receipt.version || 0),
+    chain_head: Buffer.from(receipt.chain_head || []).toString('hex'), key_id: receipt.key_id,
+    signature: Buffer.from(receipt.signature || []).toString('hex'),
+    time_unix_ms: Number(receipt.time_unix_ms || 0),
+  };
+}
+
+// The seat's evidence file: what the engine accepted for it, and the signed heads the dice
+// service and the ledger show now, each as the hex of its protobuf bytes (re-encoded with
+// protobufjs from what grpc-js decoded: the signatures cover the heads' fields, not these
+// bytes). A ledger with nothing signed yet (NOT_FOUND) adds no head.
+async function keptEvidence(types, dice, ledger, gameId, seat, accepted) {
+  const encode = (name, value) => {
+    const type = types.lookupType(`boulevard.v1.${name}`);
+    return Buffer.from(type.encode(type.fromObject(value)).finish()).toString('hex');
+  };
+  const logHeads = await unary(dice, 'GetLogHeads', { game_id: gameId });
+  const ledgerHeads = [];
+  try {
+    ledgerHeads.push(encode('SignedTreeHead', (await unary(ledger, 'GetTreeHead', {})).head));
+  } catch (err) {
+    if (err.code !== grpc.status.NOT_FOUND) throw err;
+  }
+  return {
+    game_id: gameId, seat, accepted, ledger_heads: ledgerHeads,
+    dice_heads: (logHeads.heads || []).map((h) => encode('DiceTreeHead', h)),
+  };
 }
 
 // Run as a program; `require` it to reuse the encoding and signing (tests/e2e/test_examples.py

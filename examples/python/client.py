@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--matchmaking", default="127.0.0.1:50051", help="HOST:PORT (%(default)s)")
     p.add_argument("--engine", default="127.0.0.1:50052", help="HOST:PORT (%(default)s)")
     p.add_argument("--dice", default="127.0.0.1:50053", help="HOST:PORT (%(default)s)")
+    p.add_argument("--ledger", default="127.0.0.1:50054", help="HOST:PORT (%(default)s)")
     p.add_argument(
         "--tls-ca", default=None, help="CA file of `boulevard up --tls` (.data/tls/ca.pem)"
     )
@@ -149,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--protos", type=Path, default=PROTOS, help="the .proto files' root")
     p.add_argument(
         "--evidence", type=Path, default=None,
-        help="write the seat's evidence file here (receipts and the dice log's heads), for "
+        help="write the seat's evidence file here (receipts, the dice log's and the ledger's "
+        "heads), for "
         "`boulevard audit game --evidence` (docs/auditing.md)",
     )  # fmt: skip
     args = p.parse_args(argv)  # fmt: skip
@@ -268,8 +270,19 @@ def main(argv: list[str] | None = None) -> int:
     ok = hashlib.sha256(bytes.fromhex(seed)).hexdigest() == commitment_of_dice
     print(f"dice: revealed seed {'matches' if ok else 'DOES NOT MATCH'} the commitment")
     if args.evidence:
+        # The signed heads the dice service and the ledger show now: kept, they are what a
+        # dice log or journal rewritten and re-signed later contradicts.
         heads = dice.GetLogHeads(protos.GetLogHeadsRequest(game_id=game_id), timeout=10)
-        evidence = {"game_id": game_id, "seat": seat, "accepted": accepted, "ledger_heads": [],
+        ledger = Stub(protos, channel_to(args.ledger, args.tls_ca), "LedgerService")
+        try:
+            tree = ledger.GetTreeHead(protos.GetTreeHeadRequest(), timeout=10)
+            ledger_heads = [tree.head.SerializeToString().hex()]
+        except grpc.RpcError as err:
+            if err.code() != grpc.StatusCode.NOT_FOUND:  # NOT_FOUND: nothing signed yet
+                raise
+            ledger_heads = []
+        evidence = {"game_id": game_id, "seat": seat, "accepted": accepted,
+                    "ledger_heads": ledger_heads,
                     "dice_heads": [h.SerializeToString().hex() for h in heads.heads]}  # fmt: skip
         args.evidence.write_text(json.dumps(evidence, indent=1) + "\n")
         print(f"evidence: {args.evidence}")

@@ -16,6 +16,7 @@ from nats.aio.subscription import Subscription
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+from boulevard.audit.keys import key_history_path
 from boulevard.contract.clocks import time_control_from_proto
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.messaging.poison import poisoned
@@ -119,6 +120,7 @@ class EngineApp:
             self.verifier,
             max_spectator_streams=s.engine_max_spectator_streams,
             max_streams_per_seat=s.engine_max_streams_per_seat,
+            key_history_file=s.engine_key_history_file or key_history_path(s.data_dir),
         )
         self._match_sub = await js.subscribe(
             f"{s.matchmaking_subject_prefix}.match_formed",

@@ -7,12 +7,14 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any, TypeAlias
 
 import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
-from boulevard.audit.signing import chain_hash
+from boulevard.audit.evidence import receipt_to_pb
+from boulevard.audit.signing import Receipt, chain_hash
 from boulevard.contract import mapping
 from boulevard.contract.clocks import (
     seat_clocks_to_proto,
@@ -163,8 +165,11 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         verifier: TokenVerifier,
         max_spectator_streams: int = 2000,
         max_streams_per_seat: int = 4,
+        key_history_file: Path | None = None,
     ) -> None:
         self.engine = engine
+        # The platform's published key history, served as the operator last wrote it.
+        self.key_history_file = key_history_file
         self.store = store
         self.index = games_index
         self.verifier = verifier
@@ -380,7 +385,22 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         self, request: engine_pb2.GetEngineKeyRequest, context: Context
     ) -> engine_pb2.GetEngineKeyResponse:
         key = self.engine.receipt_key
-        return engine_pb2.GetEngineKeyResponse(public_key=key.public_hex, key_id=key.key_id)
+        return engine_pb2.GetEngineKeyResponse(
+            public_key=key.public_hex,
+            key_id=key.key_id,
+            key_history=await asyncio.to_thread(self._key_history),
+        )
+
+    def _key_history(self) -> str:
+        """The history file as written (read on each call: `boulevard keys history` may
+        extend it while the engine runs); "" when none is published. Served unchecked: the
+        auditor verifies it and compares it with the one it pinned."""
+        if self.key_history_file is None:
+            return ""
+        try:
+            return self.key_history_file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return ""
 
     async def WatchGame(
         self, request: engine_pb2.WatchGameRequest, context: Context
@@ -583,6 +603,8 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                     pass
                 elif absent and not before[2]:
                     update.kind = engine_pb2.PLAYER_EVENT_KIND_TIMED_OUT
+                    # Signed like a move's answer: the seat keeps it as evidence.
+                    update.receipt.CopyFrom(await self._receipt_now(game_id))
                 elif update.your_turn and not before[1]:
                     update.kind = engine_pb2.PLAYER_EVENT_KIND_YOUR_TURN
                 else:
@@ -591,6 +613,18 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                 seen[game_id] = (update.kind, update.your_turn, absent)
                 yield update
             await asyncio.sleep(PLAYER_POLL_SECONDS)
+
+    async def _receipt_now(self, game_id: str) -> engine_pb2.Receipt:
+        """The engine's signed, timed receipt for the game's log as it stands: its version,
+        chain head and the time of the envelope there."""
+        session = await self.engine.load(game_id)
+        version, head = session.version, session.head_hash
+        at = session.recent.get(version)
+        if at is None:
+            (stored, *_) = await self.store.read(game_id, version)
+            at = events_pb2.EventEnvelope.FromString(stored.data)
+        signed = Receipt.sign(self.engine.receipt_key, game_id, version, head, int(at.time_unix_ms))
+        return receipt_to_pb(signed)
 
     async def _player_update(
         self, game_id: str, player_id: str

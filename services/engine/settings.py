@@ -38,6 +38,9 @@ class EngineSettings(Settings):
     # `<data_dir>/engine/signing-key`. Its public half is served by GetEngineKey.
     engine_signing_key: SecretStr = SecretStr("")
     engine_signing_key_file: Path | None = None
+    # The platform's key history the engine serves (GetEngineKeyResponse.key_history), as
+    # `boulevard keys history` writes it; by default `<data_dir>/keys/history.json`.
+    engine_key_history_file: Path | None = None
     # How often the clock sweeper looks for seats past their deadline and absent seats the
     # platform's bot is to play (docs/auditing.md, "Clocks").
     engine_clock_sweep_seconds: float = Field(default=0.25, gt=0, le=60)

@@ -144,20 +144,21 @@ class MatchFormer:
             return None
         return new, rev
 
+    async def formed(self, match_id: str) -> events_pb2.MatchFormed | None:
+        """The MatchFormed of a match this matchmaker committed (GetMatch), None for one it
+        never formed (unknown, still reserving its tickets, or abandoned)."""
+        got = await self.matches.get(match_key(match_id), pb.MatchRecord)
+        if got is None or got[0].status not in (pb.MATCH_STATUS_COMMITTED, pb.MATCH_STATUS_DONE):
+            return None
+        return formed_of(got[0])
+
     async def finish(
         self, record: pb.MatchRecord, revision: int, known: dict[str, Viewed] | None = None
     ) -> None:
         """Publish MatchFormed and assign every ticket; safe to repeat. `known`: tickets as
         this process reserved them (saves reading them back)."""
         mine = known or {}
-        formed = events_pb2.MatchFormed(
-            match_id=record.match_id,
-            game=record.game,
-            seats=record.seats,
-            time_unix_ms=record.created_unix_ms,
-        )
-        if record.HasField("time_control"):
-            formed.time_control.CopyFrom(record.time_control)
+        formed = formed_of(record)
         # Publishing and assigning go out together: the record is COMMITTED, so whatever a
         # crash interrupts here is finished by recovery.
         publish = self.js.publish(
@@ -240,3 +241,17 @@ class MatchFormer:
             self.book.saw(t, revision)
             return
         raise Aborted(f"could not assign ticket {ticket_id}")
+
+
+def formed_of(record: pb.MatchRecord) -> events_pb2.MatchFormed:
+    """The MatchFormed a committed match publishes: the same message from the same record
+    every time (a retried publish deduplicates by the match id; GetMatch serves it)."""
+    formed = events_pb2.MatchFormed(
+        match_id=record.match_id,
+        game=record.game,
+        seats=record.seats,
+        time_unix_ms=record.created_unix_ms,
+    )
+    if record.HasField("time_control"):
+        formed.time_control.CopyFrom(record.time_control)
+    return formed

@@ -16,7 +16,12 @@ import grpc
 
 from boulevard.api.v1 import matchmaking_pb2 as pb
 from boulevard.api.v1 import matchmaking_pb2_grpc
-from boulevard.platform.errors import PermissionDenied, ResourceExhausted, Unauthenticated
+from boulevard.platform.errors import (
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+    Unauthenticated,
+)
 from boulevard.platform.identity import PLAYER, Principal, TokenVerifier
 from services.matchmaking.matchmaker import Matchmaker
 
@@ -114,6 +119,13 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         caller = self._caller(context, "CancelTicket")
         ticket = await self.mm.cancel_ticket(request.ticket_id, self._owner(caller))
         return pb.CancelTicketResponse(ticket=self._shown(ticket, caller))
+
+    async def GetMatch(self, request: pb.GetMatchRequest, context: Context) -> pb.GetMatchResponse:
+        # No token: the match is as public as the GameCreated its game's log serves.
+        formed = await self.mm.former.formed(request.match_id)
+        if formed is None:
+            raise NotFound(f"no formed match {request.match_id!r}")
+        return pb.GetMatchResponse(match=formed)
 
     async def ListQueues(
         self, request: pb.ListQueuesRequest, context: Context

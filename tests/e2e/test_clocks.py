@@ -14,11 +14,13 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import grpc
 import pytest
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+from boulevard.audit.evidence import TIMEOUT, Accepted, Evidence, receipt_from_pb
 from boulevard.contract.clocks import parse_time_control, time_control_to_proto
 from boulevard.fairness import client_seed_commitment
 from boulevard.games import get_game
@@ -137,13 +139,23 @@ async def finished_log(platform: Platform, game_id: str) -> list[bytes]:
 
 
 def test_a_seat_that_never_moves_times_out_at_its_deadline_and_the_bot_finishes(
-    platform: Platform,
+    platform: Platform, tmp_path: Path
 ) -> None:
-    async def run() -> None:
+    """…and the player stream tells the seat's player it timed out with a receipt the
+    engine signed over the log that holds the timeout: kept, it passes the audit."""
+    from tests.support.identity import mint
+
+    names = [f"clock{i}-{uuid.uuid4().hex[:6]}" for i in range(3)]
+
+    async def run() -> tuple[str, Evidence]:
         async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
             stub = engine_pb2_grpc.EngineServiceStub(channel)
-            created = await create_timed(stub, 3, "2s+2s")
+            created = await create_timed(stub, 3, "2s+2s", names=names)
             stalled = await first_to_act(stub, created.game_id)
+            stream = stub.WatchPlayer(
+                engine_pb2.WatchPlayerRequest(),
+                metadata=(("authorization", f"Bearer {mint(names[stalled], ('player',))}"),),
+            )
             game = await stub.GetGame(engine_pb2.GetGameRequest(game_id=created.game_id))
             clocks = {c.seat: c for c in game.clocks}
             assert game.time_control.base_ms == 2000
@@ -151,6 +163,14 @@ def test_a_seat_that_never_moves_times_out_at_its_deadline_and_the_bot_finishes(
             deadline = clocks[stalled].deadline_unix_ms
             assert 0 < clocks[stalled].remaining_ms <= 2000
             await play_all_but(stub, created, stalled)
+            told = await asyncio.wait_for(
+                next_of_kind(stream, engine_pb2.PLAYER_EVENT_KIND_TIMED_OUT), 30
+            )
+            stream.cancel()
+            key = await stub.GetEngineKey(engine_pb2.GetEngineKeyRequest())
+        receipt = receipt_from_pb(told.receipt)
+        assert told.game_id == created.game_id and told.seat == stalled
+        assert receipt.verify(bytes.fromhex(key.public_key)) and receipt.time_unix_ms > 0
         log = await finished_log(platform, created.game_id)
         # On a loaded machine a playing seat's 2 s may run out too: its own timeout, with
         # its own stand-in, is no part of what this test checks of the stalled seat's.
@@ -160,9 +180,23 @@ def test_a_seat_that_never_moves_times_out_at_its_deadline_and_the_bot_finishes(
         assert deadline <= at < deadline + 5_000  # the sweeper came soon after
         moves = stand_in_moves(log)
         assert moves and {m["seat"] for m in moves} == {t.seat for _, t in timeouts}
-        all_audits_pass(platform, created.game_id)
+        return created.game_id, Evidence(created.game_id, stalled, [Accepted(TIMEOUT, receipt)])
 
-    asyncio.run(run())
+    game_id, evidence = asyncio.run(run())
+    all_audits_pass(platform, game_id)
+    kept = tmp_path / "timed-out.json"
+    kept.write_text(evidence.dumps())
+    result = audit_game(platform, game_id, "--evidence", str(kept))
+    assert result.returncode == 0 and "1 receipts agree" in result.stdout, result.stdout
+
+
+async def next_of_kind(
+    stream: grpc.aio.UnaryStreamCall, kind: int
+) -> engine_pb2.WatchPlayerResponse:
+    async for update in stream:
+        if update.kind == kind:
+            return update  # type: ignore[no-any-return]
+    raise AssertionError("the player stream ended")
 
 
 def test_the_engine_killed_between_the_deadline_and_the_sweep(platform: Platform) -> None:
@@ -239,7 +273,7 @@ def test_a_timeout_forged_before_its_deadline_fails_the_audit_at_its_version(
 
 @pytest.mark.timeout(300)
 async def test_a_turn_based_player_who_left_comes_back_with_play_resume_and_finishes(
-    platform: Platform,
+    platform: Platform, tmp_path: Path
 ) -> None:
     """Seat 0's player leaves (never moves); a day-per-move game, here 3 s per move, times
     the seat out and the platform's bot plays it while seat 1 plays on. The player comes
@@ -281,6 +315,8 @@ async def test_a_turn_based_player_who_left_comes_back_with_play_resume_and_fini
             matchmaking=platform.address("matchmaking"),
             engine=platform.address("engine"),
             dice=platform.address("dice"),
+            ledger=platform.address("ledger"),
+            evidence=tmp_path / "evidence.json",
             key=seat_key(stalled),
             resume=created.game_id,
         )
@@ -307,6 +343,11 @@ async def test_a_turn_based_player_who_left_comes_back_with_play_resume_and_fini
     ]
     assert any(m["seat"] == stalled and not m.get("stand_in") for m in own_moves_after)
     result = audit_game(platform, created.game_id)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # The seat kept the reclaim's receipt with its moves': the evidence passes the audit.
+    kept = Evidence.loads((tmp_path / "evidence.json").read_text())
+    assert kept.accepted[0].kind == "reclaim", kept.accepted[:2]
+    result = audit_game(platform, created.game_id, "--evidence", str(tmp_path / "evidence.json"))
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -68,6 +68,7 @@ class Up:
             "--matchmaking", address(self.env, "matchmaking"),
             "--engine", address(self.env, "engine"),
             "--dice", address(self.env, "dice"),
+            "--ledger", address(self.env, "ledger"),
         ]  # fmt: skip
 
 
@@ -157,15 +158,36 @@ def check_against_bots(result: dict[str, object], player: str) -> None:
     assert sorted(s for group in ranking for s in group) == [0, 1]
 
 
+def audited_with_evidence(up: Up, game_id: str, evidence: Path) -> None:
+    """The seat's evidence file — its reveal's and moves' receipts, the dice log's and the
+    ledger's heads — checks out with the game's audit, and so do its seats against the
+    match the matchmaker formed (a bot's among them) and every key against the key history
+    the platform serves."""
+    kept = json.loads(evidence.read_text())
+    kinds = [a["kind"] for a in kept["accepted"]]
+    assert kinds[0] == "reveal" and kinds.count("reveal") == 1 and "action" in kinds, kinds
+    assert kept["dice_heads"] and kept["ledger_heads"], kept
+    # The keys `boulevard up` published (engine, dice, ledger, bots), pinned by the auditor
+    # from what the engine serves: every key the audit meets is in them.
+    pinned = evidence.with_name("keys.json")
+    pin = up.cli("keys", "pin", str(pinned), "--engine", address(up.env, "engine"))
+    assert pin.returncode == 0, pin.stdout + pin.stderr
+    served = json.loads(pinned.read_text())["keys"]
+    assert {k["role"] for k in served} == {"engine", "dice", "ledger", "bots"}, served
+    done = up.cli(
+        "audit", "game", game_id, "--evidence", str(evidence), "--trust", str(pinned),
+        "--matchmaking", address(up.env, "matchmaking"), timeout=90,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "receipts agree" in done.stdout, done.stdout
+
+
 def test_the_python_example_plays_a_game_against_a_bot_to_the_end(up: Up, tmp_path: Path) -> None:
     evidence = tmp_path / "evidence.json"
     result = finish(start(PYTHON, up, "py-alice", "--evidence", str(evidence)))
     check_against_bots(result, "py-alice")
     audited(up, str(result["game_id"]))
-    # The seat's evidence (its receipts, its reveal, the dice heads) checks out too.
-    done = up.cli("audit", "game", str(result["game_id"]), "--evidence", str(evidence), timeout=90)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "receipts agree" in done.stdout, done.stdout
+    audited_with_evidence(up, str(result["game_id"]), evidence)
 
 
 def test_the_python_example_says_why_a_call_was_refused(up: Up) -> None:
@@ -179,11 +201,13 @@ def test_the_python_example_says_why_a_call_was_refused(up: Up) -> None:
 
 
 def test_the_node_example_plays_a_game_against_a_bot_to_the_end(
-    up: Up, node_client: list[str]
+    up: Up, node_client: list[str], tmp_path: Path
 ) -> None:
-    result = finish(start(node_client, up, "node-bob"))
+    evidence = tmp_path / "evidence.json"
+    result = finish(start(node_client, up, "node-bob", "--evidence", str(evidence)))
     check_against_bots(result, "node-bob")
     audited(up, str(result["game_id"]))
+    audited_with_evidence(up, str(result["game_id"]), evidence)
 
 
 def test_the_two_examples_play_each_other(up: Up, node_client: list[str]) -> None:

@@ -6,13 +6,18 @@ An evidence file is one seat's record of a game, as JSON:
 
     {"game_id": …, "seat": n,
      "accepted": [{"kind": "action", "idempotency_key": k, "receipt": {…}},
-                  {"kind": "reveal", "client_seed": s, "receipt": {…}}, …],
+                  {"kind": "reveal", "client_seed": s, "receipt": {…}},
+                  {"kind": "reclaim", "expected_version": v, "receipt": {…}},
+                  {"kind": "timeout", "receipt": {…}}, …],
      "dice_heads": [hex of a DiceTreeHead, …], "ledger_heads": [hex of a SignedTreeHead, …]}
 
 Each entry of `accepted` is a call the engine answered with its signed receipt: the seat's
-command with that idempotency key, or its client seed, was in the log by the receipt's
-version. The heads are the dice log's and the ledger's signed heads the client saw while
-playing. With the operator holding every service key, these are what it cannot re-sign:
+command with that idempotency key, its client seed, or its reclaim of the seat from the
+platform's bot (ReclaimSeat, signed for that version), was in the log by the receipt's
+version; a `timeout` entry is the player stream's receipt for the seat's own timeout
+(WatchPlayerResponse.receipt): its SeatTimedOut was in the log by then. The heads are the
+dice log's and the ledger's signed heads the client saw while playing. With the operator
+holding every service key, these are what it cannot re-sign:
 
 - a receipt binds the log's chain head at its version, so a rewritten history (re-chained
   and re-signed) contradicts it; and what the receipt was given for must be in the log by
@@ -35,35 +40,42 @@ from boulevard.audit.signing import Receipt
 
 ACTION = "action"
 REVEAL = "reveal"
+RECLAIM = "reclaim"
+TIMEOUT = "timeout"  # not a call: the player stream's receipt for the seat's timeout
+KINDS = (ACTION, REVEAL, RECLAIM, TIMEOUT)
 
 
 @dataclass(frozen=True, slots=True)
 class Accepted:
     """One call the engine accepted for the seat, with the receipt it answered."""
 
-    kind: str  # ACTION or REVEAL
+    kind: str  # one of KINDS
     receipt: Receipt
     idempotency_key: str = ""  # ACTION: the command's key
     client_seed: str = ""  # REVEAL: the seed revealed
+    expected_version: int = 0  # RECLAIM: the version the seat signed its reclaim for
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": self.kind, "receipt": self.receipt.to_json()}
         if self.kind == ACTION:
             data["idempotency_key"] = self.idempotency_key
-        else:
+        elif self.kind == REVEAL:
             data["client_seed"] = self.client_seed
+        elif self.kind == RECLAIM:
+            data["expected_version"] = self.expected_version
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Accepted:
         kind = str(data["kind"])
-        if kind not in (ACTION, REVEAL):
+        if kind not in KINDS:
             raise ValueError(f"unknown kind of accepted call {kind!r}")
         return cls(
             kind,
             Receipt.from_json(data["receipt"]),
             idempotency_key=str(data.get("idempotency_key", "")),
             client_seed=str(data.get("client_seed", "")),
+            expected_version=int(data.get("expected_version", 0)),
         )
 
 
@@ -121,6 +133,18 @@ def receipt_from_pb(pb: engine_pb2.Receipt) -> Receipt:
     )
 
 
+def receipt_to_pb(receipt: Receipt) -> engine_pb2.Receipt:
+    """A receipt as the engine answers it (the inverse of `receipt_from_pb`)."""
+    return engine_pb2.Receipt(
+        game_id=receipt.game_id,
+        version=receipt.version,
+        chain_head=receipt.chain_head,
+        key_id=receipt.key_id,
+        signature=receipt.signature,
+        time_unix_ms=receipt.time_unix_ms,
+    )
+
+
 def contradiction(evidence: Evidence, log: Sequence[bytes]) -> tuple[int, str] | None:
     """Where the log (envelope bytes as served, version 1 first) contradicts what the engine
     signed it accepted for the seat: (version, what is wrong), or None. The receipts' own
@@ -164,6 +188,19 @@ def contradiction(evidence: Evidence, log: Sequence[bytes]) -> tuple[int, str] |
                 f"{a.idempotency_key!r} was accepted by version {r.version}, but the log "
                 "holds no such command"
             )
+        if a.kind == RECLAIM and not any(
+            _reclaims(e, evidence.seat, a.expected_version) for e in upto
+        ):
+            return r.version, (
+                f"the engine signed that seat {evidence.seat} took its seat back (signed for "
+                f"version {a.expected_version}) by version {r.version}, but the log holds no "
+                "such reclaim: the platform's bot kept playing it"
+            )
+        if a.kind == TIMEOUT and not any(_times_out(e, evidence.seat) for e in upto):
+            return r.version, (
+                f"the engine signed that seat {evidence.seat} had timed out by version "
+                f"{r.version}, but the log holds no such timeout"
+            )
     return None
 
 
@@ -187,3 +224,14 @@ def _accepts(env: events_pb2.EventEnvelope, seat: int, key: str) -> bool:
         return False
     p = _payload(env)
     return p.get("seat") == seat and p.get("idempotency_key") == key
+
+
+def _reclaims(env: events_pb2.EventEnvelope, seat: int, expected_version: int) -> bool:
+    if env.type != "SeatReclaimed":
+        return False
+    p = _payload(env)
+    return p.get("seat") == seat and p.get("expected_version") == expected_version
+
+
+def _times_out(env: events_pb2.EventEnvelope, seat: int) -> bool:
+    return env.type == "SeatTimedOut" and _payload(env).get("seat") == seat

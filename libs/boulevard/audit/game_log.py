@@ -39,6 +39,7 @@ from boulevard.audit.signing import (
     Receipt,
     chain_hash,
     command_signing_bytes,
+    key_id,
     parse_public_key,
     verify,
 )
@@ -106,6 +107,7 @@ class SeatBinding:
     player_id: str
     bot: bool
     public_key: str
+    seed_commitment: str = ""  # hex SHA-256 of the seat's client seed; "" for none
 
 
 @dataclass
@@ -195,6 +197,7 @@ def audit_game_log(
     dice_opening: DiceOpening | None = None,
     evidence: Sequence[Evidence] = (),
     bot_keys: Collection[str] = (),
+    engine_keys: Collection[bytes] = (),
 ) -> GameAuditReport:
     """Check `log` (envelope bytes as stored, version 1 first); raise GameAuditFailed at the
     first version that does not follow. Optional inputs are checked when given; versions
@@ -202,12 +205,16 @@ def audit_game_log(
     caller was told the game is over (GetGameLog, ListGames), so the log must end with
     GameFinished and nothing may be redacted. `evidence`: what seats kept (their receipts
     are checked with `receipts`, and what each was given for must be in the log).
-    `bot_keys`: the platform's bot keys from a pinned key history (with `bot_key`)."""
+    `bot_keys`: the platform's bot keys from a pinned key history (with `bot_key`).
+    `engine_keys`: the engine's earlier keys from its key history: a receipt verifies under
+    the key among these and `engine_key` that its key_id names (a receipt signed before a
+    rotation)."""
     kept = [r for e in evidence for r in e.receipts]
     audit = _Audit(
         game_id, dice, engine_key, [*receipts, *kept], ledger, anchors, bot_key, dice_opening
     )
     audit.bot_keys = frozenset(bot_keys)
+    audit.receipt_keys.update((key_id(k), k) for k in engine_keys)
     report = audit.run(log, commitment, match_id, match_seats, redacted, finished)
     for e in evidence:
         found = contradiction(e, log)
@@ -230,7 +237,6 @@ class _Audit:
     ) -> None:
         self.game_id = game_id
         self.dice = dice
-        self.engine_key = engine_key
         self.receipts: dict[int, list[Receipt]] = {}
         for r in receipts:
             self.receipts.setdefault(r.version, []).append(r)
@@ -238,6 +244,8 @@ class _Audit:
         self.anchors = anchors
         self.bot_key = bot_key
         self.bot_keys: frozenset[str] = frozenset()
+        # key_id -> public key: the engine's keys a receipt may be signed with.
+        self.receipt_keys: dict[str, bytes] = {key_id(engine_key): engine_key} if engine_key else {}
         self.report = GameAuditReport(game_id)
         self.game: GameDefinition[Any, Any, Any, Any] | None = None
         self.codec = Codec(())
@@ -439,7 +447,14 @@ class _Audit:
         for r in self.receipts.get(version, ()):
             if r.game_id != self.game_id:
                 raise GameAuditFailed(version, f"a receipt for game {r.game_id!r}")
-            if self.engine_key is None or not r.verify(self.engine_key):
+            key = self.receipt_keys.get(r.key_id)
+            if key is None and self.receipt_keys:
+                raise GameAuditFailed(
+                    version,
+                    f"a receipt signed by key {r.key_id}, which is neither the engine's key "
+                    "nor one of its key history",
+                )
+            if key is None or not r.verify(key):
                 raise GameAuditFailed(version, "a receipt whose engine signature does not verify")
             if r.chain_head != head:
                 raise GameAuditFailed(
@@ -551,9 +566,21 @@ class _Audit:
         if match_id is not None and created.match_id != match_id:
             raise GameAuditFailed(1, f"GameCreated names match {created.match_id!r}")
         if match_seats is not None:
-            seated = [SeatBinding(s.seat, s.player_id, s.bot, s.public_key) for s in created.seats]
-            if seated != sorted(match_seats, key=lambda s: s.seat):
-                raise GameAuditFailed(1, f"seats {seated} are not the match's {list(match_seats)}")
+            seated = [
+                SeatBinding(s.seat, s.player_id, s.bot, s.public_key, s.seed_commitment)
+                for s in created.seats
+            ]
+            matched = sorted(match_seats, key=lambda s: s.seat)
+            if seated != matched:
+                differ = next(
+                    (
+                        f"seat {a.seat}: {a} where the match has {b}"
+                        for a, b in zip(seated, matched, strict=False)
+                        if a != b
+                    ),
+                    f"{len(seated)} seats where the match has {len(matched)}",
+                )
+                raise GameAuditFailed(1, f"the seats are not the match's: {differ}")
         self.state = game.initial_state()
         try:
             self.expected = deque(game.new_game(created.config))

@@ -13,12 +13,17 @@ history accepts a later one only if it extends the kept one, and an audit run wi
 `--trust FILE` fails on any key the services present that is not in it: the operator cannot
 swap a key for a fresh one of its own without the old key's signature, and a key it never
 published fails the audit.
+
+The platform serves its history (GetEngineKeyResponse.key_history); an audit trusts the
+served one only as far as it extends the pinned one (`trusted_history`), so a rotation after
+the pin is followed, and a rewritten history is caught.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from boulevard.audit.signing import SigningKey, key_id, parse_public_key, verify
@@ -149,6 +154,46 @@ class KeyHistory:
                 for e in data["keys"]
             ]
         )
+
+
+def key_history_path(data_dir: Path) -> Path:
+    """Where `boulevard keys history` writes the platform's history by default, and where
+    the engine reads the one it serves (GetEngineKeyResponse.key_history)."""
+    return data_dir / "keys" / "history.json"
+
+
+class HistoryRewritten(ValueError):
+    """The platform serves a key history that does not verify, or that drops or changes an
+    entry of the one an auditor pinned: its keys are not the ones it published before."""
+
+
+def trusted_history(pinned: KeyHistory | None, served: KeyHistory | None) -> KeyHistory | None:
+    """The key history an audit trusts, given the one an auditor pinned (`--trust`) and the
+    one the platform serves: the served one when it verifies and keeps every pinned entry
+    (so a key rotated in after the pin, signed by a pinned key, is trusted too); the pinned
+    one when nothing is served; None when neither exists. Raises HistoryRewritten when the
+    served history does not verify or is not an extension of the pinned one — an operator
+    swapping a key of its own in, however well it chains the swap from there on."""
+    if served is not None:
+        problem = served.problem()
+        if problem:
+            raise HistoryRewritten(f"the platform's key history does not verify: {problem}")
+    if pinned is None or served is None:
+        return served if served is not None else pinned
+    if not served.extends(pinned):
+        common = min(len(pinned.entries), len(served.entries))
+        at = next((i for i in range(common) if pinned.entries[i] != served.entries[i]), common)
+        was = pinned.entries[at] if at < len(pinned.entries) else None
+        now = served.entries[at] if at < len(served.entries) else None
+        raise HistoryRewritten(
+            f"the platform's key history rewrites the pinned one at entry {at}: pinned "
+            f"{_described(was)}, served {_described(now)}"
+        )
+    return served
+
+
+def _described(entry: KeyEntry | None) -> str:
+    return f"the {entry.role} key {entry.public_key}" if entry else "nothing"
 
 
 def untrusted(history: KeyHistory, role: str, public_key: str) -> str | None:

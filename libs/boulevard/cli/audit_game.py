@@ -41,16 +41,25 @@ from boulevard.accounting import (
     verify_consistency,
     verify_tree_head,
 )
-from boulevard.api.v1 import dice_pb2, engine_pb2, engine_pb2_grpc, events_pb2, ledger_pb2
+from boulevard.api.v1 import (
+    dice_pb2,
+    engine_pb2,
+    engine_pb2_grpc,
+    events_pb2,
+    ledger_pb2,
+    matchmaking_pb2,
+    matchmaking_pb2_grpc,
+)
 from boulevard.audit.evidence import Evidence
 from boulevard.audit.game_log import (
     DiceOpening,
     DiceRecord,
     GameAuditFailed,
     GameAuditReport,
+    SeatBinding,
     audit_game_log,
 )
-from boulevard.audit.keys import KeyHistory, untrusted
+from boulevard.audit.keys import HistoryRewritten, KeyHistory, trusted_history, untrusted
 from boulevard.audit.signing import Receipt
 from boulevard.cli import audit_ledger, output
 from boulevard.cli.audit_dice import EXIT_ERROR, EXIT_FAIL, EXIT_PASS
@@ -71,6 +80,8 @@ class Addresses:
     engine: str
     dice: str | None
     ledger: str | None
+    # Given: a matchmade game's seats are compared with the match the matchmaker formed.
+    matchmaking: str | None = None
 
 
 def addresses_of(args: argparse.Namespace) -> Addresses:
@@ -79,6 +90,7 @@ def addresses_of(args: argparse.Namespace) -> Addresses:
         engine=args.engine or f"{s.grpc_host}:{s.engine_port}",
         dice=None if args.no_dice else (args.dice or f"{s.grpc_host}:{s.dice_port}"),
         ledger=None if args.no_ledger else (args.ledger or f"{s.grpc_host}:{s.ledger_port}"),
+        matchmaking=getattr(args, "matchmaking", None) or None,
     )
 
 
@@ -97,11 +109,23 @@ def load_trust(path: Path) -> KeyHistory:
 
 
 def check_trusted(trust: KeyHistory | None, role: str, public_key: bytes) -> None:
-    """EvidenceFailed when a pinned history lacks the key a service presents."""
+    """EvidenceFailed when the trusted key history lacks the key a service presents."""
     if trust is not None:
         problem = untrusted(trust, role, public_key.hex())
         if problem:
             raise EvidenceFailed(problem)
+
+
+def keys_to_trust(pinned: KeyHistory | None, served: str) -> KeyHistory | None:
+    """The key history the audit holds the services' keys to: the platform's served one
+    (GetEngineKeyResponse.key_history) as far as it extends the auditor's pinned one (see
+    `trusted_history`); EvidenceFailed when it does not, or is no key history at all."""
+    try:
+        return trusted_history(pinned, KeyHistory.loads(served) if served else None)
+    except HistoryRewritten as err:
+        raise EvidenceFailed(str(err)) from None
+    except (ValueError, KeyError, TypeError) as err:
+        raise EvidenceFailed(f"the platform's key history is not one: {err!r}") from None
 
 
 def load_evidence(path: Path) -> list[Evidence]:
@@ -254,6 +278,42 @@ def postings_by_version(
     return postings
 
 
+def match_named(log: Sequence[bytes]) -> str:
+    """The match id the log's GameCreated names ("" for none, or a log that does not open
+    with a readable GameCreated: the audit fails that at version 1 on its own)."""
+    try:
+        envelope = events_pb2.EventEnvelope.FromString(log[0]) if log else None
+        if envelope is None or envelope.type != "GameCreated":
+            return ""
+        payload = json.loads(envelope.payload)
+    except (DecodeError, ValueError):
+        return ""
+    match_id = payload.get("match_id", "") if isinstance(payload, dict) else ""
+    return match_id if isinstance(match_id, str) else ""
+
+
+async def fetch_match(address: str, match_id: str, timeout: float) -> list[SeatBinding]:
+    """The seats of the match the matchmaker formed (MatchmakingService.GetMatch); a match
+    it says it never formed fails the audit at version 1: the game names a match nobody
+    made."""
+    async with tls.channel(address) as channel:
+        stub = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
+        try:
+            got = await stub.GetMatch(
+                matchmaking_pb2.GetMatchRequest(match_id=match_id), timeout=timeout
+            )
+        except grpc.aio.AioRpcError as err:
+            if err.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+            raise GameAuditFailed(
+                1, f"GameCreated names match {match_id!r}, which the matchmaker never formed"
+            ) from None
+    return [
+        SeatBinding(s.seat, s.player_id, s.bot, s.public_key, s.client_seed_commitment)
+        for s in got.match.seats
+    ]
+
+
 def ends_finished(log: Sequence[bytes]) -> bool:
     """Whether the last envelope served is a GameFinished (the audit checks it is true)."""
     try:
@@ -275,19 +335,27 @@ async def audit_one(
 ) -> GameAuditReport:
     """Fetch everything public about one game and audit it; raises GameAuditFailed, or
     EvidenceFailed when a head in the players' `evidence` is not what is served, or a key
-    a service presents is not in the pinned key history `trust`.
+    a service presents is not in the key history: the platform's served one (which must
+    extend the pinned one, `trust`, when given), else `trust`. Receipts signed with an
+    earlier engine key of that history verify under it.
     `listed_finished`: the caller found the game among the finished ones (audit all), so
     its log must show its end, whatever GetGameLog says."""
     evidence = [e for e in evidence if e.game_id == game_id]
     async with tls.channel(addresses.engine) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         log, redacted, finished = await fetch_log(stub, game_id, timeout)
-        if engine_key_hex:
-            engine_key = bytes.fromhex(engine_key_hex)
-        else:
-            key = await stub.GetEngineKey(engine_pb2.GetEngineKeyRequest(), timeout=timeout)
-            engine_key = bytes.fromhex(key.public_key)
+        key = await stub.GetEngineKey(engine_pb2.GetEngineKeyRequest(), timeout=timeout)
+        engine_key = bytes.fromhex(engine_key_hex or key.public_key)
+    # From here on `trust` is the served history where it extends the pinned one: keys
+    # rotated in after the pin (each signed by the one before) are followed.
+    trust = keys_to_trust(trust, key.key_history)
     check_trusted(trust, "engine", engine_key)
+    match_id = match_named(log) if addresses.matchmaking else ""
+    match_seats = (
+        await fetch_match(addresses.matchmaking, match_id, timeout)
+        if addresses.matchmaking and match_id
+        else None
+    )
     dice, commitment, opening = (
         await fetch_dice(addresses.dice, game_id, timeout) if addresses.dice else (None, None, None)
     )
@@ -308,6 +376,8 @@ async def audit_one(
         log,
         dice=dice,
         commitment=commitment,
+        match_id=match_id or None,
+        match_seats=match_seats,
         engine_key=engine_key,
         receipts=receipts,
         # A live game's money may not be posted yet; compare once it is over — as the log
@@ -319,6 +389,7 @@ async def audit_one(
         dice_opening=opening,
         evidence=evidence,
         bot_keys=trust.keys("bots") if trust is not None else (),
+        engine_keys=[bytes.fromhex(k) for k in trust.keys("engine")] if trust else (),
     )
     report.ledger_seqs = seqs
     if addresses.ledger:

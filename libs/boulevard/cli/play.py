@@ -108,7 +108,8 @@ class PlayApp(GameScreen):
             self.begin(self.game, game_id, f"game {game_id} — you are seat {seat} again")
             self.query_one("#seat").border_title = f"you — {escape(self.player)}, seat {seat}"
             self.query_one("#actions").display = True
-            if await reclaim_if_absent(engine, game_id, seat, token, key):
+            reclaimed = await reclaim_if_absent(engine, game_id, seat, token, key)
+            if reclaimed is not None:
                 self.say("your seat is yours again: the platform's bot played it meanwhile")
 
             async def renew() -> str:
@@ -129,6 +130,8 @@ class PlayApp(GameScreen):
                 key,
                 choose=self.offer,
                 renew=renew,
+                # The reclaim's receipt goes into the evidence file with the moves'.
+                accepted=[reclaimed] if reclaimed is not None else [],
             )
             await self._play(engine, player, game_id, token, dice_channel)
 

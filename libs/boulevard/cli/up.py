@@ -154,6 +154,33 @@ def local_secrets(data_dir: Path) -> dict[str, str]:
     return {n: os.environ.get(n) or stored[n] for n in SECRETS}
 
 
+# Each role's key when it is given in the environment rather than kept in the data dir.
+SIGNING_KEYS = {
+    "engine": "BOULEVARD_ENGINE_SIGNING_KEY",
+    "dice": "BOULEVARD_DICE_SIGNING_KEY",
+    "ledger": "BOULEVARD_LEDGER_SIGNING_KEY",
+    "bots": "BOULEVARD_BOT_SIGNING_KEY",
+}
+
+
+def publish_keys(data_dir: Path, env: dict[str, str]) -> None:
+    """Extend the key history the engine serves (docs/auditing.md, "Pinned keys") with the
+    keys the services made or were given. A key that changed without a signed handover is
+    not added, only said: its rotation is `boulevard keys history --previous ROLE=SEED`."""
+    from boulevard.audit.keys import key_history_path
+    from boulevard.audit.signing import SigningKey
+    from boulevard.cli import keys
+
+    path = key_history_path(data_dir)
+    try:
+        current = {r: SigningKey.from_hex(env[n]) for r, n in SIGNING_KEYS.items() if env.get(n)}
+        history = keys.publish(data_dir, path, current=current)
+    except (OSError, ValueError) as err:
+        say(f"  key history not extended: {err}")
+        return
+    say(f"  {'key history':<12} {path} ({len(history.entries)} keys, served by the engine)")
+
+
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
 STABLE_AFTER = 60.0  # seconds up after which the backoff starts again from the first step
@@ -448,6 +475,8 @@ async def start_platform(
                 await wait_serving(child.address, timeout, watched, ca_file)
                 say(f"  {child.name:<12} {child.address} (gRPC, SERVING{', TLS' if pki else ''})")
                 step()
+        if "engine" in names:
+            publish_keys(data_dir, env)
         if set(SERVICES) <= set(names):
             # Browsers: Connect and gRPC-Web on a port of its own, and the web app.
             url = gateway_url(settings, pki is not None)

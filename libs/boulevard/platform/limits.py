@@ -115,6 +115,7 @@ LIMITS: Mapping[str, Limit] = {
         "WatchTicketRequest.ticket_id": Limit(ID),
         "CancelTicketRequest.ticket_id": Limit(ID),
         "ListQueuesRequest.game": Limit(ID),
+        "GetMatchRequest.match_id": Limit(ID),
         "GetRatingRequest.player_id": Limit(PLAYER_ID),
         "GetRatingRequest.game": Limit(ID),
         "ListTicketsRequest.player_id": Limit(PLAYER_ID),

@@ -28,7 +28,7 @@ from boulevard.api.v1 import (
     ledger_pb2,
     ledger_pb2_grpc,
 )
-from boulevard.audit.evidence import ACTION, REVEAL, Accepted, Evidence, receipt_from_pb
+from boulevard.audit.evidence import ACTION, RECLAIM, REVEAL, Accepted, Evidence, receipt_from_pb
 from boulevard.audit.signing import SigningKey, reclaim_signing_bytes
 from boulevard.contract.mapping import action_to_command, command_to_action, proto_to_view
 from boulevard.games import get_game
@@ -68,22 +68,24 @@ async def reveal_seed(
 
 async def reclaim_if_absent(
     stub: engine_pb2_grpc.EngineServiceStub, game_id: str, seat: int, token: str, key: SigningKey
-) -> bool:
+) -> Accepted | None:
     """Take the seat back from the platform's bot when its time ran out in a turn-based
     game (ReclaimSeat, signed with the seat's key for the version seen; the bot may move in
-    between: then sign again for the new version). False when the seat was not absent."""
+    between: then sign again for the new version). Returns what the seat keeps in its
+    evidence — the engine's receipt for the reclaim — or None when the seat was not
+    absent."""
     for _attempt in range(20):
         game = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id, player_token=token))
         mine = next((c for c in game.clocks if c.seat == seat), None)
         if mine is None or not mine.absent or game.status != engine_pb2.GAME_STATUS_ACTIVE:
-            return False
+            return None
         signature = key.sign(reclaim_signing_bytes(game_id, seat, game.version))
         request = engine_pb2.ReclaimSeatRequest(
             game_id=game_id, player_token=token, expected_version=game.version, signature=signature
         )
         try:
-            await stub.ReclaimSeat(request)
-            return True
+            reply = await stub.ReclaimSeat(request)
+            return Accepted(RECLAIM, receipt_from_pb(reply.receipt), expected_version=game.version)
         except grpc.aio.AioRpcError as err:
             if err.code() != grpc.StatusCode.ABORTED:
                 raise

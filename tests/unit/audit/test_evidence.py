@@ -8,7 +8,15 @@ import asyncio
 import json
 from typing import Any
 
-from boulevard.audit.evidence import ACTION, REVEAL, Accepted, Evidence, receipt_from_pb
+from boulevard.audit.evidence import (
+    ACTION,
+    RECLAIM,
+    REVEAL,
+    TIMEOUT,
+    Accepted,
+    Evidence,
+    receipt_from_pb,
+)
 from boulevard.audit.game_log import audit_game_log
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash
 from boulevard.platform.auth import verify_token
@@ -127,3 +135,50 @@ def test_the_engine_answers_a_reveal_with_a_timed_receipt_the_audit_accepts() ->
 
     log, kept, key = asyncio.run(run())
     assert audit_game_log("m1", log, engine_key=key, evidence=kept).receipts == 2
+
+
+def test_a_reclaim_the_engine_signed_for_must_be_in_the_log() -> None:
+    """A seat that timed out takes its seat back (ReclaimSeat) and keeps the engine's
+    receipt; an operator that answered the reclaim and then let the platform's bot play on
+    (the reclaim dropped from the log) is shown by it. Kept reclaims round-trip."""
+    from tests.unit.audit.test_clocks import TURN_BASED, stalled
+
+    game, seat = stalled(TURN_BASED)
+    game.time_out(seat, game.deadline(seat))
+    signed_for = game.version
+    game.reclaim(seat, game.time + 10)
+    log = game.log()
+    at = game.version
+    kept = Evidence(
+        game_id_of(log), seat,
+        [Accepted(RECLAIM, receipt_at(log, at), expected_version=signed_for)],
+    )  # fmt: skip
+    assert Evidence.loads(kept.dumps()) == kept
+    report = audit_game_log(game_id_of(log), log, engine_key=ENGINE.public_key, evidence=[kept])
+    assert report.receipts == 1
+    dropped = log[:-1]  # the same history without the SeatReclaimed
+    receipt = receipt_at(dropped, at - 1)
+    lost = Evidence(
+        game_id_of(log), seat,
+        [Accepted(RECLAIM, receipt, expected_version=signed_for)],
+    )  # fmt: skip
+    fails_at(
+        dropped, at - 1, "holds no such reclaim", engine_key=ENGINE.public_key, evidence=[lost]
+    )
+
+
+def test_a_timeout_the_engine_signed_for_must_be_in_the_log() -> None:
+    """The player stream answers a seat's timeout with a receipt (kind timeout); a log
+    rewritten without that timeout (the seat's time never ran out, so a stand-in move was
+    never the platform's to play) contradicts it."""
+    from tests.unit.audit.test_clocks import REAL_TIME, stalled
+
+    game, seat = stalled(REAL_TIME)
+    game.time_out(seat, game.deadline(seat))
+    log = game.log()
+    gid, at = game_id_of(log), game.version
+    kept = Evidence(gid, seat, [Accepted(TIMEOUT, receipt_at(log, at))])
+    assert Evidence.loads(kept.dumps()) == kept
+    assert audit_game_log(gid, log, engine_key=ENGINE.public_key, evidence=[kept]).receipts == 1
+    other = Evidence(gid, (seat + 1) % 3, [Accepted(TIMEOUT, receipt_at(log, at))])
+    fails_at(log, at, "holds no such timeout", engine_key=ENGINE.public_key, evidence=[other])

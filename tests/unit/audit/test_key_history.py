@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from typing import Any
 
 import pytest
 
-from boulevard.audit.game_log import audit_game_log
-from boulevard.audit.keys import KeyHistory, untrusted
+from boulevard.audit.game_log import GameAuditFailed, audit_game_log
+from boulevard.audit.keys import HistoryRewritten, KeyHistory, trusted_history, untrusted
 from boulevard.audit.signing import SigningKey
-from tests.unit.audit.test_game_log import fails_at
+from tests.unit.audit.test_evidence import receipt_at
+from tests.unit.audit.test_game_log import fails_at, game_id_of, lv_game
 from tests.unit.audit.test_operator_seats import BOT_KEY, opened, seats_with_a_bot
+
+__all__ = ["lv_game"]  # an honest game, a fixture
 
 OLD, NEW, OTHER = (SigningKey(bytes([n]) * 32) for n in (1, 2, 3))
 
@@ -58,3 +62,57 @@ def test_bot_seats_must_carry_a_pinned_bot_key() -> None:
     fails_at(log, 1, "not the platform's bot key", bot_keys=history.keys("bots"))
     pinned = history.extended("bots", BOT_KEY.public_hex, 2, OTHER)
     assert audit_game_log("m1", log, bot_keys=pinned.keys("bots")).bot_seats == (1,)
+
+
+def test_the_served_history_is_trusted_as_far_as_it_extends_the_pinned_one() -> None:
+    """An auditor pinned the engine's first key; the platform later rotates it (signed by
+    the pinned key) and serves the longer history: the audit follows the rotation."""
+    pinned = KeyHistory().extended("engine", OLD.public_hex, 1_000, None)
+    served = pinned.extended("engine", NEW.public_hex, 2_000, OLD)
+    assert trusted_history(pinned, served) == served
+    assert trusted_history(None, served) == served  # no pin: the platform's word
+    assert trusted_history(pinned, None) == pinned  # nothing served: the pin alone
+    assert trusted_history(None, None) is None
+
+
+def test_a_served_history_that_rewrites_the_pinned_one_is_refused() -> None:
+    """The dishonest operator's rewrite: it replaces the engine key the auditor pinned with
+    one of its own, and chains its later keys properly from there, so the served history
+    verifies on its own. Against the pin it does not: refused, naming the entry."""
+    pinned = KeyHistory().extended("engine", OLD.public_hex, 1_000, None)
+    rewritten = (
+        KeyHistory()
+        .extended("engine", OTHER.public_hex, 1_000, None)
+        .extended("engine", NEW.public_hex, 2_000, OTHER)
+    )
+    assert rewritten.problem() is None
+    with pytest.raises(HistoryRewritten, match="rewrites the pinned one at entry 0"):
+        trusted_history(pinned, rewritten)
+    # Dropping the pinned entry, or serving a shorter history, is a rewrite too.
+    with pytest.raises(HistoryRewritten, match="at entry 1: pinned the engine key"):
+        trusted_history(pinned.extended("engine", NEW.public_hex, 2, OLD), pinned)
+    # A served history whose handover is unsigned does not verify, pinned or not.
+    unsigned = KeyHistory([*pinned.entries, *KeyHistory().extended(
+        "engine", NEW.public_hex, 2_000, None).entries])  # fmt: skip
+    for pin in (pinned, None):
+        with pytest.raises(HistoryRewritten, match="not signed by the key before it"):
+            trusted_history(pin, unsigned)
+
+
+def test_receipts_signed_before_a_rotation_verify_under_the_history(lv_game: Any) -> None:
+    """Receipts of the first half of a game were signed with the engine's old key, those
+    after with the new one; the engine presents only the new key. Under the history both
+    verify; without it the old ones fail, and a key the history lacks fails by name."""
+    log, _, _ = lv_game
+    gid = game_id_of(log)
+    half = len(log) // 2
+    receipts = [receipt_at(log, half, OLD), receipt_at(log, len(log), NEW)]
+    with pytest.raises(GameAuditFailed, match="neither the engine's key"):
+        audit_game_log(gid, log, engine_key=NEW.public_key, receipts=receipts)
+    report = audit_game_log(
+        gid, log, engine_key=NEW.public_key, receipts=receipts, engine_keys=[OLD.public_key]
+    )
+    assert report.receipts == 2
+    forged = [receipt_at(log, half, OTHER)]
+    fails_at(log, half, "neither the engine's key", engine_key=NEW.public_key,
+             receipts=forged, engine_keys=[OLD.public_key])  # fmt: skip

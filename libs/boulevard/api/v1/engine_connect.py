@@ -108,7 +108,8 @@ class EngineService(Protocol):
 
     async def get_engine_key(self, request: GetEngineKeyRequest, ctx: RequestContext[GetEngineKeyRequest, GetEngineKeyResponse], /) -> GetEngineKeyResponse:
         """
-        The Ed25519 key that signs receipts (SubmitActionResponse.receipt).
+        The Ed25519 key that signs receipts (SubmitActionResponse.receipt), and the platform's
+        published key history.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -559,7 +560,8 @@ class EngineServiceClient(ConnectClient):
         timeout_ms: int | None = None,
     ) -> GetEngineKeyResponse:
         """
-        The Ed25519 key that signs receipts (SubmitActionResponse.receipt).
+        The Ed25519 key that signs receipts (SubmitActionResponse.receipt), and the platform's
+        published key history.
         """
         return await self.execute_unary(
             request=request,
@@ -646,7 +648,8 @@ class EngineServiceSync(Protocol):
 
     def get_engine_key(self, request: GetEngineKeyRequest, ctx: RequestContext[GetEngineKeyRequest, GetEngineKeyResponse], /) -> GetEngineKeyResponse:
         """
-        The Ed25519 key that signs receipts (SubmitActionResponse.receipt).
+        The Ed25519 key that signs receipts (SubmitActionResponse.receipt), and the platform's
+        published key history.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -1095,7 +1098,8 @@ class EngineServiceClientSync(ConnectClientSync):
         timeout_ms: int | None = None,
     ) -> GetEngineKeyResponse:
         """
-        The Ed25519 key that signs receipts (SubmitActionResponse.receipt).
+        The Ed25519 key that signs receipts (SubmitActionResponse.receipt), and the platform's
+        published key history.
         """
         return self.execute_unary(
             request=request,

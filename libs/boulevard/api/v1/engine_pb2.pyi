@@ -800,19 +800,28 @@ class GetEngineKeyResponse(_message.Message):
 
     PUBLIC_KEY_FIELD_NUMBER: _builtins.int
     KEY_ID_FIELD_NUMBER: _builtins.int
+    KEY_HISTORY_FIELD_NUMBER: _builtins.int
     public_key: _builtins.str
     """lowercase hex of the raw 32-byte Ed25519 public key"""
     key_id: _builtins.str
     """hex SHA-256 of the raw public key"""
+    key_history: _builtins.str
+    """The platform's key history as its operator published it (docs/auditing.md, "Pinned
+    keys"): the JSON document `boulevard keys history` writes, every role's keys in order,
+    each signed by the one before it; "" when none is published. Receipts signed by an
+    earlier engine key verify under the key of the history their key_id names; an auditor
+    keeps the history and accepts a later one only if it extends what was kept.
+    """
     def __init__(
         self,
         *,
         public_key: _builtins.str = ...,
         key_id: _builtins.str = ...,
+        key_history: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["key_id", b"key_id", "public_key", b"public_key"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key_history", b"key_history", "key_id", b"key_id", "public_key", b"public_key"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1066,6 +1075,7 @@ class WatchPlayerResponse(_message.Message):
     YOUR_TURN_FIELD_NUMBER: _builtins.int
     CLOCK_FIELD_NUMBER: _builtins.int
     CLOCKS_UNIX_MS_FIELD_NUMBER: _builtins.int
+    RECEIPT_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     game: _builtins.str
     kind: Global___PlayerEventKind.ValueType
@@ -1080,6 +1090,13 @@ class WatchPlayerResponse(_message.Message):
     def clock(self) -> _events_pb2.SeatClock:
         """your seat's clock at clocks_unix_ms (absent without a clock)"""
 
+    @_builtins.property
+    def receipt(self) -> Global___Receipt:
+        """With TIMED_OUT: the engine's signed receipt for the log at `receipt.version`, which
+        holds your seat's SeatTimedOut. Kept in the seat's evidence (kind "timeout"), it shows
+        a timeout rewritten later (docs/auditing.md, "Evidence a player keeps").
+        """
+
     def __init__(
         self,
         *,
@@ -1091,10 +1108,11 @@ class WatchPlayerResponse(_message.Message):
         your_turn: _builtins.bool = ...,
         clock: _events_pb2.SeatClock | None = ...,
         clocks_unix_ms: _builtins.int = ...,
+        receipt: Global___Receipt | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "receipt", b"receipt"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "clocks_unix_ms", b"clocks_unix_ms", "game", b"game", "game_id", b"game_id", "kind", b"kind", "seat", b"seat", "version", b"version", "your_turn", b"your_turn"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "clocks_unix_ms", b"clocks_unix_ms", "game", b"game", "game_id", b"game_id", "kind", b"kind", "receipt", b"receipt", "seat", b"seat", "version", b"version", "your_turn", b"your_turn"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

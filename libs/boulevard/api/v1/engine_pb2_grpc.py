@@ -194,7 +194,8 @@ class EngineServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetEngineKey(self, request, context):
-        """The Ed25519 key that signs receipts (SubmitActionResponse.receipt).
+        """The Ed25519 key that signs receipts (SubmitActionResponse.receipt), and the platform's
+        published key history.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -72,7 +72,9 @@ class EngineServiceStub:
     their turn, times their seat out, or ends (docs/clients.md, "The player stream").
     """
     GetEngineKey: _grpc.UnaryUnaryMultiCallable[_engine_pb2.GetEngineKeyRequest, _engine_pb2.GetEngineKeyResponse]
-    """The Ed25519 key that signs receipts (SubmitActionResponse.receipt)."""
+    """The Ed25519 key that signs receipts (SubmitActionResponse.receipt), and the platform's
+    published key history.
+    """
 
 @_typing.type_check_only
 class EngineServiceAsyncStub(EngineServiceStub):
@@ -118,7 +120,9 @@ class EngineServiceAsyncStub(EngineServiceStub):
     their turn, times their seat out, or ends (docs/clients.md, "The player stream").
     """
     GetEngineKey: _aio.UnaryUnaryMultiCallable[_engine_pb2.GetEngineKeyRequest, _engine_pb2.GetEngineKeyResponse]  # type: ignore[assignment]
-    """The Ed25519 key that signs receipts (SubmitActionResponse.receipt)."""
+    """The Ed25519 key that signs receipts (SubmitActionResponse.receipt), and the platform's
+    published key history.
+    """
 
 class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
     """Hosts every game: turns player actions into events on the GAMES stream and rebuilds any
@@ -233,6 +237,8 @@ class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _engine_pb2.GetEngineKeyRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_engine_pb2.GetEngineKeyResponse, _abc.Awaitable[_engine_pb2.GetEngineKeyResponse]]:
-        """The Ed25519 key that signs receipts (SubmitActionResponse.receipt)."""
+        """The Ed25519 key that signs receipts (SubmitActionResponse.receipt), and the platform's
+        published key history.
+        """
 
 def add_EngineServiceServicer_to_server(servicer: EngineServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .matchmaking_pb2 import CancelTicketRequest, CancelTicketResponse, CreateTicketRequest, CreateTicketResponse, GetRatingRequest, GetRatingResponse, GetTicketRequest, GetTicketResponse, ListQueuesRequest, ListQueuesResponse, ListTicketsRequest, ListTicketsResponse, WatchTicketRequest, WatchTicketResponse
+from .matchmaking_pb2 import CancelTicketRequest, CancelTicketResponse, CreateTicketRequest, CreateTicketResponse, GetMatchRequest, GetMatchResponse, GetRatingRequest, GetRatingResponse, GetTicketRequest, GetTicketResponse, ListQueuesRequest, ListQueuesResponse, ListTicketsRequest, ListTicketsResponse, WatchTicketRequest, WatchTicketResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
@@ -93,6 +93,15 @@ class MatchmakingService(Protocol):
         The caller's tickets (operators: everyone's, or one player's), newest first, paged, as
         this replica's view holds them (it follows the tickets bucket within a moment). Never a
         player token: GetTicket gives a ticket's owner that. Needs a bearer token.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def get_match(self, request: GetMatchRequest, ctx: RequestContext[GetMatchRequest, GetMatchResponse], /) -> GetMatchResponse:
+        """
+        A formed match as the matchmaker published it (MatchFormed): its seats' players, bot
+        flags, seed commitments and keys, for auditors to compare with the game's GameCreated
+        (docs/auditing.md). No token: like a game's log, anyone may read it. NOT_FOUND for a
+        match that is unknown or was never formed.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -186,6 +195,17 @@ class MatchmakingServiceASGIApplication(ConnectASGIApplication[MatchmakingServic
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.list_tickets,
+                ),
+                "/boulevard.v1.MatchmakingService/GetMatch": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetMatch",
+                        service_name="boulevard.v1.MatchmakingService",
+                        input=GetMatchRequest,
+                        output=GetMatchResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.get_match,
                 ),
             },
             interceptors=interceptors,
@@ -402,6 +422,32 @@ class MatchmakingServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def get_match(
+        self,
+        request: GetMatchRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> GetMatchResponse:
+        """
+        A formed match as the matchmaker published it (MatchFormed): its seats' players, bot
+        flags, seed commitments and keys, for auditors to compare with the game's GameCreated
+        (docs/auditing.md). No token: like a game's log, anyone may read it. NOT_FOUND for a
+        match that is unknown or was never formed.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetMatch",
+                service_name="boulevard.v1.MatchmakingService",
+                input=GetMatchRequest,
+                output=GetMatchResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
 
 class MatchmakingServiceSync(Protocol):
     """
@@ -459,6 +505,15 @@ class MatchmakingServiceSync(Protocol):
         The caller's tickets (operators: everyone's, or one player's), newest first, paged, as
         this replica's view holds them (it follows the tickets bucket within a moment). Never a
         player token: GetTicket gives a ticket's owner that. Needs a bearer token.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def get_match(self, request: GetMatchRequest, ctx: RequestContext[GetMatchRequest, GetMatchResponse], /) -> GetMatchResponse:
+        """
+        A formed match as the matchmaker published it (MatchFormed): its seats' players, bot
+        flags, seed commitments and keys, for auditors to compare with the game's GameCreated
+        (docs/auditing.md). No token: like a game's log, anyone may read it. NOT_FOUND for a
+        match that is unknown or was never formed.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -550,6 +605,17 @@ class MatchmakingServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.list_tickets,
+                ),
+                "/boulevard.v1.MatchmakingService/GetMatch": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="GetMatch",
+                        service_name="boulevard.v1.MatchmakingService",
+                        input=GetMatchRequest,
+                        output=GetMatchResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.get_match,
                 ),
             },
             interceptors=interceptors,
@@ -760,6 +826,32 @@ class MatchmakingServiceClientSync(ConnectClientSync):
                 service_name="boulevard.v1.MatchmakingService",
                 input=ListTicketsRequest,
                 output=ListTicketsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def get_match(
+        self,
+        request: GetMatchRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> GetMatchResponse:
+        """
+        A formed match as the matchmaker published it (MatchFormed): its seats' players, bot
+        flags, seed commitments and keys, for auditors to compare with the game's GameCreated
+        (docs/auditing.md). No token: like a game's log, anyone may read it. NOT_FOUND for a
+        match that is unknown or was never formed.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetMatch",
+                service_name="boulevard.v1.MatchmakingService",
+                input=GetMatchRequest,
+                output=GetMatchResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

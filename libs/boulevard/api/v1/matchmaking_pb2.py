@@ -25,17 +25,17 @@ _sym_db = _symbol_database.Default()
 from boulevard.api.v1 import events_pb2 as boulevard_dot_v1_dot_events__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x62oulevard/v1/matchmaking.proto\x12\x0c\x62oulevard.v1\x1a\x19\x62oulevard/v1/events.proto\"\xf9\x03\n\x06Ticket\x12\x11\n\tticket_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0c\n\x04game\x18\x03 \x01(\t\x12\x11\n\tmin_seats\x18\x04 \x01(\r\x12\x11\n\tmax_seats\x18\x05 \x01(\r\x12*\n\x06status\x18\x06 \x01(\x0e\x32\x1a.boulevard.v1.TicketStatus\x12\x0f\n\x07game_id\x18\x07 \x01(\t\x12\x0c\n\x04seat\x18\x08 \x01(\r\x12\x14\n\x0cplayer_token\x18\t \x01(\t\x12\x1e\n\x16\x62ot_fill_after_seconds\x18\x0b \x01(\r\x12\x17\n\x0f\x63reated_unix_ms\x18\x0c \x01(\x03\x12\x17\n\x0f\x65xpires_unix_ms\x18\r \x01(\x03\x12\x17\n\x0fupdated_unix_ms\x18\x0e \x01(\x03\x12\x10\n\x08match_id\x18\x0f \x01(\t\x12\x0e\n\x06rating\x18\x10 \x01(\x01\x12\x15\n\rstatus_reason\x18\x11 \x01(\t\x12\x18\n\x10\x63\x61ncel_requested\x18\x12 \x01(\x08\x12\x1e\n\x16\x63lient_seed_commitment\x18\x13 \x01(\t\x12\x12\n\npublic_key\x18\x14 \x01(\t\x12/\n\x0ctime_control\x18\x15 \x01(\x0b\x32\x19.boulevard.v1.TimeControlJ\x04\x08\n\x10\x0bR\x0b\x63lient_seed\"\x88\x02\n\x13\x43reateTicketRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0c\n\x04game\x18\x03 \x01(\t\x12\x11\n\tmin_seats\x18\x04 \x01(\r\x12\x11\n\tmax_seats\x18\x05 \x01(\r\x12\x1e\n\x16\x62ot_fill_after_seconds\x18\x07 \x01(\r\x12\x1e\n\x16\x63lient_seed_commitment\x18\x08 \x01(\t\x12\x12\n\npublic_key\x18\t \x01(\t\x12/\n\x0ctime_control\x18\x14 \x01(\x0b\x32\x19.boulevard.v1.TimeControlJ\x04\x08\x06\x10\x07R\x0b\x63lient_seed\"<\n\x14\x43reateTicketResponse\x12$\n\x06ticket\x18\x01 \x01(\x0b\x32\x14.boulevard.v1.Ticket\"%\n\x10GetTicketRequest\x12\x11\n\tticket_id\x18\x01 \x01(\t\"9\n\x11GetTicketResponse\x12$\n\x06ticket\x18\x01 \x01(\x0b\x32\x14.boulevard.v1.Ticket\"\'\n\x12WatchTicketRequest\x12\x11\n\tticket_id\x18\x01 \x01(\t\";\n\x13WatchTicketResponse\x12$\n\x06ticket\x18\x01 \x01(\x0b\x32\x14.boulevard.v1.Ticket\"(\n\x13\x43\x61ncelTicketRequest\x12\x11\n\tticket_id\x18\x01 \x01(\t\"<\n\x14\x43\x61ncelTicketResponse\x12$\n\x06ticket\x18\x01 \x01(\x0b\x32\x14.boulevard.v1.Ticket\"!\n\x11ListQueuesRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\"q\n\nQueueStats\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x0f\n\x07waiting\x18\x02 \x01(\r\x12\x16\n\x0eoldest_wait_ms\x18\x03 \x01(\x03\x12\x1b\n\x13matches_last_minute\x18\x04 \x01(\r\x12\x0f\n\x07matched\x18\x05 \x01(\r\">\n\x12ListQueuesResponse\x12(\n\x06queues\x18\x01 \x03(\x0b\x32\x18.boulevard.v1.QueueStats\"3\n\x10GetRatingRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\"\x80\x01\n\x0cPlayerRating\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\n\n\x02mu\x18\x03 \x01(\x01\x12\r\n\x05sigma\x18\x04 \x01(\x01\x12\x0f\n\x07ordinal\x18\x05 \x01(\x01\x12\r\n\x05games\x18\x06 \x01(\r\x12\x14\n\x0crecent_games\x18\x07 \x03(\t\"?\n\x11GetRatingResponse\x12*\n\x06rating\x18\x01 \x01(\x0b\x32\x1a.boulevard.v1.PlayerRating\"\xf7\x01\n\x0bMatchRecord\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12)\n\x06status\x18\x03 \x01(\x0e\x32\x19.boulevard.v1.MatchStatus\x12&\n\x05seats\x18\x04 \x03(\x0b\x32\x17.boulevard.v1.MatchSeat\x12\x12\n\nticket_ids\x18\x05 \x03(\t\x12\x17\n\x0f\x63reated_unix_ms\x18\x06 \x01(\x03\x12\x17\n\x0fupdated_unix_ms\x18\x07 \x01(\x03\x12/\n\x0ctime_control\x18\x14 \x01(\x0b\x32\x19.boulevard.v1.TimeControl\"\x84\x01\n\x0cRatingResult\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12*\n\x06\x62\x65\x66ore\x18\x03 \x03(\x0b\x32\x1a.boulevard.v1.PlayerRating\x12)\n\x05\x61\x66ter\x18\x04 \x03(\x0b\x32\x1a.boulevard.v1.PlayerRating\"\x88\x01\n\x12ListTicketsRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12*\n\x06status\x18\x03 \x01(\x0e\x32\x1a.boulevard.v1.TicketStatus\x12\x11\n\tpage_size\x18\x04 \x01(\r\x12\x12\n\npage_token\x18\x05 \x01(\t\"U\n\x13ListTicketsResponse\x12%\n\x07tickets\x18\x01 \x03(\x0b\x32\x14.boulevard.v1.Ticket\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*\xb7\x01\n\x0cTicketStatus\x12\x1d\n\x19TICKET_STATUS_UNSPECIFIED\x10\x00\x12\x19\n\x15TICKET_STATUS_WAITING\x10\x01\x12\x1a\n\x16TICKET_STATUS_ASSIGNED\x10\x02\x12\x1b\n\x17TICKET_STATUS_CANCELLED\x10\x03\x12\x19\n\x15TICKET_STATUS_EXPIRED\x10\x04\x12\x19\n\x15TICKET_STATUS_MATCHED\x10\x05*\x94\x01\n\x0bMatchStatus\x12\x1c\n\x18MATCH_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14MATCH_STATUS_PENDING\x10\x01\x12\x1a\n\x16MATCH_STATUS_COMMITTED\x10\x02\x12\x15\n\x11MATCH_STATUS_DONE\x10\x03\x12\x1a\n\x16MATCH_STATUS_ABANDONED\x10\x04\x32\xd9\x04\n\x12MatchmakingService\x12U\n\x0c\x43reateTicket\x12!.boulevard.v1.CreateTicketRequest\x1a\".boulevard.v1.CreateTicketResponse\x12L\n\tGetTicket\x12\x1e.boulevard.v1.GetTicketRequest\x1a\x1f.boulevard.v1.GetTicketResponse\x12T\n\x0bWatchTicket\x12 .boulevard.v1.WatchTicketRequest\x1a!.boulevard.v1.WatchTicketResponse0\x01\x12U\n\x0c\x43\x61ncelTicket\x12!.boulevard.v1.CancelTicketRequest\x1a\".boulevard.v1.CancelTicketResponse\x12O\n\nListQueues\x12\x1f.boulevard.v1.ListQueuesRequest\x1a .boulevard.v1.ListQueuesResponse\x12L\n\tGetRating\x12\x1e.boulevard.v1.GetRatingRequest\x1a\x1f.boulevard.v1.GetRatingResponse\x12R\n\x0bListTickets\x12 .boulevard.v1.ListTicketsRequest\x1a!.boulevard.v1.ListTicketsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x62oulevard/v1/matchmaking.proto\x12\x0c\x62oulevard.v1\x1a\x19\x62oulevard/v1/events.proto\"\xf9\x03\n\x06Ticket\x12\x11\n\tticket_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0c\n\x04game\x18\x03 \x01(\t\x12\x11\n\tmin_seats\x18\x04 \x01(\r\x12\x11\n\tmax_seats\x18\x05 \x01(\r\x12*\n\x06status\x18\x06 \x01(\x0e\x32\x1a.boulevard.v1.TicketStatus\x12\x0f\n\x07game_id\x18\x07 \x01(\t\x12\x0c\n\x04seat\x18\x08 \x01(\r\x12\x14\n\x0cplayer_token\x18\t \x01(\t\x12\x1e\n\x16\x62ot_fill_after_seconds\x18\x0b \x01(\r\x12\x17\n\x0f\x63reated_unix_ms\x18\x0c \x01(\x03\x12\x17\n\x0f\x65xpires_unix_ms\x18\r \x01(\x03\x12\x17\n\x0fupdated_unix_ms\x18\x0e \x01(\x03\x12\x10\n\x08match_id\x18\x0f \x01(\t\x12\x0e\n\x06rating\x18\x10 \x01(\x01\x12\x15\n\rstatus_reason\x18\x11 \x01(\t\x12\x18\n\x10\x63\x61ncel_requested\x18\x12 \x01(\x08\x12\x1e\n\x16\x63lient_seed_commitment\x18\x13 \x01(\t\x12\x12\n\npublic_key\x18\x14 \x01(\t\x12/\n\x0ctime_control\x18\x15 \x01(\x0b\x32\x19.boulevard.v1.TimeControlJ\x04\x08\n\x10\x0bR\x0b\x63lient_seed\"\x88\x02\n\x13\x43reateTicketRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0c\n\x04game\x18\x03 \x01(\t\x12\x11\n\tmin_seats\x18\x04 \x01(\r\x12\x11\n\tmax_seats\x18\x05 \x01(\r\x12\x1e\n\x16\x62ot_fill_after_seconds\x18\x07 \x01(\r\x12\x1e\n\x16\x63lient_seed_commitment\x18\x08 \x01(\t\x12\x12\n\npublic_key\x18\t \x01(\t\x12/\n\x0ctime_control\x18\x14 \x01(\x0b\x32\x19.boulevard.v1.TimeControlJ\x04\x08\x06\x10\x07R\x0b\x63lient_seed\"<\n\x14\x43reateTicketResponse\x12$\n\x06ticket\x18\x01 \x01(\x0b\x32\x14.boulevard.v1.Ticket\"%\n\x10GetTicketRequest\x12\x11\n\tticket_id\x18\x01 \x01(\t\"9\n\x11GetTicketResponse\x12$\n\x06ticket\x18\x01 \x01(\x0b\x32\x14.boulevard.v1.Ticket\"\'\n\x12WatchTicketRequest\x12\x11\n\tticket_id\x18\x01 \x01(\t\";\n\x13WatchTicketResponse\x12$\n\x06ticket\x18\x01 \x01(\x0b\x32\x14.boulevard.v1.Ticket\"(\n\x13\x43\x61ncelTicketRequest\x12\x11\n\tticket_id\x18\x01 \x01(\t\"<\n\x14\x43\x61ncelTicketResponse\x12$\n\x06ticket\x18\x01 \x01(\x0b\x32\x14.boulevard.v1.Ticket\"#\n\x0fGetMatchRequest\x12\x10\n\x08match_id\x18\x01 \x01(\t\"<\n\x10GetMatchResponse\x12(\n\x05match\x18\x01 \x01(\x0b\x32\x19.boulevard.v1.MatchFormed\"!\n\x11ListQueuesRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\"q\n\nQueueStats\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x0f\n\x07waiting\x18\x02 \x01(\r\x12\x16\n\x0eoldest_wait_ms\x18\x03 \x01(\x03\x12\x1b\n\x13matches_last_minute\x18\x04 \x01(\r\x12\x0f\n\x07matched\x18\x05 \x01(\r\">\n\x12ListQueuesResponse\x12(\n\x06queues\x18\x01 \x03(\x0b\x32\x18.boulevard.v1.QueueStats\"3\n\x10GetRatingRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\"\x80\x01\n\x0cPlayerRating\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\n\n\x02mu\x18\x03 \x01(\x01\x12\r\n\x05sigma\x18\x04 \x01(\x01\x12\x0f\n\x07ordinal\x18\x05 \x01(\x01\x12\r\n\x05games\x18\x06 \x01(\r\x12\x14\n\x0crecent_games\x18\x07 \x03(\t\"?\n\x11GetRatingResponse\x12*\n\x06rating\x18\x01 \x01(\x0b\x32\x1a.boulevard.v1.PlayerRating\"\xf7\x01\n\x0bMatchRecord\x12\x10\n\x08match_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12)\n\x06status\x18\x03 \x01(\x0e\x32\x19.boulevard.v1.MatchStatus\x12&\n\x05seats\x18\x04 \x03(\x0b\x32\x17.boulevard.v1.MatchSeat\x12\x12\n\nticket_ids\x18\x05 \x03(\t\x12\x17\n\x0f\x63reated_unix_ms\x18\x06 \x01(\x03\x12\x17\n\x0fupdated_unix_ms\x18\x07 \x01(\x03\x12/\n\x0ctime_control\x18\x14 \x01(\x0b\x32\x19.boulevard.v1.TimeControl\"\x84\x01\n\x0cRatingResult\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12*\n\x06\x62\x65\x66ore\x18\x03 \x03(\x0b\x32\x1a.boulevard.v1.PlayerRating\x12)\n\x05\x61\x66ter\x18\x04 \x03(\x0b\x32\x1a.boulevard.v1.PlayerRating\"\x88\x01\n\x12ListTicketsRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12*\n\x06status\x18\x03 \x01(\x0e\x32\x1a.boulevard.v1.TicketStatus\x12\x11\n\tpage_size\x18\x04 \x01(\r\x12\x12\n\npage_token\x18\x05 \x01(\t\"U\n\x13ListTicketsResponse\x12%\n\x07tickets\x18\x01 \x03(\x0b\x32\x14.boulevard.v1.Ticket\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*\xb7\x01\n\x0cTicketStatus\x12\x1d\n\x19TICKET_STATUS_UNSPECIFIED\x10\x00\x12\x19\n\x15TICKET_STATUS_WAITING\x10\x01\x12\x1a\n\x16TICKET_STATUS_ASSIGNED\x10\x02\x12\x1b\n\x17TICKET_STATUS_CANCELLED\x10\x03\x12\x19\n\x15TICKET_STATUS_EXPIRED\x10\x04\x12\x19\n\x15TICKET_STATUS_MATCHED\x10\x05*\x94\x01\n\x0bMatchStatus\x12\x1c\n\x18MATCH_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14MATCH_STATUS_PENDING\x10\x01\x12\x1a\n\x16MATCH_STATUS_COMMITTED\x10\x02\x12\x15\n\x11MATCH_STATUS_DONE\x10\x03\x12\x1a\n\x16MATCH_STATUS_ABANDONED\x10\x04\x32\xa4\x05\n\x12MatchmakingService\x12U\n\x0c\x43reateTicket\x12!.boulevard.v1.CreateTicketRequest\x1a\".boulevard.v1.CreateTicketResponse\x12L\n\tGetTicket\x12\x1e.boulevard.v1.GetTicketRequest\x1a\x1f.boulevard.v1.GetTicketResponse\x12T\n\x0bWatchTicket\x12 .boulevard.v1.WatchTicketRequest\x1a!.boulevard.v1.WatchTicketResponse0\x01\x12U\n\x0c\x43\x61ncelTicket\x12!.boulevard.v1.CancelTicketRequest\x1a\".boulevard.v1.CancelTicketResponse\x12O\n\nListQueues\x12\x1f.boulevard.v1.ListQueuesRequest\x1a .boulevard.v1.ListQueuesResponse\x12L\n\tGetRating\x12\x1e.boulevard.v1.GetRatingRequest\x1a\x1f.boulevard.v1.GetRatingResponse\x12R\n\x0bListTickets\x12 .boulevard.v1.ListTicketsRequest\x1a!.boulevard.v1.ListTicketsResponse\x12I\n\x08GetMatch\x12\x1d.boulevard.v1.GetMatchRequest\x1a\x1e.boulevard.v1.GetMatchResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'boulevard.v1.matchmaking_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TICKETSTATUS']._serialized_start=2291
-  _globals['_TICKETSTATUS']._serialized_end=2474
-  _globals['_MATCHSTATUS']._serialized_start=2477
-  _globals['_MATCHSTATUS']._serialized_end=2625
+  _globals['_TICKETSTATUS']._serialized_start=2390
+  _globals['_TICKETSTATUS']._serialized_end=2573
+  _globals['_MATCHSTATUS']._serialized_start=2576
+  _globals['_MATCHSTATUS']._serialized_end=2724
   _globals['_TICKET']._serialized_start=76
   _globals['_TICKET']._serialized_end=581
   _globals['_CREATETICKETREQUEST']._serialized_start=584
@@ -54,26 +54,30 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CANCELTICKETREQUEST']._serialized_end=1152
   _globals['_CANCELTICKETRESPONSE']._serialized_start=1154
   _globals['_CANCELTICKETRESPONSE']._serialized_end=1214
-  _globals['_LISTQUEUESREQUEST']._serialized_start=1216
-  _globals['_LISTQUEUESREQUEST']._serialized_end=1249
-  _globals['_QUEUESTATS']._serialized_start=1251
-  _globals['_QUEUESTATS']._serialized_end=1364
-  _globals['_LISTQUEUESRESPONSE']._serialized_start=1366
-  _globals['_LISTQUEUESRESPONSE']._serialized_end=1428
-  _globals['_GETRATINGREQUEST']._serialized_start=1430
-  _globals['_GETRATINGREQUEST']._serialized_end=1481
-  _globals['_PLAYERRATING']._serialized_start=1484
-  _globals['_PLAYERRATING']._serialized_end=1612
-  _globals['_GETRATINGRESPONSE']._serialized_start=1614
-  _globals['_GETRATINGRESPONSE']._serialized_end=1677
-  _globals['_MATCHRECORD']._serialized_start=1680
-  _globals['_MATCHRECORD']._serialized_end=1927
-  _globals['_RATINGRESULT']._serialized_start=1930
-  _globals['_RATINGRESULT']._serialized_end=2062
-  _globals['_LISTTICKETSREQUEST']._serialized_start=2065
-  _globals['_LISTTICKETSREQUEST']._serialized_end=2201
-  _globals['_LISTTICKETSRESPONSE']._serialized_start=2203
-  _globals['_LISTTICKETSRESPONSE']._serialized_end=2288
-  _globals['_MATCHMAKINGSERVICE']._serialized_start=2628
-  _globals['_MATCHMAKINGSERVICE']._serialized_end=3229
+  _globals['_GETMATCHREQUEST']._serialized_start=1216
+  _globals['_GETMATCHREQUEST']._serialized_end=1251
+  _globals['_GETMATCHRESPONSE']._serialized_start=1253
+  _globals['_GETMATCHRESPONSE']._serialized_end=1313
+  _globals['_LISTQUEUESREQUEST']._serialized_start=1315
+  _globals['_LISTQUEUESREQUEST']._serialized_end=1348
+  _globals['_QUEUESTATS']._serialized_start=1350
+  _globals['_QUEUESTATS']._serialized_end=1463
+  _globals['_LISTQUEUESRESPONSE']._serialized_start=1465
+  _globals['_LISTQUEUESRESPONSE']._serialized_end=1527
+  _globals['_GETRATINGREQUEST']._serialized_start=1529
+  _globals['_GETRATINGREQUEST']._serialized_end=1580
+  _globals['_PLAYERRATING']._serialized_start=1583
+  _globals['_PLAYERRATING']._serialized_end=1711
+  _globals['_GETRATINGRESPONSE']._serialized_start=1713
+  _globals['_GETRATINGRESPONSE']._serialized_end=1776
+  _globals['_MATCHRECORD']._serialized_start=1779
+  _globals['_MATCHRECORD']._serialized_end=2026
+  _globals['_RATINGRESULT']._serialized_start=2029
+  _globals['_RATINGRESULT']._serialized_end=2161
+  _globals['_LISTTICKETSREQUEST']._serialized_start=2164
+  _globals['_LISTTICKETSREQUEST']._serialized_end=2300
+  _globals['_LISTTICKETSRESPONSE']._serialized_start=2302
+  _globals['_LISTTICKETSRESPONSE']._serialized_end=2387
+  _globals['_MATCHMAKINGSERVICE']._serialized_start=2727
+  _globals['_MATCHMAKINGSERVICE']._serialized_end=3403
 # @@protoc_insertion_point(module_scope)

@@ -376,6 +376,46 @@ class CancelTicketResponse(_message.Message):
 Global___CancelTicketResponse: _TypeAlias = CancelTicketResponse  # noqa: Y015
 
 @_typing.final
+class GetMatchRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    """max 64 chars"""
+    def __init__(
+        self,
+        *,
+        match_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match_id", b"match_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetMatchRequest: _TypeAlias = GetMatchRequest  # noqa: Y015
+
+@_typing.final
+class GetMatchResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MATCH_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def match(self) -> _events_pb2.MatchFormed: ...
+    def __init__(
+        self,
+        *,
+        match: _events_pb2.MatchFormed | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["match", b"match"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match", b"match"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetMatchResponse: _TypeAlias = GetMatchResponse  # noqa: Y015
+
+@_typing.final
 class ListQueuesRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

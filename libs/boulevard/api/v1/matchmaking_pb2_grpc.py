@@ -78,6 +78,11 @@ class MatchmakingServiceStub:
                 request_serializer=boulevard_dot_v1_dot_matchmaking__pb2.ListTicketsRequest.SerializeToString,
                 response_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.ListTicketsResponse.FromString,
                 _registered_method=True)
+        self.GetMatch = channel.unary_unary(
+                '/boulevard.v1.MatchmakingService/GetMatch',
+                request_serializer=boulevard_dot_v1_dot_matchmaking__pb2.GetMatchRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.GetMatchResponse.FromString,
+                _registered_method=True)
 
 
 class MatchmakingServiceServicer:
@@ -148,6 +153,16 @@ class MatchmakingServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetMatch(self, request, context):
+        """A formed match as the matchmaker published it (MatchFormed): its seats' players, bot
+        flags, seed commitments and keys, for auditors to compare with the game's GameCreated
+        (docs/auditing.md). No token: like a game's log, anyone may read it. NOT_FOUND for a
+        match that is unknown or was never formed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MatchmakingServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -185,6 +200,11 @@ def add_MatchmakingServiceServicer_to_server(servicer, server):
                     servicer.ListTickets,
                     request_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.ListTicketsRequest.FromString,
                     response_serializer=boulevard_dot_v1_dot_matchmaking__pb2.ListTicketsResponse.SerializeToString,
+            ),
+            'GetMatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMatch,
+                    request_deserializer=boulevard_dot_v1_dot_matchmaking__pb2.GetMatchRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_matchmaking__pb2.GetMatchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -385,6 +405,33 @@ class MatchmakingService:
             '/boulevard.v1.MatchmakingService/ListTickets',
             boulevard_dot_v1_dot_matchmaking__pb2.ListTicketsRequest.SerializeToString,
             boulevard_dot_v1_dot_matchmaking__pb2.ListTicketsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetMatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/boulevard.v1.MatchmakingService/GetMatch',
+            boulevard_dot_v1_dot_matchmaking__pb2.GetMatchRequest.SerializeToString,
+            boulevard_dot_v1_dot_matchmaking__pb2.GetMatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

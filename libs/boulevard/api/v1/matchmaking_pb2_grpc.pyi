@@ -66,6 +66,12 @@ class MatchmakingServiceStub:
     this replica's view holds them (it follows the tickets bucket within a moment). Never a
     player token: GetTicket gives a ticket's owner that. Needs a bearer token.
     """
+    GetMatch: _grpc.UnaryUnaryMultiCallable[_matchmaking_pb2.GetMatchRequest, _matchmaking_pb2.GetMatchResponse]
+    """A formed match as the matchmaker published it (MatchFormed): its seats' players, bot
+    flags, seed commitments and keys, for auditors to compare with the game's GameCreated
+    (docs/auditing.md). No token: like a game's log, anyone may read it. NOT_FOUND for a
+    match that is unknown or was never formed.
+    """
 
 @_typing.type_check_only
 class MatchmakingServiceAsyncStub(MatchmakingServiceStub):
@@ -104,6 +110,12 @@ class MatchmakingServiceAsyncStub(MatchmakingServiceStub):
     """The caller's tickets (operators: everyone's, or one player's), newest first, paged, as
     this replica's view holds them (it follows the tickets bucket within a moment). Never a
     player token: GetTicket gives a ticket's owner that. Needs a bearer token.
+    """
+    GetMatch: _aio.UnaryUnaryMultiCallable[_matchmaking_pb2.GetMatchRequest, _matchmaking_pb2.GetMatchResponse]  # type: ignore[assignment]
+    """A formed match as the matchmaker published it (MatchFormed): its seats' players, bot
+    flags, seed commitments and keys, for auditors to compare with the game's GameCreated
+    (docs/auditing.md). No token: like a game's log, anyone may read it. NOT_FOUND for a
+    match that is unknown or was never formed.
     """
 
 class MatchmakingServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -182,6 +194,18 @@ class MatchmakingServiceServicer(metaclass=_abc_1.ABCMeta):
         """The caller's tickets (operators: everyone's, or one player's), newest first, paged, as
         this replica's view holds them (it follows the tickets bucket within a moment). Never a
         player token: GetTicket gives a ticket's owner that. Needs a bearer token.
+        """
+
+    @_abc_1.abstractmethod
+    def GetMatch(
+        self,
+        request: _matchmaking_pb2.GetMatchRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_matchmaking_pb2.GetMatchResponse, _abc.Awaitable[_matchmaking_pb2.GetMatchResponse]]:
+        """A formed match as the matchmaker published it (MatchFormed): its seats' players, bot
+        flags, seed commitments and keys, for auditors to compare with the game's GameCreated
+        (docs/auditing.md). No token: like a game's log, anyone may read it. NOT_FOUND for a
+        match that is unknown or was never formed.
         """
 
 def add_MatchmakingServiceServicer_to_server(servicer: MatchmakingServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -29,14 +29,21 @@ keys_app = typer.Typer(
 @keys_app.command(
     "history",
     epilog=examples(
+        "boulevard keys history",
+        "boulevard keys history --previous engine=old-engine-key",
         "boulevard keys history --out keys.json",
-        "boulevard keys history --out keys.json --previous engine=old-engine-key",
     ),
 )
 def keys_history(
     out: Annotated[
-        Path, typer.Option("--out", metavar="FILE", help="the key history to write or extend")
-    ],
+        Path | None,
+        typer.Option(
+            "--out",
+            metavar="FILE",
+            help="the key history to write or extend; default: <data dir>/keys/history.json, "
+            "the one the engine serves",
+        ),
+    ] = None,
     previous: Annotated[
         list[str] | None,
         typer.Option(
@@ -50,12 +57,38 @@ def keys_history(
     ] = None,
 ) -> None:
     """Publish the platform's keys (engine, dice, ledger, bots) as a key history: each new key
-    signed by the one before it. Auditors pin it with `audit game --trust FILE`.
+    signed by the one before it. The engine serves it; auditors pin it with `keys pin`.
 
     Exit 0 written, 2 cannot."""
     from boulevard.cli import keys as command
 
     invoke(command.run, out=out, previous=previous, data_dir=data_dir)
+
+
+@keys_app.command(
+    "pin",
+    epilog=examples(
+        "boulevard keys pin keys.json",
+        "boulevard keys pin keys.json --engine 10.0.0.5:50052",
+    ),
+)
+def keys_pin(
+    trust: Annotated[
+        Path, typer.Argument(metavar="FILE", help="the key history you keep (made when missing)")
+    ],
+    engine: Annotated[
+        str, typer.Option("--engine", metavar="HOST:PORT", help="the engine's address")
+    ] = "",
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds per call")] = 30.0,
+) -> None:
+    """Keep the key history the platform serves, for `audit … --trust FILE`.
+
+    A first pin takes the platform's word; later ones accept the served history only if it
+    extends FILE (a rotation signed by a kept key), and fail on one that rewrites it.
+    Exit 0 pinned, 1 rewritten, 2 cannot."""
+    from boulevard.cli import keys as command
+
+    invoke(command.pin, trust=trust, engine=engine, timeout=timeout)
 
 
 @commands.command(

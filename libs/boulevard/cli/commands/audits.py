@@ -34,6 +34,14 @@ DiceAddress = Annotated[
 LedgerAddress = Annotated[
     str | None, typer.Option("--ledger", metavar=HOST_PORT, help="the ledger's address")
 ]
+MatchmakingAddress = Annotated[
+    str | None,
+    typer.Option(
+        "--matchmaking",
+        metavar=HOST_PORT,
+        help="the matchmaker's address: compare a matchmade game's seats with its match",
+    ),
+]
 NoDice = Annotated[bool, typer.Option("--no-dice", help="do not compare with the dice records")]
 NoLedger = Annotated[bool, typer.Option("--no-ledger", help="do not compare with the ledger")]
 GameIdArgument = Annotated[str, typer.Argument(metavar="GAME_ID", help="the game to audit")]
@@ -42,7 +50,8 @@ TrustOption = Annotated[
     typer.Option(
         "--trust",
         metavar="FILE",
-        help="a key history you keep (boulevard keys history): fail on any key not in it",
+        help="a key history you keep (boulevard keys pin): fail on any key not in it, or a "
+        "served history that rewrites it",
     ),
 ]
 HtmlOption = Annotated[
@@ -165,6 +174,7 @@ def audit_game(
     engine: EngineAddress = None,
     dice: DiceAddress = None,
     ledger: LedgerAddress = None,
+    matchmaking: MatchmakingAddress = None,
     no_dice: NoDice = False,
     no_ledger: NoLedger = False,
     timeout: TimeoutOption = 30.0,
@@ -199,6 +209,7 @@ def audit_game(
         command.run_game, game_id=game_id, engine=engine, dice=dice, ledger=ledger,
         no_dice=no_dice, no_ledger=no_ledger, timeout=timeout, receipts=receipts,
         engine_key=engine_key, json=as_json, html=html, evidence=evidence, trust=trust,
+        matchmaking=matchmaking,
     )  # fmt: skip
 
 
@@ -227,6 +238,7 @@ def audit_all(
     engine: EngineAddress = None,
     dice: DiceAddress = None,
     ledger: LedgerAddress = None,
+    matchmaking: MatchmakingAddress = None,
     no_dice: NoDice = False,
     no_ledger: NoLedger = False,
     timeout: TimeoutOption = 30.0,
@@ -268,5 +280,5 @@ def audit_all(
     invoke(
         command.run_all, engine=engine, dice=dice, ledger=ledger, no_dice=no_dice,
         no_ledger=no_ledger, timeout=timeout, limit=limit, game_name=game_name, html=html,
-        json=as_json, since=since, evidence=evidence, trust=trust,
+        json=as_json, since=since, evidence=evidence, trust=trust, matchmaking=matchmaking,
     )  # fmt: skip
