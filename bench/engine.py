@@ -136,7 +136,8 @@ async def create_game(
 
 
 class Tally:
-    def __init__(self) -> None:
+    def __init__(self, think: float = 0.0) -> None:
+        self.think = think  # mean seconds a seat waits before each move (0: at once)
         self.latencies: list[float] = []
         self.aborted = 0
         self.games_finished = 0
@@ -186,6 +187,8 @@ async def play_seat(
             changed.clear()
             if not latest or finished:
                 continue
+            if tally.think:  # a player thinking: uniform around the mean, so tables drift apart
+                await asyncio.sleep(tally.think * (0.5 + rng.random()))
             update = latest[0]
             version = last_event(update).version
             if not update.legal_actions or version <= acted_at:
@@ -244,11 +247,13 @@ async def _loadgen(
     ready: Any,
     go: Any,
     game: str,
+    think: float = 0.0,
 ) -> dict[str, Any]:
     """`count` games of `game` (kind "engine") or `count` calls in flight (kind "noop"), driven for
     `seconds` once `go` is set; what happened, and this process's CPU over that time. The
-    games' streams are open and caught up before the measured time starts."""
-    tally = Tally()
+    games' streams are open and caught up before the measured time starts. `think`: the
+    mean seconds each seat waits before a move (a paced load instead of a saturated one)."""
+    tally = Tally(think)
     loop = asyncio.get_running_loop()
     async with grpc.aio.insecure_channel(address) as channel:
         if kind == "noop":
@@ -310,10 +315,13 @@ def loadgen(
     go: Any,
     results: Any,
     game: str,
+    think: float = 0.0,
 ) -> None:
     try:
         results.put(
-            asyncio.run(_loadgen(kind, address, operator, count, seconds, seed, ready, go, game))
+            asyncio.run(
+                _loadgen(kind, address, operator, count, seconds, seed, ready, go, game, think)
+            )
         )
     except BaseException as exc:
         ready.put(-1)
@@ -330,10 +338,11 @@ def measure(
     procs: int,
     watched: dict[str, list[int]],
     game: str = "lords_of_vegas",
+    think: float = 0.0,
 ) -> dict[str, Any]:
     """Run `count` (games of `game`, or calls in flight) split over load-generator
-    processes; the servers' CPU (by pid) over the measured time, and the machine's 1-minute
-    load average at its end."""
+    processes, each seat waiting `think` seconds on average before a move; the servers' CPU
+    (by pid) over the measured time, and the machine's 1-minute load average at its end."""
     ctx = multiprocessing.get_context("spawn")
     ready, results = ctx.Queue(), ctx.Queue()
     go = ctx.Event()
@@ -342,7 +351,7 @@ def measure(
     workers = [
         ctx.Process(
             target=loadgen,
-            args=(kind, address, operator, n, seconds, i + 1, ready, go, results, game),
+            args=(kind, address, operator, n, seconds, i + 1, ready, go, results, game, think),
             daemon=True,
         )
         for i, n in enumerate(shares)

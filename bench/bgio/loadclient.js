@@ -4,14 +4,17 @@
 // every seat has its first state, waits for a line on stdin, plays for SECONDS, then prints
 // one JSON line: each move's latency (sent until the seat's client holds the server's
 // update), games finished, this process's CPU seconds.
-// Usage: node loadclient.js URL GAMES SECONDS SEED
+// THINK (ms, default 0): the mean time a seat waits before each move, uniform around it (a
+// paced load instead of a saturated one).
+// Usage: node loadclient.js URL GAMES SECONDS SEED [THINK]
 'use strict';
 
 const { Client } = require('boardgame.io/client');
 const { SocketIO } = require('boardgame.io/multiplayer');
 const { LasVegas, legalNumbers } = require('./las_vegas');
 
-const [url, games, seconds, seed] = process.argv.slice(2);
+const [url, games, seconds, seed, think = '0'] = process.argv.slice(2);
+const THINK_MS = Number(think);
 const PLAYERS = 4;
 
 function mulberry32(s) {
@@ -88,8 +91,13 @@ async function table() {
           const legal = legalNumbers(state.G, seat);
           if (!tally.go || !legal.length || state._stateID <= actedAt) return;
           actedAt = state._stateID;
-          sentAt = process.hrtime.bigint();
-          client.moves.placeDice(legal[Math.floor(pick() * legal.length)]);
+          const move = legal[Math.floor(pick() * legal.length)];
+          const send = () => {
+            sentAt = process.hrtime.bigint();
+            client.moves.placeDice(move);
+          };
+          if (THINK_MS > 0) setTimeout(send, THINK_MS * (0.5 + pick()));
+          else send();
         };
         client.subscribe(onState);
         client.start();
@@ -104,8 +112,10 @@ async function table() {
 async function main() {
   const count = Number(games);
   for (let i = 0; i < count; i++) table().catch((err) => tally.errors.push(String(err)));
+  const deadline = Date.now() + 180_000;
   while (tally.open < count * PLAYERS) {
     if (tally.errors.length) throw new Error(tally.errors[0]);
+    if (Date.now() > deadline) throw new Error(`${tally.open} of ${count * PLAYERS} seats connected`);
     await new Promise((r) => setTimeout(r, 50));
   }
   console.log('ready');

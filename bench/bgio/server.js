@@ -9,12 +9,21 @@
 const { Server, FlatFile } = require('boardgame.io/server');
 const { LasVegas } = require('./las_vegas');
 
-// node-persist 3 queues writes by default and flushes the queue once a second, so an
-// awaited setItem waits up to a second (and one game makes ~2 moves/s). Each write is
-// written at once here, as the storage's contract ("awaited") reads.
+// Two node-persist 3 defaults are turned off here, both in boardgame.io's favour:
+// - its write queue, flushed once a second, so an awaited setItem waits up to a second (one
+//   game makes ~2 moves/s); each write is written at once here, as "awaited" reads;
+// - its expiry sweep, which every 2 minutes reads every file to find expired keys (there are
+//   none: FlatFile sets no ttl) and, racing a write of one (fs.writeFile is not atomic),
+//   rejects unhandled and kills the server (seen at 100 tables).
 class AwaitedFlatFile extends FlatFile {
   async connect() {
-    await this.games.init({ dir: this.dir, logging: false, ttl: false, writeQueue: false });
+    await this.games.init({
+      dir: this.dir,
+      logging: false,
+      ttl: false,
+      writeQueue: false,
+      expiredInterval: 0,
+    });
   }
 }
 

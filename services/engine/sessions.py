@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from boulevard.api.v1 import engine_pb2, events_pb2
+from boulevard.audit.evidence import receipt_to_pb
 from boulevard.audit.signing import ZERO_HASH, Receipt, SigningKey, chain_hash
 from boulevard.eventlog.store import EventStore
 from boulevard.games import clock
@@ -388,14 +389,7 @@ async def answer(
         tuple(redacted(session.game, e, finished) for e in envelopes),
         finished,
         session.head_hash,
-        engine_pb2.Receipt(
-            game_id=signed_receipt.game_id,
-            version=signed_receipt.version,
-            chain_head=signed_receipt.chain_head,
-            key_id=signed_receipt.key_id,
-            signature=signed_receipt.signature,
-            time_unix_ms=signed_receipt.time_unix_ms,
-        ),
+        receipt_to_pb(signed_receipt),
         first,
         session,
     )

@@ -348,6 +348,13 @@ const vegasShowdown: Describer = (type, e, names) => {
       const parts = [...(e.removed as number[]).map((t) => `removes tile ${t}`), ...(e.placed as Placement[]).map((p) => `places ${placed(p)}`)];
       return `${who()} renovates` + (parts.length ? `: ${parts.join(", ")}` : ", changing nothing");
     }
+    case "RenovationStaged": {
+      if (e.removed !== null && e.removed !== undefined) return `${who()} renovating: takes tile ${String(e.removed)} off`;
+      if (!e.placed) throw new Error("a renovation step with nothing in it");
+      return `${who()} renovating: places ${placed(e.placed as Placement)}`;
+    }
+    case "RenovationCancelled":
+      return `${who()} drops the renovation`;
     case "PublicityTaken": {
       const p = e.placed as Placement | null | undefined;
       return `${who()} takes publicity, fame +${String(e.fame)}${p ? ` and places ${placed(p)}` : ""}`;

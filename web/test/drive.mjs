@@ -30,11 +30,15 @@ function rng(seed) {
 }
 
 /** Which move to play: end the turn soon (short games), never start trades (a bot's answer
- * brings the same choice back), otherwise a random legal move. */
+ * brings the same choice back) or staged renovations, otherwise a random legal move. */
 function choose(labels, random) {
+  // A Vegas Showdown renovation in stages is never started at random (most lead nowhere);
+  // one under way is finished when it can be, else dropped.
+  const finish = labels.findIndex((l) => /^(finish renovation|cancel renovation)/.test(l));
+  if (finish >= 0) return finish;
   const ending = labels.findIndex((l) => /^(end turn|pass turn)/.test(l));
   if (ending >= 0 && random() < 0.6) return ending;
-  const fine = labels.map((l, i) => [l, i]).filter(([l]) => !/^propose trade/.test(l));
+  const fine = labels.map((l, i) => [l, i]).filter(([l]) => !/^(propose trade|stage renovation)/.test(l));
   const pool = fine.length ? fine : labels.map((l, i) => [l, i]);
   return pool[Math.floor(random() * pool.length)][1];
 }

@@ -24,39 +24,45 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!boulevard/v1/vegas_showdown.proto\x12\x0c\x62oulevard.v1\"\xbb\x02\n\x13VegasShowdownAction\x12:\n\nstart_turn\x18\x01 \x01(\x0b\x32$.boulevard.v1.VegasShowdownStartTurnH\x00\x12-\n\x03\x62id\x18\x02 \x01(\x0b\x32\x1e.boulevard.v1.VegasShowdownBidH\x00\x12\x37\n\x08renovate\x18\x03 \x01(\x0b\x32#.boulevard.v1.VegasShowdownRenovateH\x00\x12\x39\n\tpublicity\x18\x04 \x01(\x0b\x32$.boulevard.v1.VegasShowdownPublicityH\x00\x12:\n\nplace_tile\x18\x05 \x01(\x0b\x32$.boulevard.v1.VegasShowdownPlaceTileH\x00\x42\t\n\x07\x63ommand\"R\n\x16VegasShowdownPlacement\x12\x0c\n\x04tile\x18\x01 \x01(\x05\x12\x0b\n\x03\x63ol\x18\x02 \x01(\x05\x12\x0b\n\x03row\x18\x03 \x01(\x05\x12\x10\n\x08rotation\x18\x04 \x01(\x05\"&\n\x16VegasShowdownStartTurn\x12\x0c\n\x04seat\x18\x01 \x01(\x05\"?\n\x10VegasShowdownBid\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\r\n\x05track\x18\x02 \x01(\t\x12\x0e\n\x06\x61mount\x18\x03 \x01(\x03\"j\n\x15VegasShowdownRenovate\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0e\n\x06remove\x18\x02 \x03(\x05\x12\x33\n\x05place\x18\x03 \x03(\x0b\x32$.boulevard.v1.VegasShowdownPlacement\"j\n\x16VegasShowdownPublicity\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x38\n\x05place\x18\x02 \x01(\x0b\x32$.boulevard.v1.VegasShowdownPlacementH\x00\x88\x01\x01\x42\x08\n\x06_place\"r\n\x16VegasShowdownPlaceTile\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12<\n\tplacement\x18\x02 \x01(\x0b\x32$.boulevard.v1.VegasShowdownPlacementH\x00\x88\x01\x01\x42\x0c\n\n_placement\"\x9e\x04\n\x11VegasShowdownView\x12\x11\n\x04seat\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12/\n\x05phase\x18\x02 \x01(\x0e\x32 .boulevard.v1.VegasShowdownPhase\x12\x0f\n\x07players\x18\x03 \x01(\x05\x12\r\n\x05sheet\x18\x04 \x01(\t\x12\x0c\n\x04turn\x18\x05 \x01(\x05\x12\x0e\n\x06\x62utton\x18\x06 \x01(\x05\x12\x14\n\x07\x63urrent\x18\x07 \x01(\x05H\x01\x88\x01\x01\x12\x10\n\x08to_place\x18\x08 \x03(\x05\x12\x34\n\x06tracks\x18\t \x03(\x0b\x32$.boulevard.v1.VegasShowdownTrackView\x12\x32\n\x05seats\x18\n \x03(\x0b\x32#.boulevard.v1.VegasShowdownSeatView\x12\x14\n\x0cpremier_left\x18\x0b \x03(\x05\x12\x13\n\x0b\x65vents_left\x18\x0c \x01(\x05\x12\r\n\x05\x64rawn\x18\r \x03(\t\x12\x0f\n\x07in_play\x18\x0e \x03(\t\x12\x10\n\x08\x64iscards\x18\x0f \x03(\t\x12\x0f\n\x07removed\x18\x10 \x03(\x05\x12\x13\n\x0bno_renovate\x18\x11 \x01(\x08\x12\x12\n\npr_scandal\x18\x12 \x01(\x08\x12\x12\n\nend_reason\x18\x13 \x01(\t\x12\x35\n\x06scores\x18\x14 \x03(\x0b\x32%.boulevard.v1.VegasShowdownFinalScoreB\x07\n\x05_seatB\n\n\x08_current\"\xbe\x01\n\x16VegasShowdownTrackView\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\x04tile\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x11\n\ttile_name\x18\x03 \x01(\t\x12\x0f\n\x07minimum\x18\x04 \x01(\x03\x12\x0b\n\x03top\x18\x05 \x01(\x03\x12\x13\n\x06\x62idder\x18\x06 \x01(\x05H\x01\x88\x01\x01\x12\x0b\n\x03\x62id\x18\x07 \x01(\x03\x12\x0e\n\x06no_bid\x18\x08 \x01(\x08\x12\x0c\n\x04left\x18\t \x01(\x05\x42\x07\n\x05_tileB\t\n\x07_bidder\"`\n\x16VegasShowdownSheetTile\x12\x0c\n\x04tile\x18\x01 \x01(\x05\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0b\n\x03\x63ol\x18\x03 \x01(\x05\x12\x0b\n\x03row\x18\x04 \x01(\x05\x12\x10\n\x08rotation\x18\x05 \x01(\x05\"\xf3\x01\n\x15VegasShowdownSeatView\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04\x63\x61sh\x18\x02 \x01(\x03\x12\x0c\n\x04\x66\x61me\x18\x03 \x01(\x05\x12\x12\n\npopulation\x18\x04 \x01(\x05\x12\x0f\n\x07revenue\x18\x05 \x01(\x05\x12\x33\n\x05sheet\x18\x06 \x03(\x0b\x32$.boulevard.v1.VegasShowdownSheetTile\x12\r\n\x05\x61side\x18\x07 \x03(\x05\x12\x35\n\x06\x61\x63tion\x18\x08 \x01(\x0e\x32%.boulevard.v1.VegasShowdownActionKind\x12\x10\n\x08must_act\x18\t \x01(\x08\"\xdd\x01\n\x17VegasShowdownFinalScore\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x13\n\x0b\x63\x61sino_full\x18\x02 \x01(\x05\x12\x12\n\nhotel_full\x18\x03 \x01(\x05\x12\x11\n\tconnected\x18\x04 \x01(\x05\x12\x12\n\npopulation\x18\x05 \x01(\x05\x12\x0f\n\x07revenue\x18\x06 \x01(\x05\x12\r\n\x05money\x18\x07 \x01(\x05\x12\x1e\n\x16three_quarter_diamonds\x18\x08 \x01(\x05\x12\x15\n\rfull_diamonds\x18\t \x01(\x05\x12\r\n\x05total\x18\n \x01(\x05*\xe6\x01\n\x12VegasShowdownPhase\x12$\n VEGAS_SHOWDOWN_PHASE_UNSPECIFIED\x10\x00\x12\x1e\n\x1aVEGAS_SHOWDOWN_PHASE_SETUP\x10\x01\x12#\n\x1fVEGAS_SHOWDOWN_PHASE_TURN_START\x10\x02\x12 \n\x1cVEGAS_SHOWDOWN_PHASE_ACTIONS\x10\x03\x12 \n\x1cVEGAS_SHOWDOWN_PHASE_PLACING\x10\x04\x12!\n\x1dVEGAS_SHOWDOWN_PHASE_FINISHED\x10\x05*\xe1\x01\n\x17VegasShowdownActionKind\x12*\n&VEGAS_SHOWDOWN_ACTION_KIND_UNSPECIFIED\x10\x00\x12#\n\x1fVEGAS_SHOWDOWN_ACTION_KIND_NONE\x10\x01\x12\"\n\x1eVEGAS_SHOWDOWN_ACTION_KIND_BID\x10\x02\x12\'\n#VEGAS_SHOWDOWN_ACTION_KIND_RENOVATE\x10\x03\x12(\n$VEGAS_SHOWDOWN_ACTION_KIND_PUBLICITY\x10\x04\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!boulevard/v1/vegas_showdown.proto\x12\x0c\x62oulevard.v1\"\x97\x04\n\x13VegasShowdownAction\x12:\n\nstart_turn\x18\x01 \x01(\x0b\x32$.boulevard.v1.VegasShowdownStartTurnH\x00\x12-\n\x03\x62id\x18\x02 \x01(\x0b\x32\x1e.boulevard.v1.VegasShowdownBidH\x00\x12\x37\n\x08renovate\x18\x03 \x01(\x0b\x32#.boulevard.v1.VegasShowdownRenovateH\x00\x12\x39\n\tpublicity\x18\x04 \x01(\x0b\x32$.boulevard.v1.VegasShowdownPublicityH\x00\x12:\n\nplace_tile\x18\x05 \x01(\x0b\x32$.boulevard.v1.VegasShowdownPlaceTileH\x00\x12\x46\n\x10stage_renovation\x18Z \x01(\x0b\x32*.boulevard.v1.VegasShowdownStageRenovationH\x00\x12H\n\x11\x66inish_renovation\x18[ \x01(\x0b\x32+.boulevard.v1.VegasShowdownFinishRenovationH\x00\x12H\n\x11\x63\x61ncel_renovation\x18\\ \x01(\x0b\x32+.boulevard.v1.VegasShowdownCancelRenovationH\x00\x42\t\n\x07\x63ommand\"\x90\x01\n\x1cVegasShowdownStageRenovation\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x13\n\x06remove\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x38\n\x05place\x18\x03 \x01(\x0b\x32$.boulevard.v1.VegasShowdownPlacementH\x01\x88\x01\x01\x42\t\n\x07_removeB\x08\n\x06_place\"-\n\x1dVegasShowdownFinishRenovation\x12\x0c\n\x04seat\x18\x01 \x01(\x05\"-\n\x1dVegasShowdownCancelRenovation\x12\x0c\n\x04seat\x18\x01 \x01(\x05\"R\n\x16VegasShowdownPlacement\x12\x0c\n\x04tile\x18\x01 \x01(\x05\x12\x0b\n\x03\x63ol\x18\x02 \x01(\x05\x12\x0b\n\x03row\x18\x03 \x01(\x05\x12\x10\n\x08rotation\x18\x04 \x01(\x05\"&\n\x16VegasShowdownStartTurn\x12\x0c\n\x04seat\x18\x01 \x01(\x05\"?\n\x10VegasShowdownBid\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\r\n\x05track\x18\x02 \x01(\t\x12\x0e\n\x06\x61mount\x18\x03 \x01(\x03\"j\n\x15VegasShowdownRenovate\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0e\n\x06remove\x18\x02 \x03(\x05\x12\x33\n\x05place\x18\x03 \x03(\x0b\x32$.boulevard.v1.VegasShowdownPlacement\"j\n\x16VegasShowdownPublicity\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x38\n\x05place\x18\x02 \x01(\x0b\x32$.boulevard.v1.VegasShowdownPlacementH\x00\x88\x01\x01\x42\x08\n\x06_place\"r\n\x16VegasShowdownPlaceTile\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12<\n\tplacement\x18\x02 \x01(\x0b\x32$.boulevard.v1.VegasShowdownPlacementH\x00\x88\x01\x01\x42\x0c\n\n_placement\"\x82\x05\n\x11VegasShowdownView\x12\x11\n\x04seat\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12/\n\x05phase\x18\x02 \x01(\x0e\x32 .boulevard.v1.VegasShowdownPhase\x12\x0f\n\x07players\x18\x03 \x01(\x05\x12\r\n\x05sheet\x18\x04 \x01(\t\x12\x0c\n\x04turn\x18\x05 \x01(\x05\x12\x0e\n\x06\x62utton\x18\x06 \x01(\x05\x12\x14\n\x07\x63urrent\x18\x07 \x01(\x05H\x01\x88\x01\x01\x12\x10\n\x08to_place\x18\x08 \x03(\x05\x12\x34\n\x06tracks\x18\t \x03(\x0b\x32$.boulevard.v1.VegasShowdownTrackView\x12\x32\n\x05seats\x18\n \x03(\x0b\x32#.boulevard.v1.VegasShowdownSeatView\x12\x14\n\x0cpremier_left\x18\x0b \x03(\x05\x12\x13\n\x0b\x65vents_left\x18\x0c \x01(\x05\x12\r\n\x05\x64rawn\x18\r \x03(\t\x12\x0f\n\x07in_play\x18\x0e \x03(\t\x12\x10\n\x08\x64iscards\x18\x0f \x03(\t\x12\x0f\n\x07removed\x18\x10 \x03(\x05\x12\x13\n\x0bno_renovate\x18\x11 \x01(\x08\x12\x12\n\npr_scandal\x18\x12 \x01(\x08\x12\x12\n\nend_reason\x18\x13 \x01(\t\x12\x35\n\x06scores\x18\x14 \x03(\x0b\x32%.boulevard.v1.VegasShowdownFinalScore\x12\x0f\n\x07staging\x18Z \x01(\x08\x12\x15\n\rstaged_remove\x18[ \x03(\x05\x12:\n\x0cstaged_place\x18\\ \x03(\x0b\x32$.boulevard.v1.VegasShowdownPlacementB\x07\n\x05_seatB\n\n\x08_current\"\xbe\x01\n\x16VegasShowdownTrackView\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\x04tile\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x11\n\ttile_name\x18\x03 \x01(\t\x12\x0f\n\x07minimum\x18\x04 \x01(\x03\x12\x0b\n\x03top\x18\x05 \x01(\x03\x12\x13\n\x06\x62idder\x18\x06 \x01(\x05H\x01\x88\x01\x01\x12\x0b\n\x03\x62id\x18\x07 \x01(\x03\x12\x0e\n\x06no_bid\x18\x08 \x01(\x08\x12\x0c\n\x04left\x18\t \x01(\x05\x42\x07\n\x05_tileB\t\n\x07_bidder\"`\n\x16VegasShowdownSheetTile\x12\x0c\n\x04tile\x18\x01 \x01(\x05\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0b\n\x03\x63ol\x18\x03 \x01(\x05\x12\x0b\n\x03row\x18\x04 \x01(\x05\x12\x10\n\x08rotation\x18\x05 \x01(\x05\"\xf3\x01\n\x15VegasShowdownSeatView\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04\x63\x61sh\x18\x02 \x01(\x03\x12\x0c\n\x04\x66\x61me\x18\x03 \x01(\x05\x12\x12\n\npopulation\x18\x04 \x01(\x05\x12\x0f\n\x07revenue\x18\x05 \x01(\x05\x12\x33\n\x05sheet\x18\x06 \x03(\x0b\x32$.boulevard.v1.VegasShowdownSheetTile\x12\r\n\x05\x61side\x18\x07 \x03(\x05\x12\x35\n\x06\x61\x63tion\x18\x08 \x01(\x0e\x32%.boulevard.v1.VegasShowdownActionKind\x12\x10\n\x08must_act\x18\t \x01(\x08\"\xdd\x01\n\x17VegasShowdownFinalScore\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x13\n\x0b\x63\x61sino_full\x18\x02 \x01(\x05\x12\x12\n\nhotel_full\x18\x03 \x01(\x05\x12\x11\n\tconnected\x18\x04 \x01(\x05\x12\x12\n\npopulation\x18\x05 \x01(\x05\x12\x0f\n\x07revenue\x18\x06 \x01(\x05\x12\r\n\x05money\x18\x07 \x01(\x05\x12\x1e\n\x16three_quarter_diamonds\x18\x08 \x01(\x05\x12\x15\n\rfull_diamonds\x18\t \x01(\x05\x12\r\n\x05total\x18\n \x01(\x05*\xe6\x01\n\x12VegasShowdownPhase\x12$\n VEGAS_SHOWDOWN_PHASE_UNSPECIFIED\x10\x00\x12\x1e\n\x1aVEGAS_SHOWDOWN_PHASE_SETUP\x10\x01\x12#\n\x1fVEGAS_SHOWDOWN_PHASE_TURN_START\x10\x02\x12 \n\x1cVEGAS_SHOWDOWN_PHASE_ACTIONS\x10\x03\x12 \n\x1cVEGAS_SHOWDOWN_PHASE_PLACING\x10\x04\x12!\n\x1dVEGAS_SHOWDOWN_PHASE_FINISHED\x10\x05*\xe1\x01\n\x17VegasShowdownActionKind\x12*\n&VEGAS_SHOWDOWN_ACTION_KIND_UNSPECIFIED\x10\x00\x12#\n\x1fVEGAS_SHOWDOWN_ACTION_KIND_NONE\x10\x01\x12\"\n\x1eVEGAS_SHOWDOWN_ACTION_KIND_BID\x10\x02\x12\'\n#VEGAS_SHOWDOWN_ACTION_KIND_RENOVATE\x10\x03\x12(\n$VEGAS_SHOWDOWN_ACTION_KIND_PUBLICITY\x10\x04\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'boulevard.v1.vegas_showdown_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_VEGASSHOWDOWNPHASE']._serialized_start=2197
-  _globals['_VEGASSHOWDOWNPHASE']._serialized_end=2427
-  _globals['_VEGASSHOWDOWNACTIONKIND']._serialized_start=2430
-  _globals['_VEGASSHOWDOWNACTIONKIND']._serialized_end=2655
+  _globals['_VEGASSHOWDOWNPHASE']._serialized_start=2758
+  _globals['_VEGASSHOWDOWNPHASE']._serialized_end=2988
+  _globals['_VEGASSHOWDOWNACTIONKIND']._serialized_start=2991
+  _globals['_VEGASSHOWDOWNACTIONKIND']._serialized_end=3216
   _globals['_VEGASSHOWDOWNACTION']._serialized_start=52
-  _globals['_VEGASSHOWDOWNACTION']._serialized_end=367
-  _globals['_VEGASSHOWDOWNPLACEMENT']._serialized_start=369
-  _globals['_VEGASSHOWDOWNPLACEMENT']._serialized_end=451
-  _globals['_VEGASSHOWDOWNSTARTTURN']._serialized_start=453
-  _globals['_VEGASSHOWDOWNSTARTTURN']._serialized_end=491
-  _globals['_VEGASSHOWDOWNBID']._serialized_start=493
-  _globals['_VEGASSHOWDOWNBID']._serialized_end=556
-  _globals['_VEGASSHOWDOWNRENOVATE']._serialized_start=558
-  _globals['_VEGASSHOWDOWNRENOVATE']._serialized_end=664
-  _globals['_VEGASSHOWDOWNPUBLICITY']._serialized_start=666
-  _globals['_VEGASSHOWDOWNPUBLICITY']._serialized_end=772
-  _globals['_VEGASSHOWDOWNPLACETILE']._serialized_start=774
-  _globals['_VEGASSHOWDOWNPLACETILE']._serialized_end=888
-  _globals['_VEGASSHOWDOWNVIEW']._serialized_start=891
-  _globals['_VEGASSHOWDOWNVIEW']._serialized_end=1433
-  _globals['_VEGASSHOWDOWNTRACKVIEW']._serialized_start=1436
-  _globals['_VEGASSHOWDOWNTRACKVIEW']._serialized_end=1626
-  _globals['_VEGASSHOWDOWNSHEETTILE']._serialized_start=1628
-  _globals['_VEGASSHOWDOWNSHEETTILE']._serialized_end=1724
-  _globals['_VEGASSHOWDOWNSEATVIEW']._serialized_start=1727
-  _globals['_VEGASSHOWDOWNSEATVIEW']._serialized_end=1970
-  _globals['_VEGASSHOWDOWNFINALSCORE']._serialized_start=1973
-  _globals['_VEGASSHOWDOWNFINALSCORE']._serialized_end=2194
+  _globals['_VEGASSHOWDOWNACTION']._serialized_end=587
+  _globals['_VEGASSHOWDOWNSTAGERENOVATION']._serialized_start=590
+  _globals['_VEGASSHOWDOWNSTAGERENOVATION']._serialized_end=734
+  _globals['_VEGASSHOWDOWNFINISHRENOVATION']._serialized_start=736
+  _globals['_VEGASSHOWDOWNFINISHRENOVATION']._serialized_end=781
+  _globals['_VEGASSHOWDOWNCANCELRENOVATION']._serialized_start=783
+  _globals['_VEGASSHOWDOWNCANCELRENOVATION']._serialized_end=828
+  _globals['_VEGASSHOWDOWNPLACEMENT']._serialized_start=830
+  _globals['_VEGASSHOWDOWNPLACEMENT']._serialized_end=912
+  _globals['_VEGASSHOWDOWNSTARTTURN']._serialized_start=914
+  _globals['_VEGASSHOWDOWNSTARTTURN']._serialized_end=952
+  _globals['_VEGASSHOWDOWNBID']._serialized_start=954
+  _globals['_VEGASSHOWDOWNBID']._serialized_end=1017
+  _globals['_VEGASSHOWDOWNRENOVATE']._serialized_start=1019
+  _globals['_VEGASSHOWDOWNRENOVATE']._serialized_end=1125
+  _globals['_VEGASSHOWDOWNPUBLICITY']._serialized_start=1127
+  _globals['_VEGASSHOWDOWNPUBLICITY']._serialized_end=1233
+  _globals['_VEGASSHOWDOWNPLACETILE']._serialized_start=1235
+  _globals['_VEGASSHOWDOWNPLACETILE']._serialized_end=1349
+  _globals['_VEGASSHOWDOWNVIEW']._serialized_start=1352
+  _globals['_VEGASSHOWDOWNVIEW']._serialized_end=1994
+  _globals['_VEGASSHOWDOWNTRACKVIEW']._serialized_start=1997
+  _globals['_VEGASSHOWDOWNTRACKVIEW']._serialized_end=2187
+  _globals['_VEGASSHOWDOWNSHEETTILE']._serialized_start=2189
+  _globals['_VEGASSHOWDOWNSHEETTILE']._serialized_end=2285
+  _globals['_VEGASSHOWDOWNSEATVIEW']._serialized_start=2288
+  _globals['_VEGASSHOWDOWNSEATVIEW']._serialized_end=2531
+  _globals['_VEGASSHOWDOWNFINALSCORE']._serialized_start=2534
+  _globals['_VEGASSHOWDOWNFINALSCORE']._serialized_end=2755
 # @@protoc_insertion_point(module_scope)

@@ -81,6 +81,9 @@ class VegasShowdownAction(_message.Message):
     RENOVATE_FIELD_NUMBER: _builtins.int
     PUBLICITY_FIELD_NUMBER: _builtins.int
     PLACE_TILE_FIELD_NUMBER: _builtins.int
+    STAGE_RENOVATION_FIELD_NUMBER: _builtins.int
+    FINISH_RENOVATION_FIELD_NUMBER: _builtins.int
+    CANCEL_RENOVATION_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def start_turn(self) -> Global___VegasShowdownStartTurn: ...
     @_builtins.property
@@ -91,6 +94,16 @@ class VegasShowdownAction(_message.Message):
     def publicity(self) -> Global___VegasShowdownPublicity: ...
     @_builtins.property
     def place_tile(self) -> Global___VegasShowdownPlaceTile: ...
+    @_builtins.property
+    def stage_renovation(self) -> Global___VegasShowdownStageRenovation:
+        """Rules version 2: a Renovate built a step at a time (games of rules version 1 refuse
+        these).
+        """
+
+    @_builtins.property
+    def finish_renovation(self) -> Global___VegasShowdownFinishRenovation: ...
+    @_builtins.property
+    def cancel_renovation(self) -> Global___VegasShowdownCancelRenovation: ...
     def __init__(
         self,
         *,
@@ -99,16 +112,98 @@ class VegasShowdownAction(_message.Message):
         renovate: Global___VegasShowdownRenovate | None = ...,
         publicity: Global___VegasShowdownPublicity | None = ...,
         place_tile: Global___VegasShowdownPlaceTile | None = ...,
+        stage_renovation: Global___VegasShowdownStageRenovation | None = ...,
+        finish_renovation: Global___VegasShowdownFinishRenovation | None = ...,
+        cancel_renovation: Global___VegasShowdownCancelRenovation | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bid", b"bid", "command", b"command", "place_tile", b"place_tile", "publicity", b"publicity", "renovate", b"renovate", "start_turn", b"start_turn"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bid", b"bid", "cancel_renovation", b"cancel_renovation", "command", b"command", "finish_renovation", b"finish_renovation", "place_tile", b"place_tile", "publicity", b"publicity", "renovate", b"renovate", "stage_renovation", b"stage_renovation", "start_turn", b"start_turn"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bid", b"bid", "command", b"command", "place_tile", b"place_tile", "publicity", b"publicity", "renovate", b"renovate", "start_turn", b"start_turn"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bid", b"bid", "cancel_renovation", b"cancel_renovation", "command", b"command", "finish_renovation", b"finish_renovation", "place_tile", b"place_tile", "publicity", b"publicity", "renovate", b"renovate", "stage_renovation", b"stage_renovation", "start_turn", b"start_turn"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_command: _TypeAlias = _typing.Literal["start_turn", "bid", "renovate", "publicity", "place_tile"]  # noqa: Y015
+    _WhichOneofReturnType_command: _TypeAlias = _typing.Literal["start_turn", "bid", "renovate", "publicity", "place_tile", "stage_renovation", "finish_renovation", "cancel_renovation"]  # noqa: Y015
     _WhichOneofArgType_command: _TypeAlias = _typing.Literal["command", b"command"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_command) -> _WhichOneofReturnType_command | None: ...
 
 Global___VegasShowdownAction: _TypeAlias = VegasShowdownAction  # noqa: Y015
+
+@_typing.final
+class VegasShowdownStageRenovation(_message.Message):
+    """One step of a renovation in stages: take `remove` off your sheet, or place `place`
+    (exactly one). Removals first; at most 2 of each; FinishRenovation checks the whole.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    REMOVE_FIELD_NUMBER: _builtins.int
+    PLACE_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    remove: _builtins.int
+    @_builtins.property
+    def place(self) -> Global___VegasShowdownPlacement: ...
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        remove: _builtins.int | None = ...,
+        place: Global___VegasShowdownPlacement | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_place", b"_place", "_remove", b"_remove", "place", b"place", "remove", b"remove"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_place", b"_place", "_remove", b"_remove", "place", b"place", "remove", b"remove", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__place: _TypeAlias = _typing.Literal["place"]  # noqa: Y015
+    _WhichOneofArgType__place: _TypeAlias = _typing.Literal["_place", b"_place"]  # noqa: Y015
+    _WhichOneofReturnType__remove: _TypeAlias = _typing.Literal["remove"]  # noqa: Y015
+    _WhichOneofArgType__remove: _TypeAlias = _typing.Literal["_remove", b"_remove"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__place) -> _WhichOneofReturnType__place | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__remove) -> _WhichOneofReturnType__remove | None: ...
+
+Global___VegasShowdownStageRenovation: _TypeAlias = VegasShowdownStageRenovation  # noqa: Y015
+
+@_typing.final
+class VegasShowdownFinishRenovation(_message.Message):
+    """Carry out the staged renovation (the checks of Renovate)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___VegasShowdownFinishRenovation: _TypeAlias = VegasShowdownFinishRenovation  # noqa: Y015
+
+@_typing.final
+class VegasShowdownCancelRenovation(_message.Message):
+    """Drop the staged renovation: the sheet as it was, the action still to choose."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___VegasShowdownCancelRenovation: _TypeAlias = VegasShowdownCancelRenovation  # noqa: Y015
 
 @_typing.final
 class VegasShowdownPlacement(_message.Message):
@@ -303,6 +398,9 @@ class VegasShowdownView(_message.Message):
     PR_SCANDAL_FIELD_NUMBER: _builtins.int
     END_REASON_FIELD_NUMBER: _builtins.int
     SCORES_FIELD_NUMBER: _builtins.int
+    STAGING_FIELD_NUMBER: _builtins.int
+    STAGED_REMOVE_FIELD_NUMBER: _builtins.int
+    STAGED_PLACE_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     phase: Global___VegasShowdownPhase.ValueType
     players: _builtins.int
@@ -316,6 +414,8 @@ class VegasShowdownView(_message.Message):
     no_renovate: _builtins.bool
     pr_scandal: _builtins.bool
     end_reason: _builtins.str
+    staging: _builtins.bool
+    """Rules version 2: the current seat's renovation in stages so far."""
     @_builtins.property
     def to_place(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """buyers still to place, in order"""
@@ -344,6 +444,10 @@ class VegasShowdownView(_message.Message):
 
     @_builtins.property
     def scores(self) -> _containers.RepeatedCompositeFieldContainer[Global___VegasShowdownFinalScore]: ...
+    @_builtins.property
+    def staged_remove(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def staged_place(self) -> _containers.RepeatedCompositeFieldContainer[Global___VegasShowdownPlacement]: ...
     def __init__(
         self,
         *,
@@ -367,10 +471,13 @@ class VegasShowdownView(_message.Message):
         pr_scandal: _builtins.bool = ...,
         end_reason: _builtins.str = ...,
         scores: _abc.Iterable[Global___VegasShowdownFinalScore] | None = ...,
+        staging: _builtins.bool = ...,
+        staged_remove: _abc.Iterable[_builtins.int] | None = ...,
+        staged_place: _abc.Iterable[Global___VegasShowdownPlacement] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_current", b"_current", "_seat", b"_seat", "current", b"current", "seat", b"seat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_current", b"_current", "_seat", b"_seat", "button", b"button", "current", b"current", "discards", b"discards", "drawn", b"drawn", "end_reason", b"end_reason", "events_left", b"events_left", "in_play", b"in_play", "no_renovate", b"no_renovate", "phase", b"phase", "players", b"players", "pr_scandal", b"pr_scandal", "premier_left", b"premier_left", "removed", b"removed", "scores", b"scores", "seat", b"seat", "seats", b"seats", "sheet", b"sheet", "to_place", b"to_place", "tracks", b"tracks", "turn", b"turn"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_current", b"_current", "_seat", b"_seat", "button", b"button", "current", b"current", "discards", b"discards", "drawn", b"drawn", "end_reason", b"end_reason", "events_left", b"events_left", "in_play", b"in_play", "no_renovate", b"no_renovate", "phase", b"phase", "players", b"players", "pr_scandal", b"pr_scandal", "premier_left", b"premier_left", "removed", b"removed", "scores", b"scores", "seat", b"seat", "seats", b"seats", "sheet", b"sheet", "staged_place", b"staged_place", "staged_remove", b"staged_remove", "staging", b"staging", "to_place", b"to_place", "tracks", b"tracks", "turn", b"turn"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__current: _TypeAlias = _typing.Literal["current"]  # noqa: Y015
     _WhichOneofArgType__current: _TypeAlias = _typing.Literal["_current", b"_current"]  # noqa: Y015

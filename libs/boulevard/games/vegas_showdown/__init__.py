@@ -7,6 +7,10 @@ game only through `GAME`.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
 from boulevard.games.base import GameDefinition
 from boulevard.games.vegas_showdown import bots, rules
 from boulevard.games.vegas_showdown.data import DATA
@@ -41,4 +45,12 @@ GAME: GameDefinition[VegasShowdownState, Command, AnyEvent, VegasShowdownView] =
     view_type=VegasShowdownView,
 )
 
-__all__ = ["GAME"]
+# The recorded rules versions whose decisions differ from GAME's (boulevard.games.versions):
+# version 1 had no staged renovation (StageRenovation, FinishRenovation, CancelRenovation),
+# so its list offered only renovations of one removal or one placement
+# (docs/games/vegas-showdown.md).
+EARLIER_RULES: Mapping[int, GameDefinition[Any, Any, Any, Any]] = {
+    1: dataclasses.replace(GAME, decide=rules.decide_v1, legal_commands=rules.legal_commands_v1),
+}
+
+__all__ = ["EARLIER_RULES", "GAME"]

@@ -11,12 +11,15 @@ from boulevard.games.vegas_showdown.data import TileKind
 from boulevard.games.vegas_showdown.rules import tile_placements
 from boulevard.games.vegas_showdown.types import (
     Bid,
+    CancelRenovation,
     Command,
+    FinishRenovation,
     Placement,
     PlaceTile,
     Publicity,
     Renovate,
     SeatView,
+    StageRenovation,
     StartTurn,
     VegasShowdownView,
 )
@@ -32,11 +35,27 @@ def random_bot(
     view: VegasShowdownView, legal: Sequence[Command], seat: Seat, rng: RandomSource
 ) -> Command:
     """Uniform over the kinds of command offered, then uniform within the kind (so that a
-    long list of placements does not drown the bids)."""
-    kinds = sorted({type(c).__name__ for c in legal})
+    long list of placements does not drown the bids). Renovations in stages are never
+    started at random (most lead nowhere); instead, half the one-step renovations it picks
+    are played in stages: that step, then FinishRenovation."""
+    if view.staging:
+        finish = [c for c in legal if isinstance(c, FinishRenovation)]
+        return finish[0] if finish else next(c for c in legal if isinstance(c, CancelRenovation))
+    offered: list[Command] = [c for c in legal if not isinstance(c, StageRenovation)]
+    offered = offered or list(legal)
+    kinds = sorted({type(c).__name__ for c in offered})
     kind = kinds[rng.randrange(len(kinds))]
-    choices = [c for c in legal if type(c).__name__ == kind]
-    return choices[rng.randrange(len(choices))]
+    choices = [c for c in offered if type(c).__name__ == kind]
+    chosen = choices[rng.randrange(len(choices))]
+    if isinstance(chosen, Renovate) and len(chosen.remove) + len(chosen.place) == 1:
+        step = StageRenovation(
+            seat,
+            remove=chosen.remove[0] if chosen.remove else None,
+            place=chosen.place[0] if chosen.place else None,
+        )
+        if step in legal and rng.randrange(2) == 0:
+            return step
+    return chosen
 
 
 def _placements_of(me: SeatView) -> tuple[Placement, ...]:
@@ -82,6 +101,9 @@ def _can_place(view: VegasShowdownView, me: SeatView, tile: int) -> bool:
 def heuristic_bot(
     view: VegasShowdownView, legal: Sequence[Command], seat: Seat, rng: RandomSource
 ) -> Command:
+    if view.staging:  # it never stages a renovation; one staged in its seat is dropped
+        return next(c for c in legal if isinstance(c, CancelRenovation))
+    legal = [c for c in legal if not isinstance(c, StageRenovation)] or list(legal)
     if len(legal) == 1 or isinstance(legal[0], StartTurn):
         return legal[0]
     me = view.seats[seat]

@@ -19,6 +19,8 @@ from boulevard.games.vegas_showdown.types import (
     PricesLowered,
     PublicityTaken,
     Renovated,
+    RenovationCancelled,
+    RenovationStaged,
     TileBought,
     TileFlipped,
     TilePlaced,
@@ -68,6 +70,13 @@ def describe(event: Event, names: Sequence[str]) -> str:
             return f"{names[event.seat]} renovates" + (
                 f": {', '.join(parts)}" if parts else ", changing nothing"
             )
+        case RenovationStaged():
+            if event.removed is not None:
+                return f"{names[event.seat]} renovating: takes tile {event.removed} off"
+            assert event.placed is not None
+            return f"{names[event.seat]} renovating: places {_at(event.placed)}"
+        case RenovationCancelled():
+            return f"{names[event.seat]} drops the renovation"
         case PublicityTaken():
             placed = "" if event.placed is None else f" and places {_at(event.placed)}"
             return f"{names[event.seat]} takes publicity, fame +{event.fame}{placed}"

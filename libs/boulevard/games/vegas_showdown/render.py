@@ -54,6 +54,12 @@ def render(view: VegasShowdownView) -> str:
             f"Revenue {me.revenue} action {me.action.value} aside {len(me.aside)}"
         )
         lines.extend(_grid(view, me))
+    if view.staging:
+        off = ", ".join(str(t) for t in view.staged_remove) or "none"
+        on = ", ".join(
+            f"{p.tile} at ({p.col}, {p.row}) turned {p.rotation}" for p in view.staged_place
+        )
+        lines.append(f"seat {view.current} is renovating: tiles off {off}; placed {on or 'none'}")
     if view.phase is Phase.FINISHED:
         lines.append(
             f"game over ({view.end_reason}): "

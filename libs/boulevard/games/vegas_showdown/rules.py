@@ -32,15 +32,18 @@ from boulevard.games.vegas_showdown.types import (
     ROLL_FIRST_PLAYER,
     SHUFFLE_EVENTS,
     SHUFFLE_STACK_PREFIX,
+    STAGED_COMMANDS,
     ActionKind,
     AnyEvent,
     Bid,
     BidPlaced,
+    CancelRenovation,
     Command,
     Event,
     EventCardDone,
     EventCardDrawn,
     FinalScore,
+    FinishRenovation,
     GameEnded,
     GameStarted,
     IncomeCollected,
@@ -52,9 +55,12 @@ from boulevard.games.vegas_showdown.types import (
     PublicityTaken,
     Renovate,
     Renovated,
+    RenovationCancelled,
+    RenovationStaged,
     SeatState,
     SeatView,
     SheetTile,
+    StageRenovation,
     StartTurn,
     TileBought,
     TileFlipped,
@@ -250,6 +256,8 @@ def _lay_out_premier(state: State) -> State:
 
 def decide(command: Command, state: State) -> tuple[Event, ...]:
     """The events a command causes, or RulesError with nothing changed."""
+    if state.staging and not isinstance(command, STAGED_COMMANDS):
+        raise RulesError("renovating", "finish or cancel the renovation you are staging first")
     match command:
         case StartTurn(seat=seat):
             return _start_turn(state, seat)
@@ -261,8 +269,26 @@ def decide(command: Command, state: State) -> tuple[Event, ...]:
             return _publicity(state, command)
         case PlaceTile():
             return _place_tile(state, command)
+        case StageRenovation():
+            return _stage_renovation(state, command)
+        case FinishRenovation(seat=seat):
+            _require_staging(state, seat)
+            return _renovate(state, Renovate(seat, state.staged_remove, state.staged_place))
+        case CancelRenovation(seat=seat):
+            _require_staging(state, seat)
+            return (RenovationCancelled(seat),)
         case _:
             assert_never(command)
+
+
+def decide_v1(command: Command, state: State) -> tuple[Event, ...]:
+    """Rules version 1: today's decisions without the staged renovation (its games never
+    staged one, so every other command is decided as then)."""
+    if isinstance(command, STAGED_COMMANDS):
+        raise RulesError(
+            "malformed", "this game plays rules version 1, which has no staged renovation"
+        )
+    return decide(command, state)
 
 
 def _require_seat(state: State, seat: int) -> None:
@@ -440,6 +466,60 @@ def _renovate(state: State, command: Renovate) -> tuple[Event, ...]:
     return _after_action(
         state, Renovated(seat=command.seat, removed=command.remove, placed=command.place)
     )
+
+
+def _staged_sheet(state: State, me: SeatState) -> tuple[Placement, ...]:
+    """The seat's sheet as its staged renovation would leave it so far."""
+    return (*(p for p in me.sheet if p.tile not in state.staged_remove), *state.staged_place)
+
+
+def _staged_owned(state: State, me: SeatState) -> tuple[int, ...]:
+    """The tiles a staged renovation may still place: off the sheet, or taken off by it."""
+    placed = {p.tile for p in state.staged_place}
+    return tuple(t for t in (*me.aside, *state.staged_remove) if t not in placed)
+
+
+def _require_staging(state: State, seat: int) -> SeatState:
+    me = _require_action_turn(state, seat)
+    if not state.staging:
+        raise RulesError("not_renovating", "no renovation is being staged")
+    return me
+
+
+def _stage_renovation(state: State, command: StageRenovation) -> tuple[Event, ...]:
+    """One step of a renovation in stages. Each step is checked for what it alone can
+    break (a tile off the sheet, twice, not yours; a placement off the grid or on another
+    tile); the placement rules bind the whole sheet at FinishRenovation, as at Renovate,
+    since a later step may mend what an earlier one leaves (a tile that only the second
+    placement connects)."""
+    me = _require_action_turn(state, command.seat)
+    if state.no_renovate:
+        raise RulesError("no_renovate_marker", "an event forbids Renovate this turn")
+    if (command.remove is None) == (command.place is None):
+        raise RulesError("malformed", "a renovation step removes one tile or places one")
+    if command.remove is not None:
+        if state.staged_place:
+            raise RulesError("removals_first", "tiles come off the sheet before any is placed")
+        if len(state.staged_remove) >= MAX_RENOVATE:
+            raise RulesError("too_many_tiles", "Renovate removes at most 2 tiles")
+        on_sheet = {p.tile for p in me.sheet}
+        if command.remove not in on_sheet or command.remove in state.staged_remove:
+            raise RulesError(
+                "not_on_sheet", "you can only remove tiles on your own sheet, once each"
+            )
+    if command.place is not None:
+        if len(state.staged_place) >= MAX_RENOVATE:
+            raise RulesError("too_many_tiles", "Renovate places at most 2 tiles")
+        if command.place.tile not in _staged_owned(state, me):
+            raise RulesError(
+                "not_owned", "you can only place tiles you own that are off your sheet"
+            )
+        problem = sheet.fit_problem(
+            sheet.layout(state.sheet), _staged_sheet(state, me), command.place
+        )
+        if problem is not None:
+            raise problem
+    return (RenovationStaged(seat=command.seat, removed=command.remove, placed=command.place),)
 
 
 def _check_one_placement(state: State, me: SeatState, placement: Placement | None) -> None:
@@ -735,7 +815,17 @@ def evolve(state: State, event: AnyEvent) -> State:
                 replace(t, bidder=seat, bid=amount) if t.name == name else t for t in state.tracks
             )
             return _acted(replace(state, tracks=tracks), seat, ActionKind.BID, seats)
+        case RenovationStaged(removed=removed, placed=placed):
+            return replace(
+                state,
+                staging=True,
+                staged_remove=state.staged_remove + (() if removed is None else (removed,)),
+                staged_place=state.staged_place + (() if placed is None else (placed,)),
+            )
+        case RenovationCancelled():
+            return replace(state, staging=False, staged_remove=(), staged_place=())
         case Renovated(seat=seat, removed=removed, placed=placed):
+            state = replace(state, staging=False, staged_remove=(), staged_place=())
             me = state.seats[seat]
             placed_ids = {p.tile for p in placed}
             me = replace(
@@ -905,7 +995,9 @@ def bids(state: State, seat: Seat) -> list[Bid]:
 
 def legal_commands(state: State, seat: Seat) -> tuple[Command, ...]:
     """What `seat` may do now. Renovations are listed with at most one removal or one
-    placement (`decide` accepts every 0-2 / 0-2 renovation that leaves a legal sheet)."""
+    placement, and every step that may start or go on with a renovation in stages
+    (`staged_steps`): so every 0-2 / 0-2 renovation `decide` accepts is reachable from the
+    list, a step at a time, up to which copy of a kind is placed."""
     if not 0 <= seat < state.players or state.phase in (Phase.SETUP, Phase.FINISHED):
         return ()
     if state.phase is Phase.TURN_START:
@@ -916,6 +1008,8 @@ def legal_commands(state: State, seat: Seat) -> tuple[Command, ...]:
         return (PlaceTile(seat), *(PlaceTile(seat, p) for p in placements(state, seat)))
     if seat != state.current:
         return ()
+    if state.staging:
+        return tuple(staged_steps(state, seat))
     spots = placements(state, seat)
     commands: list[Command] = [*bids(state, seat), Publicity(seat)]
     commands.extend(Publicity(seat, p) for p in spots)
@@ -927,7 +1021,50 @@ def legal_commands(state: State, seat: Seat) -> tuple[Command, ...]:
             if sheet.removal_problem(analysed, p.tile) is None:
                 commands.append(Renovate(seat, remove=(p.tile,)))
         commands.extend(Renovate(seat, place=(p,)) for p in spots)
+        commands.extend(staged_steps(state, seat))
     return tuple(commands)
+
+
+def legal_commands_v1(state: State, seat: Seat) -> tuple[Command, ...]:
+    """Rules version 1's list: no staged renovation."""
+    return tuple(c for c in legal_commands(state, seat) if not isinstance(c, STAGED_COMMANDS))
+
+
+def staged_steps(state: State, seat: Seat) -> list[Command]:
+    """The steps a renovation in stages may take next (the seat is the one to act and may
+    renovate): any tile of its sheet off (up to 2, before any placement), any tile it may
+    place (one per kind) wherever it fits the grid and no other tile, each distinct
+    rotation once (up to 2); and, while staging, finishing when `Renovate` would accept the
+    whole, and cancelling."""
+    me = state.seats[seat]
+    steps: list[Command] = []
+    if not state.staged_place and len(state.staged_remove) < MAX_RENOVATE:
+        steps.extend(
+            StageRenovation(seat, remove=p.tile)
+            for p in me.sheet
+            if p.tile not in state.staged_remove
+        )
+    if len(state.staged_place) < MAX_RENOVATE:
+        layout = sheet.layout(state.sheet)
+        tiles = _staged_sheet(state, me)
+        seen: set[str] = set()
+        for tile in _staged_owned(state, me):
+            kind = sheet.kind_of(tile)
+            if kind.key in seen:
+                continue
+            seen.add(kind.key)
+            steps.extend(
+                StageRenovation(seat, place=p)
+                for p in sheet.fitting_placements(layout, tiles, tile)
+            )
+    if state.staging:
+        try:
+            _renovate(state, Renovate(seat, state.staged_remove, state.staged_place))
+            steps.append(FinishRenovation(seat))
+        except RulesError:
+            pass  # not yet a legal sheet: more steps, or cancel
+        steps.append(CancelRenovation(seat))
+    return steps
 
 
 # --- what a seat may see ----------------------------------------------------------------
@@ -994,6 +1131,9 @@ def view(state: State, seat: Seat | None) -> VegasShowdownView:
         pr_scandal=state.pr_scandal,
         end_reason=state.end_reason,
         scores=state.scores,
+        staging=state.staging,
+        staged_remove=state.staged_remove,
+        staged_place=state.staged_place,
     )
 
 

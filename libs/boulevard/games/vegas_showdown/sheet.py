@@ -185,6 +185,35 @@ def _special(b: Board, p: Placement) -> RulesError | None:
     return None
 
 
+def fit_problem(
+    sheet_layout: SheetLayout, tiles: Sequence[Placement], p: Placement
+) -> RulesError | None:
+    """Whether `p` fits the grid and covers none of `tiles` (the sheet may break other
+    rules: a renovation in stages is checked whole at its end)."""
+    return _fits(board(sheet_layout, tiles), p)
+
+
+def fitting_placements(
+    sheet_layout: SheetLayout, tiles: Sequence[Placement], tile: int
+) -> list[Placement]:
+    """Every placement of `tile` that fits the grid and covers none of `tiles`, each
+    distinct rotation once, sorted (rotation, row, col)."""
+    b = board(sheet_layout, tiles)
+    found: list[Placement] = []
+    seen_shapes: list[object] = []
+    for rotation, shape in enumerate(kind_of(tile).shapes):
+        signature = (shape.cells, shape.doors, shape.red_points)
+        if signature in seen_shapes:
+            continue
+        seen_shapes.append(signature)
+        for row in range(sheet_layout.rows):
+            for col in range(sheet_layout.cols):
+                p = Placement(tile=tile, col=col, row=row, rotation=rotation)
+                if _fits(b, p) is None:
+                    found.append(p)
+    return found
+
+
 def sheet_problem(sheet_layout: SheetLayout, tiles: Sequence[Placement]) -> RulesError | None:
     """The first placement rule a whole sheet breaks (None: it follows them all). Used after
     a renovation, where removing tiles may break what adding never can."""

@@ -69,7 +69,43 @@ class PlaceTile:
     placement: Placement | None = None
 
 
-Command = StartTurn | Bid | Renovate | Publicity | PlaceTile
+@dataclass(frozen=True, slots=True)
+class StageRenovation:
+    """Rules version 2: one step of a Renovate built in stages (the whole 0-2 / 0-2 set is
+    too large to list): take `remove` off your sheet, or place `place` (exactly one of the
+    two). The first step starts the renovation, which is your action until you finish or
+    cancel it; removals come before placements, as in the rulebook."""
+
+    seat: int
+    remove: int | None = None
+    place: Placement | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FinishRenovation:
+    """Rules version 2: carry out the staged renovation (the same checks as `Renovate`)."""
+
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRenovation:
+    """Rules version 2: drop the staged renovation; the sheet is as it was, the action
+    still to choose."""
+
+    seat: int
+
+
+Command = (
+    StartTurn
+    | Bid
+    | Renovate
+    | Publicity
+    | PlaceTile
+    | StageRenovation
+    | FinishRenovation
+    | CancelRenovation
+)
 
 # --- events -----------------------------------------------------------------------------
 
@@ -144,6 +180,23 @@ class Renovated:
     seat: int
     removed: tuple[int, ...]
     placed: tuple[Placement, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RenovationStaged:
+    """Rules version 2: a step of a staged renovation (`removed` or `placed`). Nothing on
+    the sheet changes until `Renovated`."""
+
+    seat: int
+    removed: int | None
+    placed: Placement | None
+
+
+@dataclass(frozen=True, slots=True)
+class RenovationCancelled:
+    """Rules version 2: the staged renovation was dropped."""
+
+    seat: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,10 +275,23 @@ Event = (
     | TilePlaced
     | TurnEnded
     | GameEnded
+    | RenovationStaged
+    | RenovationCancelled
 )
 AnyEvent = Event | ChanceResolved
 
-COMMAND_TYPES: tuple[type, ...] = (StartTurn, Bid, Renovate, Publicity, PlaceTile)
+COMMAND_TYPES: tuple[type, ...] = (
+    StartTurn,
+    Bid,
+    Renovate,
+    Publicity,
+    PlaceTile,
+    StageRenovation,
+    FinishRenovation,
+    CancelRenovation,
+)
+# The commands rules version 1 does not have (boulevard.games.vegas_showdown.EARLIER_RULES).
+STAGED_COMMANDS: tuple[type, ...] = (StageRenovation, FinishRenovation, CancelRenovation)
 EVENT_TYPES: tuple[type, ...] = (
     GameStarted,
     PricesLowered,
@@ -240,6 +306,8 @@ EVENT_TYPES: tuple[type, ...] = (
     TilePlaced,
     TurnEnded,
     GameEnded,
+    RenovationStaged,
+    RenovationCancelled,
 )
 
 # --- chance purposes --------------------------------------------------------------------
@@ -320,6 +388,10 @@ class VegasShowdownState:
     to_place: tuple[int, ...] = ()  # buyers still to place, in turn order
     end_reason: str = ""
     scores: tuple[FinalScore, ...] = ()
+    # Rules version 2: the current seat's renovation in stages (`staging`), so far.
+    staging: bool = False
+    staged_remove: tuple[int, ...] = ()
+    staged_place: tuple[Placement, ...] = ()
 
 
 # --- view -------------------------------------------------------------------------------
@@ -385,3 +457,8 @@ class VegasShowdownView:
     pr_scandal: bool
     end_reason: str
     scores: tuple[FinalScore, ...]
+    # Rules version 2: the current seat's renovation in stages, so far (public, as the
+    # sheets are).
+    staging: bool = False
+    staged_remove: tuple[int, ...] = ()
+    staged_place: tuple[Placement, ...] = ()

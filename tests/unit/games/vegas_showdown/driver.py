@@ -14,11 +14,14 @@ from boulevard.games.playout import resolve_locally
 from boulevard.games.vegas_showdown import GAME, sheet
 from boulevard.games.vegas_showdown.rules import bids, chance, placements
 from boulevard.games.vegas_showdown.types import (
+    CancelRenovation,
     Command,
+    FinishRenovation,
     Phase,
     PlaceTile,
     Publicity,
     Renovate,
+    StageRenovation,
     StartTurn,
     VegasShowdownState,
 )
@@ -42,6 +45,8 @@ def pick(state: VegasShowdownState, rng: random.Random) -> Command:
         return PlaceTile(seat, rng.choice(spots)) if spots else PlaceTile(seat)
     seat = state.current
     assert seat is not None
+    if state.staging:  # a one-step renovation in stages (below): carry it out, or drop it
+        return FinishRenovation(seat) if rng.random() < 0.8 else CancelRenovation(seat)
     roll = rng.random()
     if roll < 0.6:
         offers = bids(state, seat)
@@ -61,6 +66,11 @@ def pick(state: VegasShowdownState, rng: random.Random) -> Command:
     after = (*(p for p in me.sheet if p.tile not in remove), *place)
     if sheet.sheet_problem(analysed.board.layout, after) is not None:
         place = ()  # the placement leaned on the tile removed
+    if len(remove) + len(place) == 1 and rng.random() < 0.3:
+        # The same renovation in stages (rules version 2): this step, then the finish.
+        return StageRenovation(
+            seat, remove=remove[0] if remove else None, place=place[0] if place else None
+        )
     return Renovate(seat, remove=remove, place=place)
 
 

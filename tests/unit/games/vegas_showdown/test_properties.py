@@ -148,4 +148,5 @@ def test_every_command_the_driver_made_was_among_the_legal_commands() -> None:
 
     for seed in range(6):
         play(3 + seed % 3, seed, check=check)
-    assert set(seen) == {"StartTurn", "Bid", "Publicity", "Renovate", "PlaceTile"}
+    every = {c.__name__ for c in GAME.command_types}
+    assert every - {"CancelRenovation"} <= set(seen) <= every  # rarely cancelled
