@@ -24,6 +24,7 @@ from boulevard.platform.errors import (
 )
 from boulevard.platform.identity import PLAYER, Principal, TokenVerifier
 from services.matchmaking.matchmaker import Matchmaker
+from services.matchmaking.ticket_checks import check_match_id
 
 Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 
@@ -122,6 +123,7 @@ class MatchmakingServicer(matchmaking_pb2_grpc.MatchmakingServiceServicer):
 
     async def GetMatch(self, request: pb.GetMatchRequest, context: Context) -> pb.GetMatchResponse:
         # No token: the match is as public as the GameCreated its game's log serves.
+        check_match_id(request.match_id)  # before it becomes a KV key
         formed = await self.mm.former.formed(request.match_id)
         if formed is None:
             raise NotFound(f"no formed match {request.match_id!r}")

@@ -60,6 +60,14 @@ def check_ticket_id(ticket_id: str) -> None:
         raise InvalidArgument(f"malformed ticket_id {ticket_id[:70]!r}")
 
 
+def check_match_id(match_id: str) -> None:
+    """A match id is also its game's id: a NATS subject token (and KV key part)."""
+    if not match_id:
+        raise InvalidArgument("match_id is required")
+    if len(match_id) > 64 or not all(c.isascii() and (c.isalnum() or c in "_-") for c in match_id):
+        raise InvalidArgument(f"malformed match_id {match_id[:70]!r}")
+
+
 def validate_create(req: pb.CreateTicketRequest) -> tuple[int, int]:
     """The seat range a valid request asks for; InvalidArgument names what is wrong."""
     check_player_id(req.player_id)
