@@ -358,6 +358,12 @@ class Engine:
                 )
         raise Aborted("too many concurrent writers on this game; try again")
 
+    def stored_version(self, game_id: str) -> int:
+        """The version this replica last saw stored for the game (its cached copy: its own
+        appends and loads), 0 when it holds none; never a read."""
+        session = self._sessions.get(game_id)
+        return session.version if session is not None else 0
+
     # -- loading --------------------------------------------------------------------------
 
     def _lock(self, game_id: str) -> asyncio.Lock:

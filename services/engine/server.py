@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TypeAlias
 
 import grpc
+import structlog
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.evidence import receipt_to_pb
@@ -89,6 +90,8 @@ def summary_json(session: Session) -> bytes:
     return json.dumps(summary, sort_keys=True).encode()
 
 
+log = structlog.get_logger(__name__)
+
 PLAYER_POLL_SECONDS = 0.5  # WatchPlayer looks at a player's games this often
 LIST_WAIT_SECONDS = 5.0  # ListGames waits this long for a replaying index, then UNAVAILABLE
 BURST_MAX = 128  # WatchGame in bursts mode: events per message at most (a catch-up splits)
@@ -98,27 +101,81 @@ class Feed:
     """One game's log as this replica reads it, shared by all of the game's WatchGame streams
     here: one NATS consumer and one decode per event, however many watch (issue 17: each
     stream had its own consumer, so every event crossed the NATS socket once per watcher).
-    It holds the events read so far; each stream walks them at its own pace."""
+    It holds the events read so far; each stream walks them at its own pace.
 
-    def __init__(self, store: JetStreamEventStore, game_id: str) -> None:
+    `known` is the version this replica knows is stored (its own appends; 0: unknown). A
+    consumer that stops delivering while the log goes on (seen in the network-fault runs:
+    tables stopped with a seat to act whose bot's stream never brought its turn) would
+    leave every stream waiting for good, so a feed more than `STALE_SECONDS` behind what
+    this replica itself appended reads the log again with a new consumer, from the start,
+    keeping only the versions it does not hold yet."""
+
+    STALE_SECONDS = 8.0  # past nats-py's own reset of a silent ordered consumer (2 x 5 s)
+    CHECK_SECONDS = 1.0
+
+    def __init__(
+        self, store: JetStreamEventStore, game_id: str, known: Callable[[], int] = lambda: 0
+    ) -> None:
         self.events: list[events_pb2.EventEnvelope] = []
         self.watchers = 0
+        self.restarts = 0  # times a stale consumer was replaced (logged; for tests)
+        self._known = known
         self._error: BaseException | None = None
         self._wake = asyncio.Event()
         self.task = asyncio.create_task(self._read(store, game_id), name=f"feed-{game_id}")
         # Its streams get any failure (`after`); retrieved here so asyncio does not report it.
         self.task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
+    @property
+    def version(self) -> int:
+        return int(self.events[-1].version) if self.events else 0
+
     async def _read(self, store: JetStreamEventStore, game_id: str) -> None:
         try:
-            async for batch in follow(store, game_id):
-                self.events.extend(events_pb2.EventEnvelope.FromString(r.data) for r in batch)
-                self._wake.set()  # wakes every stream waiting now; later ones wait anew
-                self._wake = asyncio.Event()
+            while True:
+                reader = asyncio.create_task(self._follow(store, game_id))
+                try:
+                    await self._until_stale(reader)
+                finally:
+                    reader.cancel()
+                    await asyncio.gather(reader, return_exceptions=True)
+                self.restarts += 1
+                log.warning(
+                    "a game's feed fell behind this engine's appends; reading it anew",
+                    game_id=game_id,
+                    held=self.version,
+                    stored=self._known(),
+                )
         except BaseException as exc:
             self._error = exc
             self._wake.set()
             raise
+
+    async def _follow(self, store: JetStreamEventStore, game_id: str) -> None:
+        async for batch in follow(store, game_id):
+            held = self.version
+            fresh = [events_pb2.EventEnvelope.FromString(r.data) for r in batch if r.version > held]
+            if fresh:
+                self.events.extend(fresh)
+                self._wake.set()  # wakes every stream waiting now; later ones wait anew
+                self._wake = asyncio.Event()
+
+    async def _until_stale(self, reader: asyncio.Task[None]) -> None:
+        """Return when the reader has been behind `known` for STALE_SECONDS (or ended);
+        its failure passes through."""
+        behind_since: float | None = None
+        while True:
+            done, _ = await asyncio.wait({reader}, timeout=self.CHECK_SECONDS)
+            if done:
+                reader.result()
+                return  # a follow never ends by itself: read again
+            if self._known() <= self.version:
+                behind_since = None
+                continue
+            now = time.monotonic()
+            behind_since = behind_since or now
+            if now - behind_since >= self.STALE_SECONDS:
+                return
 
     async def after(self, seen: int) -> list[events_pb2.EventEnvelope]:
         """The events past the first `seen`, once there are any (what arrived together)."""
@@ -536,7 +593,9 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
     def _watch(self, game_id: str) -> Feed:
         feed = self._feeds.get(game_id)
         if feed is None or feed.task.done():
-            feed = self._feeds[game_id] = Feed(self.store, game_id)
+            feed = self._feeds[game_id] = Feed(
+                self.store, game_id, lambda: self.engine.stored_version(game_id)
+            )
         feed.watchers += 1
         return feed
 
