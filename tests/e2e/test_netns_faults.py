@@ -606,6 +606,8 @@ def test_games_survive_network_faults_and_the_history_checks(
         platform.stop()
     print(f"\n{report.describe()}")
     print(f"services restarted at start: {platform.restarts}")
+    anew = [x for x in platform.log("engine").splitlines() if "feed fell behind" in x]
+    print(f"game feeds read anew after falling behind the engine's appends: {len(anew)}")
     print(f"games by kind: {dict(Counter(c.game for c in created))}; "
           f"load average: {os.getloadavg()}")  # fmt: skip
     for f in faults:
