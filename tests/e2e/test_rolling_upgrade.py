@@ -42,10 +42,13 @@ GAME, PLAYERS = "long_shot", 3
 
 
 def previous_release() -> Release:
-    """The newest release whose rules are not today's: what a fleet upgrades from."""
-    today = {game: newest(game).number for game in releases()[-1].rules}
-    older = [r for r in releases() if dict(r.rules) != today]
-    assert older, "no release before today's rules"
+    """The newest release whose Long Shot rules are older than today's: what a fleet
+    upgrades from across this game's rules change. (Not simply the newest release whose
+    rules differ from today's: another game's change — Vegas Showdown's version 2 — made
+    that release 2, which already pins Long Shot's version 2, and the game begun there
+    would test nothing of an upgrade of its rules.)"""
+    older = [r for r in releases() if dict(r.rules)[GAME] < newest(GAME).number]
+    assert older, f"no release before today's {GAME} rules"
     return older[-1]
 
 
