@@ -9,7 +9,8 @@ delivers two events and then nothing, as a stranded consumer does."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -41,6 +42,16 @@ class Consumers:
         await asyncio.Event().wait()
 
 
+@asynccontextmanager
+async def feeding(known: Callable[[], int]) -> AsyncIterator[server.Feed]:
+    feed = server.Feed(None, "g1", known=known)  # type: ignore[arg-type]
+    try:
+        yield feed
+    finally:
+        feed.task.cancel()
+        await asyncio.gather(feed.task, return_exceptions=True)
+
+
 @pytest.fixture
 def quick(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(server.Feed, "STALE_SECONDS", 0.2)
@@ -54,17 +65,13 @@ def test_a_feed_behind_the_engines_appends_reads_the_log_anew(
     monkeypatch.setattr(server, "follow", consumers.follow)
 
     async def run() -> None:
-        feed = server.Feed(None, "g1", known=lambda: 3)  # type: ignore[arg-type]
-        try:
+        async with feeding(lambda: 3) as feed:
             first = await asyncio.wait_for(feed.after(0), 1)
             assert [e.version for e in first] == [1, 2]
             rest = await asyncio.wait_for(feed.after(2), 2)
             assert [e.version for e in rest] == [3]  # once: the re-read's 1 and 2 are held
             assert [e.version for e in feed.events] == [1, 2, 3]
             assert (feed.restarts, consumers.made) == (1, 2)
-        finally:
-            feed.task.cancel()
-            await asyncio.gather(feed.task, return_exceptions=True)
 
     asyncio.run(run())
 
@@ -80,14 +87,10 @@ def test_a_feed_level_with_the_engine_keeps_its_consumer(
         # holds all this one appended: a quiet game is not a stale feed.
         for known in (0, 2):
             consumers.made = 0
-            feed = server.Feed(None, "g1", known=lambda k=known: k)  # type: ignore[arg-type, misc]
-            try:
+            async with feeding(lambda k=known: k) as feed:  # type: ignore[misc]
                 await asyncio.wait_for(feed.after(0), 1)
                 await asyncio.sleep(0.5)
                 assert (feed.restarts, consumers.made) == (0, 1)
-            finally:
-                feed.task.cancel()
-                await asyncio.gather(feed.task, return_exceptions=True)
 
     asyncio.run(run())
 
@@ -102,9 +105,9 @@ def test_a_consumer_that_fails_still_fails_the_streams(
     monkeypatch.setattr(server, "follow", failing)
 
     async def run() -> None:
-        feed = server.Feed(None, "g1", known=lambda: 5)  # type: ignore[arg-type]
-        await asyncio.wait_for(feed.after(0), 1)
-        with pytest.raises(TimeoutError):
-            await asyncio.wait_for(feed.after(1), 1)
+        async with feeding(lambda: 5) as feed:
+            await asyncio.wait_for(feed.after(0), 1)
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(feed.after(1), 1)
 
     asyncio.run(run())
