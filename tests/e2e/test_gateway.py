@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import grpc
@@ -91,6 +92,18 @@ def gateway(shared_platform: Platform) -> Iterator[Gateway]:
         gw.stop()
 
 
+def watch_game(gateway: Gateway, request: bytes) -> AbstractContextManager[httpx.Response]:
+    """WatchGame through the gateway over the Connect protocol (binary), as a browser's
+    stream: `request` is a serialized WatchGameRequest."""
+    return httpx.stream(
+        "POST",
+        f"{gateway.url}{ENGINE}/WatchGame",
+        content=envelope(request),
+        headers={"content-type": "application/connect+proto"},
+        timeout=10,
+    )
+
+
 def envelope(message: bytes, flags: int = 0) -> bytes:
     """One length-prefixed frame, as Connect streams and gRPC-Web use."""
     return struct.pack(">BI", flags, len(message)) + message
@@ -157,13 +170,7 @@ def test_watch_game_is_a_connect_server_stream_over_http11(
     game = new_game(platform)
     request = engine_pb2.WatchGameRequest(game_id=game.game_id).SerializeToString()
     versions: list[int] = []
-    with httpx.stream(
-        "POST",
-        f"{gateway.url}{ENGINE}/WatchGame",
-        content=envelope(request),
-        headers={"content-type": "application/connect+proto"},
-        timeout=10,
-    ) as response:
+    with watch_game(gateway, request) as response:
         assert response.status_code == 200
         assert response.http_version == "HTTP/1.1"
         buffer = b""
@@ -399,13 +406,7 @@ def test_a_closed_browser_stream_frees_its_watch_slot(platform: Platform, gatewa
         game_id=game.game_id, player_token=game.player_tokens[0]
     ).SerializeToString()
     for attempt in range(10):
-        with httpx.stream(
-            "POST",
-            f"{gateway.url}{ENGINE}/WatchGame",
-            content=envelope(request),
-            headers={"content-type": "application/connect+proto"},
-            timeout=10,
-        ) as response:
+        with watch_game(gateway, request) as response:
             first = next(response.iter_raw())
             flags = first[0]
             assert flags == 0, f"stream {attempt} was refused: {first!r}"
@@ -468,13 +469,7 @@ def test_metrics_count_calls_by_procedure_protocol_and_code_and_open_streams(
     # A stream is open while a browser reads it, and counted when it goes away.
     streams = "boulevard_gateway_streams_open"
     request = engine_pb2.WatchGameRequest(game_id=game.game_id).SerializeToString()
-    with httpx.stream(
-        "POST",
-        f"{gateway.url}{ENGINE}/WatchGame",
-        content=envelope(request),
-        headers={"content-type": "application/connect+proto"},
-        timeout=10,
-    ) as response:
+    with watch_game(gateway, request) as response:
         # Held, not a temporary: a dropped iterator closes the response, ending the stream.
         chunks = response.iter_raw()
         assert next(chunks)[0] == 0
