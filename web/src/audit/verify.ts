@@ -343,35 +343,43 @@ async function checkDiceAnchor(e: Evidence, log: LogEvent[], leafHashes: Uint8Ar
     }
     return "the game predates dice anchors";
   }
-  const h = asObj(head);
-  const size = num(h.tree_size);
+  const problem = await diceAnchorProblem(e.gameId, asObj(head), leafHashes, pk, kid);
+  if (problem !== null) fail("dice", where, problem, r);
+  return `GameFinished's dice head anchors its ${num(asObj(head).tree_size)} records`;
+}
+
+/** Why `head` (GameFinished's `dice_head`) does not anchor a dice log whose leaf hashes, in
+ * order, end with the reveal's; null when it does. Signed by the dice key `pk` (key id
+ * `kid`) over the head's canonical JSON, covering every leaf before the reveal, their root. */
+export async function diceAnchorProblem(gameId: string, head: Obj, leafHashes: Uint8Array[], pk: Uint8Array, kid: string): Promise<string | null> {
+  const size = num(head.tree_size);
   const body = {
-    key_id: str(h.key_id),
-    log_id: e.gameId,
-    root_hash: str(h.root_hash),
-    timestamp_unix_ms: num(h.timestamp_unix_ms),
+    key_id: str(head.key_id),
+    log_id: gameId,
+    root_hash: str(head.root_hash),
+    timestamp_unix_ms: num(head.timestamp_unix_ms),
     tree_size: size,
     type: "boulevard.dice.tree_head.v1",
   };
   let signature: Uint8Array;
   let root: Uint8Array;
   try {
-    signature = fromHex(str(h.signature));
-    root = fromHex(str(h.root_hash));
+    signature = fromHex(str(head.signature));
+    root = fromHex(str(head.root_hash));
   } catch {
-    fail("dice", where, "the dice head's root or signature is not hex", r);
+    return "the dice head's root or signature is not hex";
   }
-  if (str(h.key_id) !== kid || !(await ed25519Verify(pk, signature, canonicalBytes(body)))) {
-    fail("dice", where, "the dice head GameFinished records is not signed by the dice service's key", r);
+  if (str(head.key_id) !== kid || !(await ed25519Verify(pk, signature, canonicalBytes(body)))) {
+    return "the dice head GameFinished records is not signed by the dice service's key";
   }
   const before = leafHashes.length - 1; // the reveal is the last record, after GameFinished
   if (size !== before) {
-    fail("dice", where, `GameFinished anchors the dice log at ${size} records; the dice service serves ${before} before the reveal: records were ${size < before ? "added after the game ended" : "removed since"}`, r);
+    return `GameFinished anchors the dice log at ${size} records; the dice service serves ${before} before the reveal: records were ${size < before ? "added after the game ended" : "removed since"}`;
   }
   if (!equal(await rootOf(leafHashes.slice(0, size)), root)) {
-    fail("dice", where, `GameFinished anchors the dice log's root ${str(h.root_hash)}; the served records have another: the dice log was rewritten after the game ended`, r);
+    return `GameFinished anchors the dice log's root ${str(head.root_hash)}; the served records have another: the dice log was rewritten after the game ended`;
   }
-  return `GameFinished's dice head anchors its ${size} records`;
+  return null;
 }
 
 async function checkLedger(e: Evidence, log: LogEvent[], v: Verdict): Promise<void> {
