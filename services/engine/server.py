@@ -192,25 +192,26 @@ async def next_batch(
     """The feed's events past `seen`, once there are any; a seat's stream (`expires`: its
     token's expiry) ends UNAUTHENTICATED at expiry, naming the version to watch again from.
     The feed's own failures (a NATS timeout among them) pass through as they are: they are
-    not the token's expiry."""
+    not the token's expiry.
+
+    Called once per burst by every stream, so it waits in the stream's own task under one
+    timer (issue 28: a task and an `asyncio.wait` per burst and stream were a visible share
+    of the engine's CPU)."""
     if expires is None:
         return await feed.after(seen)
     left = expires - time.time()
-    done: set[Any] = set()
     if left > 0:
-        waiting = asyncio.ensure_future(feed.after(seen))
+        deadline = asyncio.timeout(left)
         try:
-            done, _ = await asyncio.wait({waiting}, timeout=left)
-        finally:
-            if not waiting.done():
-                waiting.cancel()
-    if not done:
-        raise Unauthenticated(
-            "player token expired; renew it (RenewPlayerToken) and watch again from version "
-            f"{resume_at}"
-        )
-    batch: list[events_pb2.EventEnvelope] = done.pop().result()
-    return batch
+            async with deadline:
+                return await feed.after(seen)
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # the feed's own failure, not the token's expiry
+    raise Unauthenticated(
+        "player token expired; renew it (RenewPlayerToken) and watch again from version "
+        f"{resume_at}"
+    )
 
 
 class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
