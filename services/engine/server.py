@@ -117,6 +117,8 @@ class Feed:
         self, store: JetStreamEventStore, game_id: str, known: Callable[[], int] = lambda: 0
     ) -> None:
         self.events: list[events_pb2.EventEnvelope] = []
+        # version -> its envelope as watchers see it during the game (`shown`).
+        self._shown: dict[int, events_pb2.EventEnvelope] = {}
         self.watchers = 0
         self.restarts = 0  # times a stale consumer was replaced (logged; for tests)
         self._known = known
@@ -176,6 +178,19 @@ class Feed:
             behind_since = behind_since or now
             if now - behind_since >= self.STALE_SECONDS:
                 return
+
+    def shown(self, game: Any, envelope: events_pb2.EventEnvelope) -> events_pb2.EventEnvelope:
+        """`envelope` (one of `events`) as players and watchers may see it before the game
+        ends (`redacted`), worked out once per event for all of the feed's streams: telling
+        a roll from a shuffle decodes the event (issue 28: every stream decoded every roll).
+        What cannot be read raises RulesError, each time it is asked for."""
+        if envelope.type != "ChanceResolved":
+            return envelope  # what `redacted` leaves as it is without decoding
+        version = int(envelope.version)
+        found = self._shown.get(version)
+        if found is None:
+            found = self._shown[version] = redacted(game, envelope, False)
+        return found
 
     async def after(self, seen: int) -> list[events_pb2.EventEnvelope]:
         """The events past the first `seen`, once there are any (what arrived together)."""
@@ -507,7 +522,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                     # recorded dice.
                     revealed = over or session.finished is not None
                     try:
-                        event = redacted(session.game, envelope, revealed)
+                        event = envelope if revealed else feed.shown(session.game, envelope)
                     except RulesError as err:  # written after this stream began
                         raise FailedPrecondition(
                             f"version {envelope.version} is no event the engine can read "
