@@ -302,7 +302,9 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             for other, proto in known:
                 if type(other) is type(view) and other == view:
                     return proto
-            proto = mapping.view_to_proto(session.game, view)
+            # Views that differ only a little (Las Vegas: in `seat` alone) are mapped as the
+            # first one's message with what differs written anew: the same bytes.
+            proto = mapping.view_to_proto(session.game, view, known[0] if known else None)
             known.append((view, proto))
             return proto
 
