@@ -314,23 +314,53 @@ function receiptJson(receipt) {
 // The seat's evidence file: what the engine accepted for it, and the signed heads the dice
 // service and the ledger show now, each as the hex of its protobuf bytes (re-encoded with
 // protobufjs from what grpc-js decoded: the signatures cover the heads' fields, not these
-// bytes). A ledger with nothing signed yet (NOT_FOUND) adds no head.
+// bytes). The ledger head kept is the first that covers the game's anchor (the entry that
+// records its final chain head, docs/ledger.md "Game anchors"), waited for up to 30 s since
+// the ledger signs about a second after it posts; then the latest head, or none if the
+// ledger has signed nothing yet (NOT_FOUND).
 async function keptEvidence(types, dice, ledger, gameId, seat, accepted) {
   const encode = (name, value) => {
     const type = types.lookupType(`boulevard.v1.${name}`);
     return Buffer.from(type.encode(type.fromObject(value)).finish()).toString('hex');
   };
   const logHeads = await unary(dice, 'GetLogHeads', { game_id: gameId });
-  const ledgerHeads = [];
-  try {
-    ledgerHeads.push(encode('SignedTreeHead', (await unary(ledger, 'GetTreeHead', {})).head));
-  } catch (err) {
-    if (err.code !== grpc.status.NOT_FOUND) throw err;
-  }
+  const head = await ledgerHeadOverEnd(ledger, gameId, 30000);
+  const ledgerHeads = head ? [encode('SignedTreeHead', head)] : [];
   return {
     game_id: gameId, seat, accepted, ledger_heads: ledgerHeads,
     dice_heads: (logHeads.heads || []).map((h) => encode('DiceTreeHead', h)),
   };
+}
+
+async function ledgerHeadOverEnd(ledger, gameId, waitMs) {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const anchor = await anchorSeq(ledger, gameId);
+    let head = null;
+    try {
+      head = (await unary(ledger, 'GetTreeHead', {})).head;
+    } catch (err) {
+      if (err.code !== grpc.status.NOT_FOUND) throw err;
+    }
+    if (anchor && head && Number(head.tree_size) >= anchor) return head;
+    if (Date.now() >= deadline) {
+      console.error("note: the ledger signed no head over the game's end in time");
+      return head;
+    }
+    await sleep(200);
+  }
+}
+
+// The journal position of the game's anchor entry (0: not posted yet).
+async function anchorSeq(ledger, gameId) {
+  let token = '';
+  for (;;) {
+    const page = await unary(ledger, 'ListEntries', { game_id: gameId, page_size: 1000, page_token: token });
+    const anchor = (page.entries || []).find((e) => e.event_type === 'GameFinished' && !(e.postings || []).length);
+    if (anchor) return Number(anchor.seq);
+    if (!page.next_page_token) return 0;
+    token = page.next_page_token;
+  }
 }
 
 // Run as a program; `require` it to reuse the encoding and signing (tests/e2e/test_examples.py

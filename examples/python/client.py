@@ -274,13 +274,8 @@ def main(argv: list[str] | None = None) -> int:
         # dice log or journal rewritten and re-signed later contradicts.
         heads = dice.GetLogHeads(protos.GetLogHeadsRequest(game_id=game_id), timeout=10)
         ledger = Stub(protos, channel_to(args.ledger, args.tls_ca), "LedgerService")
-        try:
-            tree = ledger.GetTreeHead(protos.GetTreeHeadRequest(), timeout=10)
-            ledger_heads = [tree.head.SerializeToString().hex()]
-        except grpc.RpcError as err:
-            if err.code() != grpc.StatusCode.NOT_FOUND:  # NOT_FOUND: nothing signed yet
-                raise
-            ledger_heads = []
+        head = ledger_head_over_end(protos, ledger, game_id)
+        ledger_heads = [head.SerializeToString().hex()] if head is not None else []
         evidence = {"game_id": game_id, "seat": seat, "accepted": accepted,
                     "ledger_heads": ledger_heads,
                     "dice_heads": [h.SerializeToString().hex() for h in heads.heads]}  # fmt: skip
@@ -290,6 +285,44 @@ def main(argv: list[str] | None = None) -> int:
               "player_ids": ids, "scores": scores, "dice_ok": ok}  # fmt: skip
     print("result: " + json.dumps(result))
     return 0 if ok else 1
+
+
+def ledger_head_over_end(protos: Protos, ledger: Stub, game_id: str, seconds: float = 30) -> Any:
+    """The ledger's signed tree head once it covers the game's anchor: the entry (no
+    postings, event type GameFinished) that records the game's final chain head. The ledger
+    signs about a second after it posts, so this waits for it; after `seconds` it settles for
+    the latest head, saying so (None: the ledger has signed nothing yet)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        anchor = anchor_seq(protos, ledger, game_id)
+        try:
+            head = ledger.GetTreeHead(protos.GetTreeHeadRequest(), timeout=10).head
+        except grpc.RpcError as err:
+            if err.code() != grpc.StatusCode.NOT_FOUND:  # NOT_FOUND: nothing signed yet
+                raise
+            head = None
+        if anchor and head is not None and head.tree_size >= anchor:
+            return head
+        if time.monotonic() >= deadline:
+            print("note: the ledger signed no head over the game's end in time", file=sys.stderr)
+            return head
+        time.sleep(0.2)
+
+
+def anchor_seq(protos: Protos, ledger: Stub, game_id: str) -> int:
+    """The journal position of the game's anchor entry (0: not posted yet)."""
+    token = ""
+    while True:
+        page = ledger.ListEntries(
+            protos.ListEntriesRequest(game_id=game_id, page_size=1000, page_token=token),
+            timeout=10,
+        )
+        for entry in page.entries:
+            if entry.event_type == "GameFinished" and not entry.postings:
+                return int(entry.seq)
+        if not page.next_page_token:
+            return 0
+        token = page.next_page_token
 
 
 def receipt_json(receipt: Any) -> dict[str, Any]:

@@ -27,6 +27,8 @@ from boulevard.api.v1 import (
     engine_pb2,
     engine_pb2_grpc,
     events_pb2,
+    ledger_pb2,
+    ledger_pb2_grpc,
     matchmaking_pb2,
     matchmaking_pb2_grpc,
 )
@@ -167,6 +169,14 @@ def audited_with_evidence(up: Up, game_id: str, evidence: Path) -> None:
     kinds = [a["kind"] for a in kept["accepted"]]
     assert kinds[0] == "reveal" and kinds.count("reveal") == 1 and "action" in kinds, kinds
     assert kept["dice_heads"] and kept["ledger_heads"], kept
+    # The ledger head kept covers the game's anchor: it commits to the game's whole log.
+    head = ledger_pb2.SignedTreeHead.FromString(bytes.fromhex(kept["ledger_heads"][-1]))
+    with grpc.insecure_channel(address(up.env, "ledger")) as channel:
+        entries = ledger_pb2_grpc.LedgerServiceStub(channel).ListEntries(
+            ledger_pb2.ListEntriesRequest(game_id=game_id, page_size=1000), timeout=10
+        )
+    anchors = [e.seq for e in entries.entries if e.event_type == "GameFinished" and not e.postings]
+    assert len(anchors) == 1 and head.tree_size >= anchors[0], (anchors, head)
     # The keys `boulevard up` published (engine, dice, ledger, bots), pinned by the auditor
     # from what the engine serves: every key the audit meets is in them.
     pinned = evidence.with_name("keys.json")

@@ -192,13 +192,15 @@ class PlayApp(GameScreen):
         assert self.evidence_path is not None
         evidence = player.evidence()
         async with tls.channel(self.addresses["ledger"]) as ledger_channel:
-            await keep_heads(
+            anchored = await keep_heads(
                 evidence,
                 dice_pb2_grpc.DiceServiceStub(dice_channel),
                 ledger_pb2_grpc.LedgerServiceStub(ledger_channel),
             )
         self.evidence_path.write_text(evidence.dumps(), encoding="utf-8")
         self.say(f"evidence kept in {self.evidence_path}")
+        if not anchored:
+            self.say("note: no ledger head covered the game's end yet; an older one is kept")
 
     async def _watch(
         self, engine: engine_pb2_grpc.EngineServiceStub, game_id: str, token: str

@@ -267,23 +267,66 @@ async def keep_heads(
     dice: dice_pb2_grpc.DiceServiceStub | None = None,
     ledger: ledger_pb2_grpc.LedgerServiceStub | None = None,
     timeout: float = 10.0,
-) -> None:
-    """Add to `evidence` the signed heads the services show now: the game's dice log heads
-    and the ledger's latest tree head (a service with nothing signed yet adds nothing).
-    Kept, they are what a rewritten and re-signed dice log or journal contradicts."""
+    anchored_within: float = 30.0,
+) -> bool:
+    """Add to `evidence` the signed heads the services show: the game's dice log heads, and
+    the ledger's tree head once it covers the game's anchor (the entry that posts its
+    GameFinished chain head, docs/ledger.md "Game anchors"). The ledger signs a head about a
+    second after it posts, so this waits up to `anchored_within` seconds for one; if none
+    covers the anchor by then, the latest head is kept (or none, if nothing is signed yet)
+    and False is returned. Kept, they are what a rewritten and re-signed dice log or journal
+    contradicts."""
     if dice is not None:
         heads = await dice.GetLogHeads(
             dice_pb2.GetLogHeadsRequest(game_id=evidence.game_id), timeout=timeout
         )
         evidence.dice_heads.extend(h.SerializeToString() for h in heads.heads)
-    if ledger is not None:
-        try:
-            head = await ledger.GetTreeHead(ledger_pb2.GetTreeHeadRequest(), timeout=timeout)
-        except grpc.aio.AioRpcError as err:
-            if err.code() != grpc.StatusCode.NOT_FOUND:
-                raise
-        else:
-            evidence.ledger_heads.append(head.head.SerializeToString())
+    if ledger is None:
+        return True
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + anchored_within
+    while True:
+        anchor = await _anchor_seq(ledger, evidence.game_id, timeout)
+        head = await _ledger_head(ledger, timeout)
+        covered = anchor > 0 and head is not None and head.tree_size >= anchor
+        if covered or loop.time() >= deadline:
+            if head is not None:
+                evidence.ledger_heads.append(head.SerializeToString())
+            return covered
+        await asyncio.sleep(0.2)
+
+
+async def _anchor_seq(
+    ledger: ledger_pb2_grpc.LedgerServiceStub, game_id: str, timeout: float
+) -> int:
+    """The journal position of the game's anchor entry (0: not posted yet)."""
+    token = ""
+    while True:
+        page = await ledger.ListEntries(
+            ledger_pb2.ListEntriesRequest(game_id=game_id, page_size=1000, page_token=token),
+            timeout=timeout,
+        )
+        for entry in page.entries:
+            if entry.event_type == "GameFinished" and not entry.postings:
+                return int(entry.seq)
+        if not page.next_page_token:
+            return 0
+        token = page.next_page_token
+
+
+async def _ledger_head(
+    ledger: ledger_pb2_grpc.LedgerServiceStub, timeout: float
+) -> ledger_pb2.SignedTreeHead | None:
+    """The ledger's latest signed tree head; None when it has signed none yet."""
+    try:
+        got: ledger_pb2.GetTreeHeadResponse = await ledger.GetTreeHead(
+            ledger_pb2.GetTreeHeadRequest(), timeout=timeout
+        )
+    except grpc.aio.AioRpcError as err:
+        if err.code() != grpc.StatusCode.NOT_FOUND:
+            raise
+        return None
+    return got.head
 
 
 SUBMIT_ATTEMPTS = 6  # UNAVAILABLE is retried with backoff for about 15 s
