@@ -25,7 +25,10 @@ gRPC no-op server process, then:
 The machine's load average is printed at the start and at the end: the figures are only as
 good as the machine was quiet.
 Usage: python bench/engine.py [--quick] [--game NAME] [--procs N] [--engines N]
-                              [--watch bursts|events]
+                              [--watch bursts|events] [--load-only [--games N,N,...]]
+`--load-only` runs only step 1's SubmitAction rows (no no-op, no rebuild) and prints each
+server process's CPU per action: the short run for comparing two versions of the engine
+back to back (docs/performance.md, issue 28).
 bench/bgio.py measures boardgame.io beside it, playing Las Vegas (`make bench-bgio`).
 """
 
@@ -675,6 +678,34 @@ async def bench_platform(engines: int = 1) -> AsyncIterator[BenchPlatform]:
             platform.stop()
 
 
+async def load_only(seconds: float, procs: int, engines: int, game: str, sizes: list[int]) -> None:
+    """Only the SubmitAction rows at `sizes` games: rate, latency, and every server
+    process's CPU per action, each row with the load average at its end."""
+    title = get_game(game).title
+    print(f"load average at start: {loadavg()}")
+    async with bench_platform(engines) as bench:
+        print(
+            f"SubmitAction ({title}, 4 seats a game, WatchGame in "
+            f"{os.environ.get(WATCH_ENV, 'bursts')} mode), {seconds:.0f} s a row; "
+            "server CPU per action in ms:"
+        )
+        for n in sizes:
+            e = measure(
+                "engine", bench.engine, bench.operator, n, seconds, procs, bench.servers, game
+            )
+            calls = max(1, e["calls"])
+            every = sum(e["server_cpu"].values()) / calls
+            parts = "  ".join(
+                f"{name} {1e3 * cpu / calls:.2f}" for name, cpu in e["server_cpu"].items()
+            )
+            print(
+                f"  {n:>3} games: {e['rate']:6,.0f} actions/s  p50 {e['p50_ms']:6.1f}  "
+                f"p99 {e['p99_ms']:7.1f} ms  all {1e3 * every:.2f}  ({parts})  "
+                f"load {e['load']:.1f}"
+            )
+    print(f"load average at end:   {loadavg()}")
+
+
 async def main(quick: bool, procs: int, engines: int, game: str) -> None:
     seconds = 6.0 if quick else 20.0
     title = get_game(game).title
@@ -857,6 +888,21 @@ if __name__ == "__main__":
         default="bursts",
         help="how seats watch: one message per burst, as the bots do (default), or one per event",
     )
+    parser.add_argument(
+        "--load-only",
+        action="store_true",
+        help="only the SubmitAction rows and each server's CPU per action (A/B comparisons)",
+    )
+    parser.add_argument(
+        "--games",
+        default="10,100",
+        help="with --load-only: the table counts, comma-separated (default 10,100)",
+    )
     args = parser.parse_args()
     os.environ[WATCH_ENV] = args.watch  # the spawned load generators read it
-    asyncio.run(main(args.quick, args.procs, args.engines, args.game))
+    if args.load_only:
+        sizes = [int(n) for n in args.games.split(",")]
+        seconds = 6.0 if args.quick else 15.0
+        asyncio.run(load_only(seconds, args.procs, args.engines, args.game, sizes))
+    else:
+        asyncio.run(main(args.quick, args.procs, args.engines, args.game))

@@ -117,6 +117,8 @@ class Feed:
         self, store: JetStreamEventStore, game_id: str, known: Callable[[], int] = lambda: 0
     ) -> None:
         self.events: list[events_pb2.EventEnvelope] = []
+        # version -> its envelope as watchers see it during the game (`shown`).
+        self._shown: dict[int, events_pb2.EventEnvelope] = {}
         self.watchers = 0
         self.restarts = 0  # times a stale consumer was replaced (logged; for tests)
         self._known = known
@@ -177,6 +179,19 @@ class Feed:
             if now - behind_since >= self.STALE_SECONDS:
                 return
 
+    def shown(self, game: Any, envelope: events_pb2.EventEnvelope) -> events_pb2.EventEnvelope:
+        """`envelope` (one of `events`) as players and watchers may see it before the game
+        ends (`redacted`), worked out once per event for all of the feed's streams: telling
+        a roll from a shuffle decodes the event (issue 28: every stream decoded every roll).
+        What cannot be read raises RulesError, each time it is asked for."""
+        if envelope.type != "ChanceResolved":
+            return envelope  # what `redacted` leaves as it is without decoding
+        version = int(envelope.version)
+        found = self._shown.get(version)
+        if found is None:
+            found = self._shown[version] = redacted(game, envelope, False)
+        return found
+
     async def after(self, seen: int) -> list[events_pb2.EventEnvelope]:
         """The events past the first `seen`, once there are any (what arrived together)."""
         while len(self.events) <= seen:
@@ -192,25 +207,26 @@ async def next_batch(
     """The feed's events past `seen`, once there are any; a seat's stream (`expires`: its
     token's expiry) ends UNAUTHENTICATED at expiry, naming the version to watch again from.
     The feed's own failures (a NATS timeout among them) pass through as they are: they are
-    not the token's expiry."""
+    not the token's expiry.
+
+    Called once per burst by every stream, so it waits in the stream's own task under one
+    timer (issue 28: a task and an `asyncio.wait` per burst and stream were a visible share
+    of the engine's CPU)."""
     if expires is None:
         return await feed.after(seen)
     left = expires - time.time()
-    done: set[Any] = set()
     if left > 0:
-        waiting = asyncio.ensure_future(feed.after(seen))
+        deadline = asyncio.timeout(left)
         try:
-            done, _ = await asyncio.wait({waiting}, timeout=left)
-        finally:
-            if not waiting.done():
-                waiting.cancel()
-    if not done:
-        raise Unauthenticated(
-            "player token expired; renew it (RenewPlayerToken) and watch again from version "
-            f"{resume_at}"
-        )
-    batch: list[events_pb2.EventEnvelope] = done.pop().result()
-    return batch
+            async with deadline:
+                return await feed.after(seen)
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # the feed's own failure, not the token's expiry
+    raise Unauthenticated(
+        "player token expired; renew it (RenewPlayerToken) and watch again from version "
+        f"{resume_at}"
+    )
 
 
 class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
@@ -286,7 +302,9 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             for other, proto in known:
                 if type(other) is type(view) and other == view:
                     return proto
-            proto = mapping.view_to_proto(session.game, view)
+            # Views that differ only a little (Las Vegas: in `seat` alone) are mapped as the
+            # first one's message with what differs written anew: the same bytes.
+            proto = mapping.view_to_proto(session.game, view, known[0] if known else None)
             known.append((view, proto))
             return proto
 
@@ -506,7 +524,7 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                     # recorded dice.
                     revealed = over or session.finished is not None
                     try:
-                        event = redacted(session.game, envelope, revealed)
+                        event = envelope if revealed else feed.shown(session.game, envelope)
                     except RulesError as err:  # written after this stream began
                         raise FailedPrecondition(
                             f"version {envelope.version} is no event the engine can read "

@@ -199,16 +199,44 @@ def action_to_command(game: AnyGame, action: engine_pb2.Action) -> Any:
     return _read_dataclass(getattr(game_action, command), cls, command)
 
 
-def view_to_proto(game: AnyGame, view: object) -> engine_pb2.GameView:
-    """A seat's view as the engine's `GameView`, with its plain-text rendering."""
+def view_to_proto(
+    game: AnyGame, view: object, like: tuple[object, engine_pb2.GameView] | None = None
+) -> engine_pb2.GameView:
+    """A seat's view as the engine's `GameView`, with its plain-text rendering.
+
+    `like`: another view of this game and the message this function made of it. When the
+    two views differ in fewer than half of their top-level fields (in several games, only in
+    `seat`, whose view it is), the message is a copy of that one with the differing fields
+    cleared and written anew: the same message, field for field and byte for byte, as
+    mapping `view` from scratch (tests/unit/contract/test_view_delta.py), at a fraction of
+    the cost (issue 28: every seat's view was mapped whole at every version). The rendering
+    is always made afresh."""
     protos = _protos(game)
-    if type(view) is not game_view_type(game):
-        raise ProtoMappingError(f"{type(view).__name__} is not the view type of {game.name!r}")
+    tp = type(view)
+    if tp is not game_view_type(game):
+        raise ProtoMappingError(f"{tp.__name__} is not the view type of {game.name!r}")
+    if like is not None and type(like[0]) is tp:
+        other, other_message = like
+        writers = _field_writers(_descriptor(getattr(other_message, protos.view.name)), tp)
+        changed = [n for n in writers if not _same(getattr(view, n), getattr(other, n))]
+        if 2 * len(changed) < len(writers):
+            result = engine_pb2.GameView()
+            result.CopyFrom(other_message)
+            result.rendered = game.render(view)
+            message = getattr(result, protos.view.name)
+            for name in changed:
+                message.ClearField(name)
+                writers[name](message, getattr(view, name))
+            return result
     result = engine_pb2.GameView(rendered=game.render(view))
     message = getattr(result, protos.view.name)
     message.SetInParent()
     _write_dataclass(message, view)
     return result
+
+
+def _same(a: object, b: object) -> bool:
+    return a is b or a == b
 
 
 def proto_to_view(game: AnyGame, view: engine_pb2.GameView) -> Any:
@@ -370,13 +398,7 @@ def _compile_value(desc: Descriptor, tp: Any) -> Writer:
     """A message that stands for one value: a dataclass, a fixed tuple (positional fields)
     or a collection (its single repeated field)."""
     if _is_dataclass_type(tp):
-        hints = _hints(tp)
-        by_name = desc.fields_by_name
-        plan: list[tuple[str, Writer]] = []
-        for f in _dataclass_fields(tp):
-            if f.name not in by_name:
-                raise ProtoMappingError(f"{desc.name} has no field for {tp.__name__}.{f.name}")
-            plan.append((f.name, _compile_field(by_name[f.name], hints[f.name])))
+        plan = list(_field_writers(desc, tp).items())
 
         def write_dataclass(message: Message, obj: Any) -> None:
             for name, write in plan:
@@ -398,6 +420,26 @@ def _compile_value(desc: Descriptor, tp: Any) -> Writer:
     if _element_of(tp) is not None and len(fields) == 1:
         return _compile_field(fields[0], tp)
     raise ProtoMappingError(f"no mapping from {tp} to message {desc.name}")
+
+
+_FIELD_WRITERS: dict[tuple[Descriptor, Any], dict[str, Writer]] = {}
+
+
+def _field_writers(desc: Descriptor, tp: Any) -> dict[str, Writer]:
+    """A writer for each field of the dataclass type `tp` into a message of type `desc`, by
+    field name, in the dataclass's order (compiled once per pair)."""
+    key = (desc, tp)
+    found = _FIELD_WRITERS.get(key)
+    if found is None:
+        hints = _hints(tp)
+        by_name = desc.fields_by_name
+        writers: dict[str, Writer] = {}
+        for f in _dataclass_fields(tp):
+            if f.name not in by_name:
+                raise ProtoMappingError(f"{desc.name} has no field for {tp.__name__}.{f.name}")
+            writers[f.name] = _compile_field(by_name[f.name], hints[f.name])
+        found = _FIELD_WRITERS[key] = writers
+    return found
 
 
 def _compile_field(field: FieldDescriptor, tp: Any) -> Writer:

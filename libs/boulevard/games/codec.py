@@ -11,7 +11,7 @@ import dataclasses
 import json
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import Enum
 from functools import cache
 from typing import Any, Union
@@ -23,22 +23,65 @@ JSON = Any
 
 
 def to_plain(value: Any) -> JSON:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        plain, added = _plain_fields(type(value))
-        out = {name: to_plain(getattr(value, name)) for name in plain}
-        for name, default in added:
-            field_value = getattr(value, name)
-            if field_value != default:
-                out[name] = to_plain(field_value)
-        return out
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, tuple | list):
-        return [to_plain(v) for v in value]
-    if isinstance(value, frozenset | set):
-        return sorted((to_plain(v) for v in value), key=_sort_key)
-    if isinstance(value, dict):
-        return [[to_plain(k), to_plain(v)] for k, v in sorted(value.items(), key=_item_key)]
+    """`value` as plain JSON-able data: a dataclass as a dict of its fields (those added
+    later, OMITTED_AT_DEFAULT, only when not at their default), an enum by its value, a
+    tuple or list as a list, a set as a sorted list, a dict as sorted [key, value] pairs;
+    anything else as it is."""
+    tp = type(value)
+    encode = _ENCODERS.get(tp)
+    if encode is None:
+        encode = _ENCODERS[tp] = _encoder(tp)
+    return encode(value)
+
+
+# The encoder of each Python type, chosen once per type: `to_plain` runs on every event
+# appended and every snapshot, and testing each value against dataclass, Enum, tuple | list,
+# ... in turn cost several times the encoding itself (issue 28). The type decides the
+# encoding (isinstance on a value is issubclass on its type), so the output is the same.
+_ENCODERS: dict[type, Callable[[Any], JSON]] = {}
+
+
+def _encoder(tp: type) -> Callable[[Any], JSON]:
+    if dataclasses.is_dataclass(tp):
+        plain, added = _plain_fields(tp)
+
+        def encode_dataclass(value: Any) -> JSON:
+            out = {name: to_plain(getattr(value, name)) for name in plain}
+            for name, default in added:
+                field_value = getattr(value, name)
+                if field_value != default:
+                    out[name] = to_plain(field_value)
+            return out
+
+        return encode_dataclass
+    if issubclass(tp, Enum):
+        return _enum_value
+    if issubclass(tp, tuple | list):
+        return _as_list
+    if issubclass(tp, frozenset | set):
+        return _as_sorted_list
+    if issubclass(tp, dict):
+        return _as_pairs
+    return _as_is
+
+
+def _enum_value(value: Enum) -> JSON:
+    return value.value
+
+
+def _as_list(value: Iterable[Any]) -> JSON:
+    return [to_plain(v) for v in value]
+
+
+def _as_sorted_list(value: Iterable[Any]) -> JSON:
+    return sorted((to_plain(v) for v in value), key=_sort_key)
+
+
+def _as_pairs(value: dict[Any, Any]) -> JSON:
+    return [[to_plain(k), to_plain(v)] for k, v in sorted(value.items(), key=_item_key)]
+
+
+def _as_is(value: Any) -> JSON:
     return value
 
 

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 
+from boulevard.api.v1 import events_pb2
+from boulevard.eventlog.store import RecordedEvent
 from boulevard.platform.errors import Unauthenticated
-from services.engine.server import next_batch
+from services.engine import server
+from services.engine.server import Feed, next_batch
 
 
 class FailingFeed:
@@ -62,3 +67,58 @@ async def test_an_expired_token_gets_nothing_even_when_events_wait() -> None:
 async def test_spectators_and_live_tokens_get_the_batch() -> None:
     assert await next_batch(ReadyFeed(), 0, None, 1) == ["e1", "e2"]  # type: ignore[arg-type]
     assert await next_batch(ReadyFeed(), 0, time.time() + 60, 1) == ["e1", "e2"]  # type: ignore[arg-type]
+
+
+# The same contracts against a real Feed (its consumer a stand-in for `follow`, pure asyncio):
+# a stream waiting on the feed wakes with what arrives, and at expiry, not before.
+
+
+def recorded(version: int) -> RecordedEvent:
+    envelope = events_pb2.EventEnvelope(game_id="g1", version=version, type="Moved")
+    return RecordedEvent("g1", version, f"e{version}", "Moved", envelope.SerializeToString())
+
+
+@asynccontextmanager
+async def feeding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[tuple[Feed, asyncio.Queue[list[RecordedEvent]]]]:
+    batches: asyncio.Queue[list[RecordedEvent]] = asyncio.Queue()
+
+    async def follow(store: Any, game_id: str) -> AsyncIterator[list[RecordedEvent]]:
+        while True:
+            yield await batches.get()
+
+    monkeypatch.setattr(server, "follow", follow)
+    feed = Feed(None, "g1")  # type: ignore[arg-type]
+    try:
+        yield feed, batches
+    finally:
+        feed.task.cancel()
+        await asyncio.gather(feed.task, return_exceptions=True)
+
+
+async def test_a_waiting_stream_gets_what_the_feed_reads_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with feeding(monkeypatch) as (feed, batches):
+        for seen, expires in ((0, None), (1, time.time() + 60)):
+            waiting = asyncio.ensure_future(next_batch(feed, seen, expires, seen + 1))
+            await asyncio.sleep(0.05)
+            assert not waiting.done()
+            batches.put_nowait([recorded(seen + 1)])
+            batch = await asyncio.wait_for(waiting, 1)
+            assert [e.version for e in batch] == [seen + 1]
+        # Held already: at once, spectator or seat.
+        assert [e.version for e in await next_batch(feed, 0, time.time() + 60, 1)] == [1, 2]
+
+
+async def test_a_waiting_stream_ends_at_its_tokens_expiry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with feeding(monkeypatch) as (feed, batches):
+        batches.put_nowait([recorded(1)])
+        await asyncio.wait_for(feed.after(0), 1)
+        started = time.monotonic()
+        with pytest.raises(Unauthenticated, match="watch again from version 2"):
+            await asyncio.wait_for(next_batch(feed, 1, time.time() + 0.1, 2), 2)
+        assert time.monotonic() - started >= 0.09  # at expiry, not before
