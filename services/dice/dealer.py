@@ -394,6 +394,11 @@ class Dealer:
         async with self._lock(game_id):
             for _ in range(ATTEMPTS):
                 table = await self._find(game_id)
+                if table is not None and await self._log.last_seq(game_id) != table.last_seq:
+                    # Another replica wrote since this one cached the game (a draw answered
+                    # there): the head must cover that leaf too, so read the log again.
+                    self._forget(game_id)
+                    table = await self._find(game_id)
                 if table is None:
                     raise FailedPrecondition(f"no dice game {game_id}: nothing to sign")
                 if table.head is None or table.signed_size < table.tree.size:

@@ -412,10 +412,15 @@ async def test_two_replicas_share_a_game_without_gaps_or_repeats(
         for k, i in enumerate(range(0, 60, 3)):
             assert outcomes[60 + k] == by_request[f"r{i}"]
         assert sorted(o.nonce for o in outcomes[:60]) == list(range(60))
+        # The head GameFinished records covers every leaf stored, whichever replica drew
+        # the last one and whichever is asked (a stale cache would sign short of it).
+        for i in range(60, 76):
+            await client.roll(game_id, f"r{i}", 1, 6)
+            assert (await client.head(game_id)).tree_size == 2 + i + 1
         await finish_and_reveal(nc, client, game_id)
         async with channel_to(one.address) as channel:
             report = await DiceReader(channel).audit_game(game_id)
-        assert report.ok and report.checked == 60, report.describe()
+        assert report.ok and report.checked == 76, report.describe()
 
 
 async def test_a_seed_purge_that_fails_is_retried_until_the_seed_is_gone(
