@@ -64,6 +64,14 @@ log = structlog.get_logger(__name__)
 GAME_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # a well-formed game (and match) id
 
 
+class CopyBehind(Aborted):
+    """The caller pinned a version past this replica's copy of the game: another replica
+    wrote since (the call was not routed to the replica that holds the game, or that one is
+    down). The engine reads the log again, once, before it answers ABORTED
+    (`Engine.handle`); without that, a replica holding a stale copy would refuse every
+    pinned move of the game until its copy left the cache."""
+
+
 class Command(Protocol):
     """One request to change one game, as `Engine.handle` runs it. The pipeline calls the
     steps in the order they are listed here; each raises the error the caller gets. What
@@ -237,7 +245,8 @@ class Submit(_Existing):
         if session.finished is not None:
             raise FailedPrecondition("the game is over")
         if self.expected_version and self.expected_version != session.version:
-            raise Aborted(
+            behind = self.expected_version > session.version  # this copy, not the caller
+            raise (CopyBehind if behind else Aborted)(
                 f"the game is at version {session.version}, not {self.expected_version}: "
                 "reload and decide again"
             )
@@ -570,7 +579,8 @@ class Reclaim(_Existing):
         if not clocks.seats[seat].absent:
             raise FailedPrecondition(f"seat {seat} has not timed out: it is yours already")
         if self.expected_version != session.version:
-            raise Aborted(
+            behind = self.expected_version > session.version  # this copy, not the caller
+            raise (CopyBehind if behind else Aborted)(
                 f"the game is at version {session.version}, not {self.expected_version}: "
                 "sign the reclaim for the version you see"
             )

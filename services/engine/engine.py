@@ -45,6 +45,7 @@ from services.engine.chance import ChanceSource, Settler
 from services.engine.commands import (
     GAME_ID,
     Command,
+    CopyBehind,
     Create,
     Created,
     Reclaim,
@@ -283,7 +284,9 @@ class Engine:
         the order they are called: this file (authorize, load), chance.py (settle),
         commands.py (verify, decide), chain.py (append), sessions.py (evolve, answer). A
         lost race with another writer reloads the game and runs the steps again, unless the
-        caller pinned the version it decided on (ABORTED).
+        caller pinned the version it decided on (ABORTED). A caller who pinned a version
+        past this replica's cached copy (another replica wrote since) has the log read
+        again, once, before the rules decide (`CopyBehind`).
 
         The rules a game runs by are the ones its GameCreated names, chosen where the session
         is made (`Session.new`, `Session.from_snapshot`); a command that is not a player's
@@ -293,6 +296,7 @@ class Engine:
         # checked when the command was built).
         if command.claims is not None and command.claims.game_id != command.game_id:
             raise PermissionDenied("this token is for another game")
+        reread = False  # the log was read again for a caller who saw past the cached copy
         for _attempt in range(MAX_RETRIES):
             async with self._lock(command.game_id):
                 # The game from cache, snapshot and log, with the rules its GameCreated
@@ -309,7 +313,16 @@ class Engine:
                         session, done.first, done.last, self.store, self.receipt_key,
                         command.receipted, command.claims,
                     )  # fmt: skip
-                events = await command.decide(session)  # the rules
+                try:
+                    events = await command.decide(session)  # the rules
+                except CopyBehind:
+                    if reread:
+                        raise  # the log itself is not there: ABORTED
+                    # Another replica wrote since this copy was cached: drop it and read
+                    # the log again (a call that missed the game's owner costs a load).
+                    self._sessions.pop(command.game_id, None)
+                    reread = True
+                    continue
                 first = session.version + 1
                 if events:
                     try:

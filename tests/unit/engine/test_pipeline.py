@@ -14,7 +14,7 @@ from boulevard.contract.mapping import command_to_action
 from boulevard.eventlog.errors import ConcurrencyConflict
 from boulevard.eventlog.store import InMemoryEventStore, NewEvent
 from boulevard.platform.auth import verify_token
-from boulevard.platform.errors import InvalidArgument, PermissionDenied
+from boulevard.platform.errors import Aborted, InvalidArgument, PermissionDenied
 from services.engine.chance import LocalChance, Opened
 from services.engine.engine import Engine, MemoryKeyValue, OutcomeUnknown
 from tests.unit.engine.test_engine_core import KEY, SEAT_KEYS, first_legal, seats, submit
@@ -100,6 +100,32 @@ async def test_a_pinned_command_that_loses_a_race_is_aborted_unless_it_was_itsel
     await submit(one, "m", claims2, command2, first.version, "k2")
     with pytest.raises(ConcurrencyConflict):
         await submit(stale, "m", claims2, command2, first.version, "k3")
+    assert await commands_in(store, "m") == ["cmd:k1", "cmd:k2"]
+
+
+async def test_a_replica_behind_the_caller_reads_the_log_again_and_serves_the_move() -> None:
+    # A game's calls went to another replica (its owner, docs/operations.md "Scaling the
+    # engine"); this one still holds the copy it cached earlier. A move pinned at the
+    # version the caller saw, past that copy, is served from the log read again, not
+    # ABORTED (which no retry would cure while the stale copy stayed cached).
+    store = InMemoryEventStore()
+    owner, behind = engine_on(store), engine_on(store)
+    created = await owner.create_game("m", "las_vegas", seats(2), match_id="m")
+    await behind.load("m")  # cached at this version
+    session = await owner.load("m")
+    seat, command = first_legal(session)
+    first = await submit(owner, "m", verify_token(KEY, created.tokens[seat]), command,
+                         session.version, "k1")  # fmt: skip
+    seat2, command2 = first_legal(await owner.load("m"))
+    claims2 = verify_token(KEY, created.tokens[seat2])
+    moved = await submit(behind, "m", claims2, command2, first.version, "k2")
+    assert moved.envelopes[0].type == "CommandAccepted"
+    assert await commands_in(store, "m") == ["cmd:k1", "cmd:k2"]
+    # A version the log has not reached is still ABORTED, after one read of the log.
+    seat3, command3 = first_legal(await owner.load("m"))
+    claims3 = verify_token(KEY, created.tokens[seat3])
+    with pytest.raises(Aborted, match="reload and decide again"):
+        await submit(behind, "m", claims3, command3, moved.version + 5, "k3")
     assert await commands_in(store, "m") == ["cmd:k1", "cmd:k2"]
 
 
