@@ -26,9 +26,15 @@ The machine's load average is printed at the start and at the end: the figures a
 good as the machine was quiet.
 Usage: python bench/engine.py [--quick] [--game NAME] [--procs N] [--engines N]
                               [--watch bursts|events] [--load-only [--games N,N,...]]
+                              [--affinity [--runs N]]
 `--load-only` runs only step 1's SubmitAction rows (no no-op, no rebuild) and prints each
 server process's CPU per action: the short run for comparing two versions of the engine
 back to back (docs/performance.md, issue 28).
+`--load-only --engines N --affinity` starts the N engines on ports of their own and runs each
+row alternately without affinity (every call to the next replica in turn, as a per-call
+balancer spreads them) and with it (each call to its game's owner, by the routing the gateway
+uses, boulevard.contract.routing), printing beside each the cold loads: games a replica
+loaded from its snapshot or the log rather than its memory (docs/performance.md).
 bench/bgio.py measures boardgame.io beside it, playing Las Vegas (`make bench-bgio`).
 """
 
@@ -37,6 +43,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import multiprocessing
 import os
 import random
@@ -45,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -60,8 +68,9 @@ from common import Timer, rate
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash, command_signing_bytes, verify
-from boulevard.cli.up import demo_operator_token, start_platform
+from boulevard.cli.up import demo_operator_token, start_platform, wait_serving
 from boulevard.contract.mapping import command_to_action
+from boulevard.contract.routing import owner, replica_list
 from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.fairness import client_seed_commitment
 from boulevard.games import REGISTRY, get_game
@@ -91,6 +100,7 @@ asyncio.run(main())
 """
 
 WATCH_ENV = "BOULEVARD_BENCH_WATCH"  # "events": one event per stream message (--watch)
+ROUTE_ENV = "BOULEVARD_BENCH_ROUTE"  # with --affinity: "owner" or "spread" (RoutedStub)
 KEYS = [SigningKey(bytes([i + 1]) * 32) for i in range(4)]  # one per seat, as clients hold
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -240,6 +250,31 @@ async def play_games(
         created = await create_game(stub, operator, game)
 
 
+class RoutedStub:
+    """An EngineServiceStub over several engine replicas (`--affinity`). "owner": each call
+    goes to the replica that owns its request's game id (boulevard.contract.routing, as the
+    gateway routes), a call without one (CreateGame) to the first; "spread": every call to the
+    next replica in turn, as a per-call balancer (round_robin, a mesh) spreads them."""
+
+    def __init__(self, channels: dict[str, grpc.aio.Channel], route: str) -> None:
+        self._stubs = {a: engine_pb2_grpc.EngineServiceStub(c) for a, c in channels.items()}
+        self._replicas = list(channels)
+        self._spread = route == "spread"
+        self._turn = itertools.count()
+
+    def _stub(self, request: Any) -> engine_pb2_grpc.EngineServiceStub:
+        if self._spread:
+            return self._stubs[self._replicas[next(self._turn) % len(self._replicas)]]
+        game_id = getattr(request, "game_id", "")
+        return self._stubs[owner(game_id, self._replicas) if game_id else self._replicas[0]]
+
+    def __getattr__(self, method: str) -> Any:
+        def call(request: Any, *args: Any, **kwargs: Any) -> Any:
+            return getattr(self._stub(request), method)(request, *args, **kwargs)
+
+        return call
+
+
 async def _loadgen(
     kind: str,
     address: str,
@@ -258,7 +293,13 @@ async def _loadgen(
     mean seconds each seat waits before a move (a paced load instead of a saturated one)."""
     tally = Tally(think)
     loop = asyncio.get_running_loop()
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with contextlib.AsyncExitStack() as channels:
+        # `address`: one, or the engine replicas comma-separated (--affinity: RoutedStub).
+        replicas = {
+            a: await channels.enter_async_context(grpc.aio.insecure_channel(a))
+            for a in replica_list(address)
+        }
+        channel = next(iter(replicas.values()))
         if kind == "noop":
             health = health_pb2_grpc.HealthStub(channel)
             await health.Check(health_pb2.HealthCheckRequest(), wait_for_ready=True)
@@ -273,7 +314,11 @@ async def _loadgen(
 
             tasks = [asyncio.create_task(caller()) for _ in range(count)]
         else:
-            stub = engine_pb2_grpc.EngineServiceStub(channel)
+            stub: Any = (
+                RoutedStub(replicas, os.environ.get(ROUTE_ENV, "owner"))
+                if len(replicas) > 1
+                else engine_pb2_grpc.EngineServiceStub(channel)
+            )
             tables = [await create_game(stub, operator, game) for _ in range(count)]
             tasks = [
                 asyncio.create_task(
@@ -630,6 +675,7 @@ class BenchPlatform:
     addresses: dict[str, str]
     operator: str
     servers: dict[str, list[int]]  # name -> pids: engine (all replicas), dice, ledger, ...
+    engine_metrics: list[str]  # each engine replica's /metrics URL
 
     @property
     def engine(self) -> str:
@@ -637,17 +683,20 @@ class BenchPlatform:
 
 
 @contextlib.asynccontextmanager
-async def bench_platform(engines: int = 1) -> AsyncIterator[BenchPlatform]:
+async def bench_platform(engines: int = 1, own_ports: bool = False) -> AsyncIterator[BenchPlatform]:
     """Start the whole platform in a temporary directory, on free ports, logging warnings
     only; `engines` engine processes on the one port (grpc sets SO_REUSEPORT: the kernel
-    spreads the load generators' connections over them; OCC orders each game). Stopped on
-    exit."""
+    spreads the load generators' connections over them; OCC orders each game), or with
+    `own_ports` each on a port of its own (`addresses["engine"]` then lists them all,
+    comma-separated, for RoutedStub). Stopped on exit."""
     with tempfile.TemporaryDirectory() as tmp:
         for name in ("MATCHMAKING", "ENGINE", "DICE", "LEDGER", "GATEWAY", "EMBEDDED_NATS"):
             os.environ[f"BOULEVARD_{name}_PORT"] = str(free_port())
         for name in ("MATCHMAKING", "ENGINE", "DICE", "LEDGER", "GATEWAY"):
             # Any free port: a `boulevard up` on this machine holds the default ones.
             os.environ[f"BOULEVARD_{name}_METRICS_PORT"] = "0"
+        metrics_port = free_port()  # the engine's is read (cold loads, --affinity)
+        os.environ["BOULEVARD_ENGINE_METRICS_PORT"] = str(metrics_port)
         os.environ["BOULEVARD_LOG_LEVEL"] = "warning"
         os.environ.pop("NATS_URL", None)
         settings = Settings()
@@ -658,7 +707,22 @@ async def bench_platform(engines: int = 1) -> AsyncIterator[BenchPlatform]:
         try:
             assert platform.nats is not None and platform.nats.process is not None
             pids = {c.name: c.process.pid for c in platform.children}
-            replicas.extend(platform.spawn("engine") for _ in range(engines - 1))
+            metrics = [f"http://127.0.0.1:{metrics_port}/metrics"]
+            if not own_ports:
+                replicas.extend(platform.spawn("engine") for _ in range(engines - 1))
+            for _ in range(engines - 1 if own_ports else 0):
+                port, metrics_port = free_port(), free_port()
+                env = {
+                    **platform.env,
+                    "BOULEVARD_ENGINE_PORT": str(port),
+                    "BOULEVARD_ENGINE_METRICS_PORT": str(metrics_port),
+                }
+                replicas.append(
+                    subprocess.Popen([sys.executable, "-m", "services.engine"], env=env)
+                )
+                await wait_serving(f"127.0.0.1:{port}", 60, replicas[-1])
+                addresses["engine"] += f",127.0.0.1:{port}"
+                metrics.append(f"http://127.0.0.1:{metrics_port}/metrics")
             yield BenchPlatform(
                 platform,
                 addresses,
@@ -670,6 +734,7 @@ async def bench_platform(engines: int = 1) -> AsyncIterator[BenchPlatform]:
                     "matchmaking": [pids["matchmaking"]],
                     "nats": [platform.nats.process.pid],
                 },
+                metrics,
             )
         finally:
             for process in replicas:
@@ -678,29 +743,69 @@ async def bench_platform(engines: int = 1) -> AsyncIterator[BenchPlatform]:
             platform.stop()
 
 
-async def load_only(seconds: float, procs: int, engines: int, game: str, sizes: list[int]) -> None:
+def cold_loads(urls: list[str]) -> list[float]:
+    """Each engine replica's count of games it loaded from its snapshot or the log (not from
+    memory): boulevard_engine_game_loads{source="snapshot"|"log"} on its /metrics."""
+    counts = []
+    for url in urls:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            text = reply.read().decode()
+        counts.append(
+            sum(
+                float(line.rsplit(" ", 1)[1])
+                for line in text.splitlines()
+                if line.startswith("boulevard_engine_game_loads_total{")
+                and 'source="cache"' not in line
+            )
+        )
+    return counts
+
+
+async def load_only(
+    seconds: float,
+    procs: int,
+    engines: int,
+    game: str,
+    sizes: list[int],
+    affinity: bool = False,
+    runs: int = 2,
+) -> None:
     """Only the SubmitAction rows at `sizes` games: rate, latency, and every server
-    process's CPU per action, each row with the load average at its end."""
+    process's CPU per action, each row with the load average at its end. With `affinity`,
+    the engines listen on ports of their own and each size runs `runs` times alternately
+    spread (no affinity) and by owner, each row with its cold loads per replica."""
     title = get_game(game).title
     print(f"load average at start: {loadavg()}")
-    async with bench_platform(engines) as bench:
+    async with bench_platform(engines, own_ports=affinity) as bench:
         print(
             f"SubmitAction ({title}, 4 seats a game, WatchGame in "
-            f"{os.environ.get(WATCH_ENV, 'bursts')} mode), {seconds:.0f} s a row; "
-            "server CPU per action in ms:"
+            f"{os.environ.get(WATCH_ENV, 'bursts')} mode), {seconds:.0f} s a row, "
+            f"{engines} engine process(es) "
+            + ("on ports of their own" if affinity else "on one port (SO_REUSEPORT)")
+            + "; server CPU per action in ms:"
         )
-        for n in sizes:
+        rows = [(n, r) for n in sizes for r in (("spread", "owner") * runs if affinity else ("",))]
+        for n, route in rows:
+            if route:
+                os.environ[ROUTE_ENV] = route  # the spawned load generators read it
+            loads = cold_loads(bench.engine_metrics)
             e = measure(
                 "engine", bench.engine, bench.operator, n, seconds, procs, bench.servers, game
             )
+            # Counted from before the tables were made: a game created on one replica and
+            # played on another is loaded there once (its owner is known only once made).
+            cold = [b - a for a, b in zip(loads, cold_loads(bench.engine_metrics), strict=True)]
             calls = max(1, e["calls"])
             every = sum(e["server_cpu"].values()) / calls
             parts = "  ".join(
                 f"{name} {1e3 * cpu / calls:.2f}" for name, cpu in e["server_cpu"].items()
             )
+            label = {"spread": "spread", "owner": "affinity", "": ""}[route]
             print(
-                f"  {n:>3} games: {e['rate']:6,.0f} actions/s  p50 {e['p50_ms']:6.1f}  "
-                f"p99 {e['p99_ms']:7.1f} ms  all {1e3 * every:.2f}  ({parts})  "
+                f"  {n:>3} games{' ' + label if label else ''}: {e['rate']:6,.0f} actions/s  "
+                f"p50 {e['p50_ms']:6.1f}  p99 {e['p99_ms']:7.1f} ms  all {1e3 * every:.2f}  "
+                f"({parts})  cold loads {'+'.join(f'{c:.0f}' for c in cold)}  "
+                f"aborted {e['aborted']}  "
                 f"load {e['load']:.1f}"
             )
     print(f"load average at end:   {loadavg()}")
@@ -894,6 +999,15 @@ if __name__ == "__main__":
         help="only the SubmitAction rows and each server's CPU per action (A/B comparisons)",
     )
     parser.add_argument(
+        "--affinity",
+        action="store_true",
+        help="with --load-only and --engines N: the engines on ports of their own, each row "
+        "run alternately spread over them and routed to each game's owner",
+    )
+    parser.add_argument(
+        "--runs", type=int, default=2, help="with --affinity: runs of each mode per size"
+    )
+    parser.add_argument(
         "--games",
         default="10,100",
         help="with --load-only: the table counts, comma-separated (default 10,100)",
@@ -903,6 +1017,8 @@ if __name__ == "__main__":
     if args.load_only:
         sizes = [int(n) for n in args.games.split(",")]
         seconds = 6.0 if args.quick else 15.0
-        asyncio.run(load_only(seconds, args.procs, args.engines, args.game, sizes))
+        asyncio.run(
+            load_only(seconds, args.procs, args.engines, args.game, sizes, args.affinity, args.runs)
+        )
     else:
         asyncio.run(main(args.quick, args.procs, args.engines, args.game))
