@@ -86,6 +86,7 @@ class Table:
     last_seq: int
     tree: MerkleTree = field(default_factory=MerkleTree)
     signed_size: int = 0  # the size of the last head this service signed and stored
+    head: dice_pb2.DiceTreeHead | None = None  # that head (None: none stored yet)
     seeds: GameSeeds | None = None  # set once the client seeds are fixed
     client_seeds: dice_pb2.DiceClientSeeds | None = None
     next_nonce: int = 0
@@ -151,7 +152,7 @@ class Dealer:
             if self._unpurged:
                 await self.purge_revealed()
 
-    # ---- the five operations ------------------------------------------------------------
+    # ---- the six operations ------------------------------------------------------------
 
     async def open_game(
         self, game_id: str, seed_commitments: Sequence[str], reveal_deadline_unix_ms: int = 0
@@ -383,6 +384,31 @@ class Dealer:
                 return revealed
         raise Aborted(f"could not reveal game {game_id}: the dice log kept changing")
 
+    async def head(self, game_id: str) -> dice_pb2.DiceTreeHead:
+        """The game's signed head over every leaf stored so far: the stored one, or, when
+        the newest leaf has none yet (a crash between a leaf and its head), one signed and
+        stored now. The engine records it in GameFinished before it asks for the reveal,
+        so the reveal is the one leaf an audit finds after it. FailedPrecondition for a
+        game never opened (there is nothing to sign)."""
+        check_game_id(game_id)
+        async with self._lock(game_id):
+            for _ in range(ATTEMPTS):
+                table = await self._find(game_id)
+                if table is not None and await self._log.last_seq(game_id) != table.last_seq:
+                    # Another replica wrote since this one cached the game (a draw answered
+                    # there): the head must cover that leaf too, so read the log again.
+                    self._forget(game_id)
+                    table = await self._find(game_id)
+                if table is None:
+                    raise FailedPrecondition(f"no dice game {game_id}: nothing to sign")
+                if table.head is None or table.signed_size < table.tree.size:
+                    await self._sign(table)
+                if table.head is not None and table.signed_size == table.tree.size:
+                    return table.head
+                # Another replica wrote since this one cached the game: read it again.
+                self._forget(game_id)
+        raise Aborted(f"could not sign a head for game {game_id}: the dice log kept changing")
+
     # ---- the signed log -----------------------------------------------------------------
 
     async def _append_leaf(self, table: Table, record: dice_pb2.DiceRecord, key: object) -> None:
@@ -413,6 +439,7 @@ class Dealer:
             return
         table.last_seq = seq
         table.signed_size = head.tree_size
+        table.head = head
 
     # ---- the game table, from cache or from the log -----------------------------------------
 
@@ -487,6 +514,7 @@ class Dealer:
         table = Table(game_id=game_id, opened=opened, server_seed=seed, last_seq=last_seq)
         table.tree = view.tree
         table.signed_size = view.signed_size
+        table.head = view.head
         self._apply(table, game.seeds, game.outcomes, game.revealed)
         if view.tail:
             # A crash between a leaf and its head leaves one unsigned leaf: sign it if it is

@@ -39,6 +39,7 @@ class DiceRpc:
             "roll": self._roll,
             "shuffle": self._shuffle,
             "reveal": self._reveal,
+            "head": self._head,
         }
 
     async def start(self) -> None:
@@ -123,6 +124,10 @@ class DiceRpc:
         r = dice_pb2.DiceRevealRequest.FromString(data)
         reveal = await self._dealer.reveal(r.game_id, r.reason)
         return dice_pb2.DiceRpcReply(reveal=reveal)
+
+    async def _head(self, data: bytes) -> dice_pb2.DiceRpcReply:
+        r = dice_pb2.DiceHeadRequest.FromString(data)
+        return dice_pb2.DiceRpcReply(head=await self._dealer.head(r.game_id))
 
 
 def _error(code: str, message: str) -> dice_pb2.DiceRpcReply:

@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import structlog
 
+from boulevard.contract.dice_log import head_ref_of
 from boulevard.eventlog.errors import ConcurrencyConflict
 from boulevard.games.base import (
     ChanceRequest,
     ChanceResolved,
     ClientSeedsFixed,
+    DiceHeadRef,
     GameFinished,
     RandomSource,
 )
@@ -53,7 +55,8 @@ class Resolve:
 
 @dataclass(frozen=True, slots=True)
 class Finish:
-    """The game is over: its GameFinished is owed."""
+    """The game is over: its GameFinished is owed (the settle step adds the dice log's
+    signed head to it: a fact of the dice service, not of the rules)."""
 
     finished: GameFinished
 
@@ -141,6 +144,10 @@ class Settler:
                         resolved = await self.chance.resolve(session.game_id, request_id, request)
                         await append(session, [resolved], causation)
                     case Finish(finished):
+                        # The dice log's head over every leaf so far (the reveal comes
+                        # after this event): the game's chain commits to its dice.
+                        head = await self.chance.head(session.game_id)
+                        finished = replace(finished, dice_head=head)
                         await append(session, [finished], causation)
                         await self.recorder.snapshot(session)
                         log.info("game finished", game_id=session.game_id, ranking=finished.ranking)
@@ -166,7 +173,11 @@ class Opened:
 
 
 class ChanceSource(Protocol):
-    """Where randomness comes from: the dice service (or, in pure tests, a local rng)."""
+    """Where randomness comes from: the dice service (or, in pure tests, a local rng).
+    `anchored`: its outcomes are in a signed log whose head `head` gives (GameFinished
+    records it, and GameCreated promises it with `dice_anchored`)."""
+
+    anchored: bool
 
     async def open_game(
         self, game_id: str, seed_commitments: Sequence[str], reveal_deadline_unix_ms: int
@@ -177,11 +188,14 @@ class ChanceSource(Protocol):
     async def resolve(
         self, game_id: str, request_id: str, chance: ChanceRequest
     ) -> ChanceResolved: ...
+    async def head(self, game_id: str) -> DiceHeadRef | None: ...
     async def reveal(self, game_id: str) -> None: ...
 
 
 class DiceServiceChance:
     """The real thing: every outcome is drawn and recorded by the dice service."""
+
+    anchored = True
 
     def __init__(self, client: DiceClient) -> None:
         self.client = client
@@ -200,13 +214,19 @@ class DiceServiceChance:
     async def resolve(self, game_id: str, request_id: str, chance: ChanceRequest) -> ChanceResolved:
         return await self.client.resolve(game_id, request_id, chance)
 
+    async def head(self, game_id: str) -> DiceHeadRef:
+        return head_ref_of(await self.client.head(game_id))
+
     async def reveal(self, game_id: str) -> None:
         await self.client.reveal(game_id)
 
 
 class LocalChance:
     """In-process randomness for unit tests of the engine core; not auditable. The same
-    request id gets the same answer, as with the dice service."""
+    request id gets the same answer, as with the dice service. It keeps no signed log, so
+    it has no head to anchor (`anchored` False: its games promise none)."""
+
+    anchored = False
 
     def __init__(self, rng: RandomSource) -> None:
         self.rng = rng
@@ -230,6 +250,9 @@ class LocalChance:
         if request_id not in self.answers:
             self.answers[request_id] = resolve_locally(chance, self.rng)
         return self.answers[request_id]
+
+    async def head(self, game_id: str) -> None:
+        return None
 
     async def reveal(self, game_id: str) -> None:
         self.revealed.add(game_id)

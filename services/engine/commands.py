@@ -411,6 +411,10 @@ class Create:
             time_control=self.time_control,
             # Pinned for the game's whole life (docs/architecture.md, "Rules versions").
             rules_version=self.rules().pin,
+            # Its GameFinished will carry the dice log's signed head — unless the dice are
+            # local (tests), or engines of an older release, which record none, may still
+            # finish it (a rolling upgrade names their release: docs/operations.md).
+            dice_anchored=self.chance.anchored and not self.rules_release,
         )
         return Session.new(self.game_id, created)
 

@@ -1,5 +1,6 @@
 """The engine's client of the dice service, over NATS request/reply (`dice.rpc.<op>`):
-open a game (its commitment), fix the seats' seeds, roll, shuffle, reveal. A draw carries
+open a game (its commitment), fix the seats' seeds, roll, shuffle, sign the log's head,
+reveal. A draw carries
 the caller's request id and is retried with the same id while the service is unreachable,
 so a retry can only ever get the outcome already recorded for it, never a fresh one.
 
@@ -118,10 +119,17 @@ class DiceClient:
         request = dice_pb2.DiceRevealRequest(game_id=game_id, reason=reason)
         return (await self._call("reveal", request)).reveal
 
+    async def head(self, game_id: str) -> dice_pb2.DiceTreeHead:
+        """The dice service's signed head over every leaf of the game's log so far (what
+        GameFinished records). Idempotent: asked again, it is the same head unless a leaf
+        was added since."""
+        return (await self._call("head", dice_pb2.DiceHeadRequest(game_id=game_id))).head
+
     async def _call(
         self,
         op: str,
-        request: dice_pb2.DiceOpenRequest
+        request: dice_pb2.DiceHeadRequest
+        | dice_pb2.DiceOpenRequest
         | dice_pb2.DiceSeedsRequest
         | dice_pb2.DiceRollRequest
         | dice_pb2.DiceShuffleRequest

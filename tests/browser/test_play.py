@@ -192,6 +192,8 @@ def test_the_audit_page_fails_a_doctored_log_at_the_forged_event(
     (honest,) = [line for line in lines if line["event"] == "audit"]
     (doctored,) = [line for line in lines if line["event"] == "doctored"]
     assert honest["verdict"].startswith("PASS"), honest
+    # The page checked the dice head GameFinished anchors against the dice log it fetched.
+    assert any("GameFinished's dice head anchors its" in p for p in honest["passed"]), honest
     # Spectators: another browser, with no seat in the game, watches it to its end without
     # controls, and replays it with one position per event.
     (spectator,) = [line for line in lines if line["event"] == "spectator"]

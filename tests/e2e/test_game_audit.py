@@ -17,10 +17,15 @@ import grpc
 import pytest
 
 from boulevard.accounting import decode_entry
+from boulevard.accounting.treehead import key_id
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+from boulevard.audit.dice_anchor import ServedDiceLog, anchor_problem
 from boulevard.audit.signing import chain_hash
+from boulevard.client.dice import DiceReader
 from boulevard.client.ledger import LedgerClient
 from boulevard.eventlog.jetstream import EXPECTED_LAST_SUBJECT_SEQ, MSG_ID
+from boulevard.games.base import DiceHeadRef
+from boulevard.games.codec import from_plain
 from boulevard.seats.player import play_game
 from tests.e2e.conftest import Platform
 from tests.e2e.test_games import create, wait_reconciled
@@ -77,6 +82,32 @@ async def anchored_head(platform: Platform, game_id: str) -> bytes:
     raise AssertionError("the ledger never anchored the game")
 
 
+async def dice_log(platform: Platform, game_id: str) -> ServedDiceLog:
+    """The game's dice log as served, with the dice service's key (the reveal follows the
+    game's end by a moment: waited for)."""
+    async with grpc.aio.insecure_channel(platform.address("dice")) as channel:
+        reader = DiceReader(channel)
+        key = bytes((await reader.log_heads(game_id)).public_key)
+        for _ in range(100):
+            try:
+                return ServedDiceLog(await reader.log_records(game_id), {key_id(key): key})
+            except grpc.aio.AioRpcError as err:
+                assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err
+            await asyncio.sleep(0.1)
+    raise AssertionError("the dice service never revealed the game")
+
+
+def dice_anchor_problem(served: ServedDiceLog, log: list[bytes]) -> str | None:
+    """What is wrong with the dice head the log's GameFinished records, against `served`."""
+    finished = events_pb2.EventEnvelope.FromString(log[-1])
+    assert finished.type == "GameFinished"
+    head = json.loads(finished.payload).get("dice_head")
+    assert head is not None, "GameFinished carries no dice head"
+    assert served.leaves is not None
+    ref = from_plain(DiceHeadRef, head)
+    return anchor_problem(finished.game_id, ref, served.leaves, served.keys)
+
+
 @pytest.mark.parametrize(("game", "players"), [("lords_of_vegas", 2), ("las_vegas", 3)])
 def test_honest_games_pass_with_receipts_and_the_ledger_anchor(
     platform: Platform, tmp_path: Path, game: str, players: int
@@ -85,6 +116,9 @@ def test_honest_games_pass_with_receipts_and_the_ledger_anchor(
         game_id, receipts = await play(platform, game, players)
         log = await stored_log(platform, game_id)
         assert await anchored_head(platform, game_id) == chain_hash(log[-1])
+        # The ledger's anchor is the chain hash of a GameFinished that carries the dice
+        # log's signed head: one head over moves, money and dice.
+        assert dice_anchor_problem(await dice_log(platform, game_id), log) is None
         path = tmp_path / "receipts.jsonl"
         path.write_text(
             "".join(
@@ -98,6 +132,7 @@ def test_honest_games_pass_with_receipts_and_the_ledger_anchor(
         result = audit_game(platform, game_id, "--receipts", str(path))
         assert result.returncode == 0, result.stdout + result.stderr
         assert result.stdout.startswith("PASS") and f"{len(receipts)} receipts" in result.stdout
+        assert "GameFinished's dice head anchors the dice log's" in result.stdout
         # A receipt for a history the log does not have fails the audit at its version.
         bad = receipts[len(receipts) // 2]
         forged = {"game_id": game_id, "version": bad.version, "chain_head": "00" * 32,

@@ -165,6 +165,7 @@ async function auditPage(page, gameId) {
     verdict: (await verdict.textContent()) ?? "",
     failedAt: (await page.$eval("#failed-at", (e) => e.textContent).catch(() => null)),
     message: (await page.$eval("#failure-message", (e) => e.textContent).catch(() => null)),
+    passed: await page.$$eval("#audit-detail li", (els) => els.map((e) => e.textContent ?? "")),
   };
 }
 

@@ -15,7 +15,9 @@ import {
   seedMatchesCommitment,
   type OutcomeKind,
 } from "../src/audit/fairness";
+import { leafHash } from "../src/audit/merkle";
 import { chainHash, commandSigningBytes, keyId, receiptSigningBytes } from "../src/audit/signing";
+import { diceAnchorProblem } from "../src/audit/verify";
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type AnyJson = any;
@@ -64,6 +66,16 @@ export async function checkVectors(auditing: AnyJson, fairness: AnyJson): Promis
     check(await ed25519Verify(pk, fromHex(r.signature), bytes), `receipt ${r.name}: signature verifies`);
     const other = receiptSigningBytes(r.game_id, BigInt(r.version) + 1n, fromHex(r.chain_head), BigInt(r.time_unix_ms ?? 0));
     check(!(await ed25519Verify(pk, fromHex(r.signature), other)), `receipt ${r.name}: another version fails`);
+  }
+
+  // GameFinished's dice head against a served dice log: passes and fails as Python's does.
+  const anchors = auditing.dice_anchors;
+  const dicePk = fromHex(anchors.public_key);
+  const diceKid = await keyId(dicePk);
+  for (const c of anchors.cases) {
+    const hashes = await Promise.all(c.leaves.map((x: string) => leafHash(fromHex(x))));
+    const problem = await diceAnchorProblem(anchors.game_id, c.dice_head, hashes, dicePk, diceKid);
+    check((problem === null) === c.ok, `dice anchor ${c.name}: ${c.ok ? "passes" : "fails"} (${problem})`);
   }
 
   for (const c of fairness.cases) {

@@ -13,6 +13,9 @@ and the ledger's postings for the game. One forward pass checks, version by vers
   `GameFinished` that is what `outcome` says. Anything else is a forgery;
 - receipts: the log's hash at each receipt's version is the one the engine signed;
 - money: each event's transfers are what the ledger posted for it, and nothing else;
+- the dice anchor: GameFinished's dice head is the dice service's signed head over exactly
+  the dice log served before its reveal (boulevard.audit.dice_anchor), and a game whose
+  GameCreated promises one (`dice_anchored`) ends with one;
 - clocks (a game with a time control): every seat's clock re-derived from the envelopes'
   times, every timeout at or after its deadline, bot moves only for absent seats
   (boulevard.audit.clocks).
@@ -31,6 +34,7 @@ from google.protobuf.message import DecodeError
 
 from boulevard.api.v1 import engine_pb2, events_pb2
 from boulevard.audit.clocks import ClockAudit, ClockAuditFailed
+from boulevard.audit.dice_anchor import ServedDiceLog, anchor_problem
 from boulevard.audit.evidence import Evidence, contradiction
 from boulevard.audit.rules import RulesCheckFailed, codec_of, recorded_rules, stored_event
 from boulevard.audit.seats import seat_problem, withheld_bot_reveal
@@ -53,6 +57,7 @@ from boulevard.games.base import (
     ClientSeedRevealed,
     ClientSeedsFixed,
     CommandAccepted,
+    DiceHeadRef,
     GameCreated,
     GameDefinition,
     GameFinished,
@@ -133,6 +138,7 @@ class GameAuditReport:
     ledger_seqs: list[int] = field(default_factory=list)  # the entries the ledger listed
     timeouts: int = 0  # SeatTimedOut events, each at or after its deadline
     stand_in_moves: int = 0  # moves the platform's bot played for absent seats
+    dice_anchor: str = ""  # what became of GameFinished's dice head (a finished game)
 
     def summary(self) -> str:
         state = "finished" if self.finished else "in progress"
@@ -162,6 +168,8 @@ class GameAuditReport:
                 f"; {self.timeouts} seat(s) timed out at their deadlines, "
                 f"{self.stand_in_moves} move(s) played for them by the platform's bot"
             )
+        if self.dice_anchor:
+            text += f"; {self.dice_anchor}"
         if self.partial:
             text += f"; stopped early: {self.partial}"
         return text
@@ -198,6 +206,7 @@ def audit_game_log(
     evidence: Sequence[Evidence] = (),
     bot_keys: Collection[str] = (),
     engine_keys: Collection[bytes] = (),
+    dice_log: ServedDiceLog | None = None,
 ) -> GameAuditReport:
     """Check `log` (envelope bytes as stored, version 1 first); raise GameAuditFailed at the
     first version that does not follow. Optional inputs are checked when given; versions
@@ -208,13 +217,15 @@ def audit_game_log(
     `bot_keys`: the platform's bot keys from a pinned key history (with `bot_key`).
     `engine_keys`: the engine's earlier keys from its key history: a receipt verifies under
     the key among these and `engine_key` that its key_id names (a receipt signed before a
-    rotation)."""
+    rotation). `dice_log`: the game's dice log as served, to check the head GameFinished
+    anchors (None: the head is only noted)."""
     kept = [r for e in evidence for r in e.receipts]
     audit = _Audit(
         game_id, dice, engine_key, [*receipts, *kept], ledger, anchors, bot_key, dice_opening
     )
     audit.bot_keys = frozenset(bot_keys)
     audit.receipt_keys.update((key_id(k), k) for k in engine_keys)
+    audit.dice_log = dice_log
     report = audit.run(log, commitment, match_id, match_seats, redacted, finished)
     for e in evidence:
         found = contradiction(e, log)
@@ -262,6 +273,7 @@ class _Audit:
         self.revealed_seeds: dict[int, str] = {}
         self.seeds_fixed = False
         self.dice_opening = dice_opening
+        self.dice_log: ServedDiceLog | None = None
         self.clocks: ClockAudit | None = None  # set by the opening
 
     def run(
@@ -839,10 +851,46 @@ class _Audit:
             player_ids=tuple(s.player_id for s in created.seats),
             reason=outcome.reason,
         )
-        if not outcome.finished or want != finished:
+        # The dice head is the dice service's fact, not the rules': checked on its own.
+        if not outcome.finished or want != replace(finished, dice_head=None):
             said = self.codec.dumps(want).decode() if outcome.finished else "the game goes on"
             raise GameAuditFailed(
                 version,
                 f"the rules say {said}; the log records {self.codec.dumps(finished).decode()}",
             )
+        self._dice_anchor(version, finished.dice_head)
         self.report.finished = True
+
+    def _dice_anchor(self, version: int, head: DiceHeadRef | None) -> None:
+        """GameFinished's dice head against the served dice log (docs/auditing.md, "The
+        dice anchor"): required when GameCreated promised it, checked whenever present."""
+        created = self.created
+        assert created is not None
+        if head is None:
+            if created.dice_anchored:
+                raise GameAuditFailed(
+                    version,
+                    "GameCreated promises that the game's end carries the dice log's signed "
+                    "head (dice_anchored), but GameFinished carries none: nothing in this "
+                    "history binds its dice",
+                )
+            self.report.dice_anchor = "the game predates dice anchors (no dice head to check)"
+            return
+        served = self.dice_log
+        if served is None:
+            self.report.dice_anchor = (
+                f"dice head of size {head.tree_size} recorded, not checked (no dice log given)"
+            )
+            return
+        if served.leaves is None:
+            raise GameAuditFailed(
+                version,
+                f"GameFinished anchors the dice log at {head.tree_size} records, but the dice "
+                "service does not serve that log (its seed is not revealed)",
+            )
+        problem = anchor_problem(self.game_id, head, served.leaves, served.keys)
+        if problem is not None:
+            raise GameAuditFailed(version, problem)
+        self.report.dice_anchor = (
+            f"GameFinished's dice head anchors the dice log's {head.tree_size} records"
+        )

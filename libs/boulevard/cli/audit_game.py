@@ -41,6 +41,7 @@ from boulevard.accounting import (
     verify_consistency,
     verify_tree_head,
 )
+from boulevard.accounting.treehead import key_id
 from boulevard.api.v1 import (
     dice_pb2,
     engine_pb2,
@@ -50,6 +51,7 @@ from boulevard.api.v1 import (
     matchmaking_pb2,
     matchmaking_pb2_grpc,
 )
+from boulevard.audit.dice_anchor import ServedDiceLog
 from boulevard.audit.evidence import Evidence
 from boulevard.audit.game_log import (
     DiceOpening,
@@ -241,6 +243,30 @@ async def fetch_dice(
     return records, got.commitment.commitment, opening
 
 
+async def fetch_dice_log(
+    address: str, game_id: str, timeout: float, trust: KeyHistory | None
+) -> ServedDiceLog:
+    """The game's dice log as served (ListLogRecords), for the head its GameFinished
+    anchors, with the dice keys to check that head under: the served key and those of the
+    trusted key history. The log is served once the seed is revealed, a moment after the
+    game ends: an audit run right then waits for it (`leaves` None if it never comes)."""
+    async with tls.channel(address) as channel:
+        reader = DiceReader(channel, timeout=timeout)
+        served = bytes((await reader.log_heads(game_id)).public_key)
+        trusted = [bytes.fromhex(k) for k in trust.keys("dice")] if trust is not None else []
+        keys = {key_id(k): k for k in (served, *trusted) if len(k) == 32}
+        deadline = time.monotonic() + ANCHOR_WAIT
+        while True:
+            try:
+                return ServedDiceLog(await reader.log_records(game_id), keys)
+            except grpc.aio.AioRpcError as err:
+                if err.code() != grpc.StatusCode.FAILED_PRECONDITION:
+                    raise
+                if time.monotonic() >= deadline:
+                    return ServedDiceLog(None, keys)
+            await asyncio.sleep(0.2)
+
+
 async def fetch_ledger(
     address: str, game_id: str, timeout: float
 ) -> tuple[dict[int, list[tuple[str, int]]], list[tuple[int, bytes]], list[int]]:
@@ -360,6 +386,11 @@ async def audit_one(
         await fetch_dice(addresses.dice, game_id, timeout) if addresses.dice else (None, None, None)
     )
     over = finished or listed_finished or ends_finished(log)
+    dice_log = (
+        await fetch_dice_log(addresses.dice, game_id, timeout, trust)
+        if addresses.dice and ends_finished(log)
+        else None
+    )
     ledger, anchors, seqs = (
         await fetch_ledger(addresses.ledger, game_id, timeout)
         if addresses.ledger
@@ -390,6 +421,7 @@ async def audit_one(
         evidence=evidence,
         bot_keys=trust.keys("bots") if trust is not None else (),
         engine_keys=[bytes.fromhex(k) for k in trust.keys("engine")] if trust else (),
+        dice_log=dice_log,
     )
     report.ledger_seqs = seqs
     if addresses.ledger:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from google.protobuf.message import DecodeError
 
-from boulevard.accounting.errors import VerificationFailed
+from boulevard.accounting.errors import ErrorCode, VerificationFailed
 from boulevard.accounting.merkle import MerkleTree
 from boulevard.accounting.treehead import (
     SignedTreeHead,
@@ -25,6 +25,7 @@ from boulevard.accounting.treehead import (
 )
 from boulevard.api.v1 import dice_pb2
 from boulevard.fairness import Mismatch
+from boulevard.games.base import DiceHeadRef
 
 DICE_TREE_HEAD_TYPE = "boulevard.dice.tree_head.v1"
 LEAF_KINDS = ("opened", "seeds", "outcome", "revealed")
@@ -43,6 +44,37 @@ def signed_head_of(head: dice_pb2.DiceTreeHead) -> SignedTreeHead:
             DICE_TREE_HEAD_TYPE,
         ),
         bytes(head.signature),
+    )
+
+
+def head_ref_of(head: dice_pb2.DiceTreeHead) -> DiceHeadRef:
+    """A wire head as GameFinished records it (its game is the game whose log holds it)."""
+    return DiceHeadRef(
+        tree_size=head.tree_size,
+        root_hash=bytes(head.root_hash).hex(),
+        timestamp_unix_ms=head.timestamp_unix_ms,
+        key_id=head.key_id,
+        signature=bytes(head.signature).hex(),
+    )
+
+
+def signed_head_of_ref(game_id: str, ref: DiceHeadRef) -> SignedTreeHead:
+    """The head GameFinished records, as a signed tree head of `game_id`'s dice log
+    (raises VerificationFailed for a malformed one: hex that is not, a short root)."""
+    try:
+        root, signature = bytes.fromhex(ref.root_hash), bytes.fromhex(ref.signature)
+    except ValueError:
+        raise VerificationFailed(
+            ErrorCode.INVALID_FIELD, "the root hash or signature is not hex"
+        ) from None
+    if (root.hex(), signature.hex()) != (ref.root_hash, ref.signature):
+        # bytes.fromhex also reads spaces and capitals; the browser's decoder does not.
+        raise VerificationFailed(ErrorCode.INVALID_FIELD, "hex must be lowercase, no spaces")
+    return SignedTreeHead(
+        TreeHead(
+            ref.tree_size, root, ref.timestamp_unix_ms, ref.key_id, game_id, DICE_TREE_HEAD_TYPE
+        ),
+        signature,
     )
 
 
@@ -242,6 +274,7 @@ class SignedView:
     tail: list[int] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
     signed_size: int = 0
+    head: dice_pb2.DiceTreeHead | None = None  # the good head of size `signed_size`
 
 
 def signed_view(
@@ -272,6 +305,7 @@ def signed_view(
         view.skipped.extend(p for p in pending if p != match)
         view.trusted.append(items[match][1])
         view.signed_size = view.tree.size
+        view.head = head
         pending = []
     view.tail = pending
     return view

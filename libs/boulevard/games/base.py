@@ -136,6 +136,11 @@ class GameCreated:
     rules_version: str = ""
     # Each seat's clock (boulevard.games.clock); None: no clock, seats wait forever.
     time_control: TimeControl | None = field(default=None, metadata=ADDED_LATER)
+    # The engine's promise that this game's GameFinished will carry the dice log's signed
+    # head (`GameFinished.dice_head`): an audit fails a flagged game that ends without one.
+    # False: a game created before dice anchors (or while older engines, which record none,
+    # may still finish it: a rolling upgrade); its head is checked when present.
+    dice_anchored: bool = field(default=False, metadata=ADDED_LATER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,13 +162,29 @@ class ClientSeedsFixed:
 
 
 @dataclass(frozen=True, slots=True)
+class DiceHeadRef:
+    """The dice service's signed head of a game's outcome log, as GameFinished records it:
+    exactly what verifies its signature (the head's canonical JSON, docs/fairness.md, with
+    the game id as `log_id`). `root_hash` and `signature` are lowercase hex."""
+
+    tree_size: int
+    root_hash: str
+    timestamp_unix_ms: int
+    key_id: str
+    signature: str
+
+
+@dataclass(frozen=True, slots=True)
 class GameFinished:
-    """The platform's last event of a finished game: the outcome, with players named."""
+    """The platform's last event of a finished game: the outcome, with players named, and
+    (games of this release on) the dice log's signed head over every leaf before the
+    reveal, so the game's chain — and the ledger's anchor of it — commits to its dice."""
 
     ranking: tuple[tuple[Seat, ...], ...]
     scores: tuple[int, ...]
     player_ids: tuple[str, ...]
     reason: str = ""
+    dice_head: DiceHeadRef | None = field(default=None, metadata=ADDED_LATER)
 
 
 @dataclass(frozen=True, slots=True)

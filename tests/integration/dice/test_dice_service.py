@@ -12,8 +12,11 @@ import pytest
 from nats.aio.client import Client as NATS
 from nats.js.errors import KeyDeletedError, KeyNotFoundError
 
+from boulevard.accounting.treehead import key_id
 from boulevard.api.v1 import dice_pb2, dice_pb2_grpc
+from boulevard.audit.dice_anchor import anchor_problem
 from boulevard.client.dice import DiceReader
+from boulevard.contract.dice_log import head_ref_of
 from boulevard.fairness import GameSeeds, commitment
 from boulevard.games.base import ChanceKind, ChanceRequest
 from boulevard.platform.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -150,6 +153,35 @@ async def test_the_retry_key_is_durable_beyond_a_restart(
     async with running_dice(settings):  # a fresh process: nothing cached
         assert await client.roll(game_id, "req-1", 4, 6) == first
         assert (await client.roll(game_id, "req-2", 1, 6)).nonce == 1
+
+
+async def test_the_head_op_signs_what_game_finished_anchors(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path
+) -> None:
+    """`dice.rpc.head`: the stored signed head over every leaf so far, the same when asked
+    again; after the reveal the served log is exactly those leaves and the reveal, which
+    the anchor check accepts. A game never opened, or a bad id, is refused."""
+    async with running_dice(dice_settings(nats_server.url, tmp_path)) as service:
+        client = DiceClient(nc)
+        game_id = new_game_id()
+        await open_with_seeds(client, game_id, SEEDS)
+        await play(client, game_id, rounds=2)
+        head = await client.head(game_id)
+        assert head.game_id == game_id and head.tree_size == 2 + 4  # opening, seeds, draws
+        assert await client.head(game_id) == head  # the stored one, not a fresh signature
+        async with channel_to(service.address) as channel:
+            reader = DiceReader(channel)
+            served = await reader.log_heads(game_id)
+            assert served.heads[-1] == head
+            await finish_and_reveal(nc, client, game_id)
+            leaves = await reader.log_records(game_id)
+        assert len(leaves) == head.tree_size + 1
+        keys = {key_id(bytes(served.public_key)): bytes(served.public_key)}
+        assert anchor_problem(game_id, head_ref_of(head), leaves, keys) is None
+        with pytest.raises(FailedPrecondition, match="no dice game"):
+            await client.head(new_game_id())
+        with pytest.raises(InvalidArgument):
+            await client.head("bad.game.id")
 
 
 async def test_bad_requests_get_precise_errors(
@@ -380,10 +412,15 @@ async def test_two_replicas_share_a_game_without_gaps_or_repeats(
         for k, i in enumerate(range(0, 60, 3)):
             assert outcomes[60 + k] == by_request[f"r{i}"]
         assert sorted(o.nonce for o in outcomes[:60]) == list(range(60))
+        # The head GameFinished records covers every leaf stored, whichever replica drew
+        # the last one and whichever is asked (a stale cache would sign short of it).
+        for i in range(60, 76):
+            await client.roll(game_id, f"r{i}", 1, 6)
+            assert (await client.head(game_id)).tree_size == 2 + i + 1
         await finish_and_reveal(nc, client, game_id)
         async with channel_to(one.address) as channel:
             report = await DiceReader(channel).audit_game(game_id)
-        assert report.ok and report.checked == 60, report.describe()
+        assert report.ok and report.checked == 76, report.describe()
 
 
 async def test_a_seed_purge_that_fails_is_retried_until_the_seed_is_gone(

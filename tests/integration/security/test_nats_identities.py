@@ -192,7 +192,7 @@ async def test_the_engine_does_write_its_snapshots(
 
 
 @pytest.mark.parametrize("identity", ["dice", "ledger", "matchmaking"])
-@pytest.mark.parametrize("op", ["roll", "reveal", "open"])
+@pytest.mark.parametrize("op", ["roll", "reveal", "open", "head"])
 async def test_only_the_engine_asks_for_dice(
     connect: Callable[[str], Awaitable[Client]], identity: str, op: str
 ) -> None:

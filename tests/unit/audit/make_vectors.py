@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from boulevard.api.v1 import events_pb2
+from boulevard.accounting.merkle import MerkleTree
+from boulevard.accounting.treehead import TreeHeadSigner
+from boulevard.api.v1 import dice_pb2, events_pb2
 from boulevard.audit.signing import (
     ZERO_HASH,
     SigningKey,
@@ -22,6 +24,7 @@ from boulevard.audit.signing import (
 
 PLAYER_SEED = bytes(range(32))
 ENGINE_SEED = bytes(range(32, 64))
+DICE_SEED = bytes(range(64, 96))
 
 
 def command_case(name: str, game_id: str, seat: int, version: int, key: str, action: bytes) -> Any:
@@ -83,6 +86,63 @@ def receipt_case(time_unix_ms: int = 0) -> Any:
     }
 
 
+def _dice_leaf(**record: Any) -> bytes:
+    return dice_pb2.DiceRecord(**record).SerializeToString()
+
+
+def _dice_head(game_id: str, leaves: list[bytes], signer: TreeHeadSigner) -> dict[str, Any]:
+    """The head GameFinished records over `leaves` (its `dice_head` payload field)."""
+    tree = MerkleTree()
+    for data in leaves:
+        tree.append(data)
+    sth = signer.sign(
+        tree.size, tree.root(), 1_764_590_400_000, log_id=game_id,
+        head_type="boulevard.dice.tree_head.v1",
+    )  # fmt: skip
+    return {
+        "key_id": sth.head.key_id,
+        "root_hash": sth.head.root_hash.hex(),
+        "signature": sth.signature.hex(),
+        "timestamp_unix_ms": sth.head.timestamp_unix_ms,
+        "tree_size": sth.head.tree_size,
+    }
+
+
+def dice_anchor_cases() -> Any:
+    """GameFinished's dice head against a served dice log (docs/auditing.md, "The dice
+    anchor"): `ok` says whether the head anchors exactly the leaves before the reveal."""
+    gid = "g-0001"
+    dice, other = TreeHeadSigner(DICE_SEED), TreeHeadSigner(ENGINE_SEED)
+    before = [
+        _dice_leaf(opened=dice_pb2.DiceCommitment(game_id=gid, commitment="ab" * 32)),
+        _dice_leaf(seeds=dice_pb2.DiceClientSeeds(game_id=gid, client_seeds=["s0", ""])),
+        _dice_leaf(outcome=dice_pb2.DiceOutcome(game_id=gid, nonce=0, values=[3], sides=6)),
+        _dice_leaf(outcome=dice_pb2.DiceOutcome(game_id=gid, nonce=1, values=[5], sides=6)),
+    ]
+    reveal = _dice_leaf(revealed=dice_pb2.DiceReveal(game_id=gid, server_seed="cd" * 32))
+    rerolled = dice_pb2.DiceOutcome(game_id=gid, nonce=1, values=[6], sides=6)
+    changed = [*before[:3], _dice_leaf(outcome=rerolled)]
+    extra = _dice_leaf(outcome=dice_pb2.DiceOutcome(game_id=gid, nonce=2, values=[1], sides=6))
+    head = _dice_head(gid, before, dice)
+    forged = {**head, "signature": _dice_head(gid, before[:3], dice)["signature"]}
+    cases = [
+        ("the head over the leaves before the reveal", head, [*before, reveal], True),
+        ("an outcome changed and the log re-signed", head, [*changed, reveal], False),
+        ("an outcome added after the game ended", head, [*before, extra, reveal], False),
+        ("a leaf removed", head, [*before[:3], reveal], False),
+        ("a signature over another head", forged, [*before, reveal], False),
+        ("signed by another key", _dice_head(gid, before, other), [*before, reveal], False),
+    ]
+    return {
+        "game_id": gid,
+        "public_key": dice.public_key.hex(),
+        "cases": [
+            {"name": name, "dice_head": h, "leaves": [x.hex() for x in leaves], "ok": ok}
+            for name, h, leaves, ok in cases
+        ],
+    }
+
+
 def vectors() -> Any:
     return {
         "doc": "docs/auditing.md",
@@ -94,6 +154,7 @@ def vectors() -> Any:
         ],
         "chain": chain_case(),
         "receipts": [receipt_case(), receipt_case(1_764_590_400_123)],
+        "dice_anchors": dice_anchor_cases(),
     }
 
 

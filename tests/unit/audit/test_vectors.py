@@ -8,7 +8,10 @@ import json
 import struct
 from pathlib import Path
 
+from boulevard.audit.dice_anchor import anchor_problem
 from boulevard.audit.signing import SigningKey, verify
+from boulevard.games.base import DiceHeadRef
+from boulevard.games.codec import from_plain
 from tests.unit.audit.make_vectors import vectors
 
 PATH = Path(__file__).resolve().parents[3] / "docs" / "auditing-vectors.json"
@@ -62,3 +65,14 @@ def test_the_chain_and_receipts_follow_the_documented_layout() -> None:
         public = bytes.fromhex(r["public_key"])
         assert hashlib.sha256(public).hexdigest() == r["key_id"]
         assert verify(public, bytes.fromhex(r["signature"]), by_hand)
+
+
+def test_the_dice_anchor_vectors_pass_and_fail_as_they_say() -> None:
+    anchors = json.loads(PATH.read_text())["dice_anchors"]
+    key = bytes.fromhex(anchors["public_key"])
+    keys = {hashlib.sha256(key).hexdigest(): key}
+    for case in anchors["cases"]:
+        head = from_plain(DiceHeadRef, case["dice_head"])
+        leaves = [bytes.fromhex(x) for x in case["leaves"]]
+        problem = anchor_problem(anchors["game_id"], head, leaves, keys)
+        assert (problem is None) == case["ok"], (case["name"], problem)

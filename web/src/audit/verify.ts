@@ -12,6 +12,8 @@
 //   dice    the signed outcome log (heads signed, roots re-computed), the reveal against the
 //           commitment, each seat's seed against its commitment, every outcome re-derived
 //           from the seeds (docs/fairness.md) and used, in order, by the log's ChanceResolved;
+//           GameFinished's dice head signed by the dice key over exactly the records before
+//           the reveal (required when GameCreated promises it: docs/auditing.md);
 //   ledger  the signed tree head, each of the game's entries canonical and balanced and
 //           included under it, successive heads consistent, each event's transfers posted
 //           exactly, and the game's end anchored with the log's chain head (docs/ledger.md).
@@ -320,9 +322,64 @@ async function checkDice(e: Evidence, log: LogEvent[], v: Verdict): Promise<void
   if (Number(revealed.value.outcomeCount) !== outcomes.length) {
     fail("dice", "the reveal", `the reveal says ${revealed.value.outcomeCount} outcomes were issued; ${outcomes.length} are recorded`);
   }
+  const anchor = await checkDiceAnchor(e, log, leaves, pk, kid);
   v.outcomes = outcomes.length;
   v.histograms = [...histograms.values()];
-  v.passed.push(`dice: ${outcomes.length} outcomes re-derived from the revealed seed, ${d.heads.length} signed heads`);
+  v.passed.push(`dice: ${outcomes.length} outcomes re-derived from the revealed seed, ${d.heads.length} signed heads; ${anchor}`);
+}
+
+/** GameFinished's dice head (docs/auditing.md, "The dice anchor"): the dice service's signed
+ * head over exactly the records before the reveal (the log's last record), with their
+ * root; required when GameCreated promises it (`dice_anchored`). What was found, in words. */
+async function checkDiceAnchor(e: Evidence, log: LogEvent[], leafHashes: Uint8Array[], pk: Uint8Array, kid: string): Promise<string> {
+  const end = log.find((x) => x.env.type === "GameFinished");
+  if (end === undefined) return "the game has not ended";
+  const where = `game log version ${end.version}`;
+  const r = { version: end.version, record: `GameFinished ${new TextDecoder().decode(end.env.payload)}` };
+  const head = end.payload.dice_head;
+  if (head === undefined || head === null) {
+    if (log[0]!.payload.dice_anchored === true) {
+      fail("dice", where, "GameCreated promises that the game's end carries the dice log's signed head (dice_anchored), but GameFinished carries none", r);
+    }
+    return "the game predates dice anchors";
+  }
+  const problem = await diceAnchorProblem(e.gameId, asObj(head), leafHashes, pk, kid);
+  if (problem !== null) fail("dice", where, problem, r);
+  return `GameFinished's dice head anchors its ${num(asObj(head).tree_size)} records`;
+}
+
+/** Why `head` (GameFinished's `dice_head`) does not anchor a dice log whose leaf hashes, in
+ * order, end with the reveal's; null when it does. Signed by the dice key `pk` (key id
+ * `kid`) over the head's canonical JSON, covering every leaf before the reveal, their root. */
+export async function diceAnchorProblem(gameId: string, head: Obj, leafHashes: Uint8Array[], pk: Uint8Array, kid: string): Promise<string | null> {
+  const size = num(head.tree_size);
+  const body = {
+    key_id: str(head.key_id),
+    log_id: gameId,
+    root_hash: str(head.root_hash),
+    timestamp_unix_ms: num(head.timestamp_unix_ms),
+    tree_size: size,
+    type: "boulevard.dice.tree_head.v1",
+  };
+  let signature: Uint8Array;
+  let root: Uint8Array;
+  try {
+    signature = fromHex(str(head.signature));
+    root = fromHex(str(head.root_hash));
+  } catch {
+    return "the dice head's root or signature is not hex";
+  }
+  if (str(head.key_id) !== kid || !(await ed25519Verify(pk, signature, canonicalBytes(body)))) {
+    return "the dice head GameFinished records is not signed by the dice service's key";
+  }
+  const before = leafHashes.length - 1; // the reveal is the last record, after GameFinished
+  if (size !== before) {
+    return `GameFinished anchors the dice log at ${size} records; the dice service serves ${before} before the reveal: records were ${size < before ? "added after the game ended" : "removed since"}`;
+  }
+  if (!equal(await rootOf(leafHashes.slice(0, size)), root)) {
+    return `GameFinished anchors the dice log's root ${str(head.root_hash)}; the served records have another: the dice log was rewritten after the game ended`;
+  }
+  return null;
 }
 
 async function checkLedger(e: Evidence, log: LogEvent[], v: Verdict): Promise<void> {

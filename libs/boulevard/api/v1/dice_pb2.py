@@ -24,15 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x62oulevard/v1/dice.proto\x12\x0c\x62oulevard.v1\"\xb1\x01\n\x0e\x44iceCommitment\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0e\n\x06scheme\x18\x02 \x01(\t\x12\x12\n\ncommitment\x18\x03 \x01(\t\x12\x14\n\x0ctime_unix_ms\x18\x05 \x01(\x03\x12\x1f\n\x17\x63lient_seed_commitments\x18\x06 \x03(\t\x12\x1f\n\x17reveal_deadline_unix_ms\x18\x07 \x01(\x03J\x04\x08\x04\x10\x05R\x0c\x63lient_seeds\"e\n\x0f\x44iceClientSeeds\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63lient_seeds\x18\x02 \x03(\t\x12\x15\n\rmissing_seats\x18\x03 \x03(\r\x12\x14\n\x0ctime_unix_ms\x18\x04 \x01(\x03\"\x83\x01\n\x0c\x44iceTreeHead\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\ttree_size\x18\x02 \x01(\x04\x12\x11\n\troot_hash\x18\x03 \x01(\x0c\x12\x19\n\x11timestamp_unix_ms\x18\x04 \x01(\x03\x12\x0e\n\x06key_id\x18\x05 \x01(\t\x12\x11\n\tsignature\x18\x06 \x01(\x0c\"\xd1\x01\n\x0b\x44iceOutcome\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\r\n\x05nonce\x18\x02 \x01(\x04\x12\'\n\x04kind\x18\x03 \x01(\x0e\x32\x19.boulevard.v1.OutcomeKind\x12\r\n\x05\x63ount\x18\x04 \x01(\r\x12\r\n\x05sides\x18\x05 \x01(\x04\x12\x0e\n\x06values\x18\x06 \x03(\x04\x12\x12\n\nrequest_id\x18\x07 \x01(\t\x12\x0f\n\x07purpose\x18\x08 \x01(\t\x12\x14\n\x0ctime_unix_ms\x18\t \x01(\x03\x12\x10\n\x08\x62linding\x18\n \x01(\x0c\"o\n\nDiceReveal\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x13\n\x0bserver_seed\x18\x02 \x01(\t\x12\x15\n\routcome_count\x18\x03 \x01(\x04\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x14\n\x0ctime_unix_ms\x18\x05 \x01(\x03\"\xfe\x01\n\nDiceRecord\x12.\n\x06opened\x18\x01 \x01(\x0b\x32\x1c.boulevard.v1.DiceCommitmentH\x00\x12,\n\x07outcome\x18\x02 \x01(\x0b\x32\x19.boulevard.v1.DiceOutcomeH\x00\x12,\n\x08revealed\x18\x03 \x01(\x0b\x32\x18.boulevard.v1.DiceRevealH\x00\x12.\n\x05seeds\x18\x04 \x01(\x0b\x32\x1d.boulevard.v1.DiceClientSeedsH\x00\x12*\n\x04head\x18\x05 \x01(\x0b\x32\x1a.boulevard.v1.DiceTreeHeadH\x00\x42\x08\n\x06record\"x\n\x0f\x44iceOpenRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x1f\n\x17\x63lient_seed_commitments\x18\x03 \x03(\t\x12\x1f\n\x17reveal_deadline_unix_ms\x18\x04 \x01(\x03J\x04\x08\x02\x10\x03R\x0c\x63lient_seeds\"P\n\x10\x44iceSeedsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63lient_seeds\x18\x02 \x03(\t\x12\x15\n\rmissing_seats\x18\x03 \x03(\r\"e\n\x0f\x44iceRollRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\r\x12\r\n\x05sides\x18\x04 \x01(\x04\x12\x0f\n\x07purpose\x18\x05 \x01(\t\"Y\n\x12\x44iceShuffleRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\r\x12\x0f\n\x07purpose\x18\x04 \x01(\t\"4\n\x11\x44iceRevealRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"-\n\x0c\x44iceRpcError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x83\x02\n\x0c\x44iceRpcReply\x12+\n\x05\x65rror\x18\x01 \x01(\x0b\x32\x1a.boulevard.v1.DiceRpcErrorH\x00\x12\x32\n\ncommitment\x18\x02 \x01(\x0b\x32\x1c.boulevard.v1.DiceCommitmentH\x00\x12,\n\x07outcome\x18\x03 \x01(\x0b\x32\x19.boulevard.v1.DiceOutcomeH\x00\x12*\n\x06reveal\x18\x04 \x01(\x0b\x32\x18.boulevard.v1.DiceRevealH\x00\x12.\n\x05seeds\x18\x05 \x01(\x0b\x32\x1d.boulevard.v1.DiceClientSeedsH\x00\x42\x08\n\x06result\"\'\n\x14GetCommitmentRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"\xa0\x01\n\x15GetCommitmentResponse\x12\x30\n\ncommitment\x18\x01 \x01(\x0b\x32\x1c.boulevard.v1.DiceCommitment\x12\x15\n\routcome_count\x18\x02 \x01(\x04\x12\x10\n\x08revealed\x18\x03 \x01(\x08\x12,\n\x05seeds\x18\x04 \x01(\x0b\x32\x1d.boulevard.v1.DiceClientSeeds\"M\n\x13ListOutcomesRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\"s\n\x14ListOutcomesResponse\x12+\n\x08outcomes\x18\x01 \x03(\x0b\x32\x19.boulevard.v1.DiceOutcome\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x15\n\rvalues_hidden\x18\x03 \x01(\x08\"#\n\x10GetRevealRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"=\n\x11GetRevealResponse\x12(\n\x06reveal\x18\x01 \x01(\x0b\x32\x18.boulevard.v1.DiceReveal\"$\n\x11VerifyGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"w\n\x14VerificationMismatch\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x12\n\x05nonce\x18\x02 \x01(\x04H\x00\x88\x01\x01\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x10\n\x08\x65xpected\x18\x04 \x03(\x04\x12\x10\n\x08recorded\x18\x05 \x03(\x04\x42\x08\n\x06_nonce\"x\n\x12VerifyGameResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x0f\n\x07\x63hecked\x18\x02 \x01(\x04\x12\x34\n\x08mismatch\x18\x03 \x01(\x0b\x32\".boulevard.v1.VerificationMismatch\x12\x0f\n\x07summary\x18\x04 \x01(\t\"(\n\x15ListLogRecordsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"/\n\tLogRecord\x12\x12\n\nleaf_index\x18\x01 \x01(\x04\x12\x0e\n\x06record\x18\x02 \x01(\x0c\"B\n\x16ListLogRecordsResponse\x12(\n\x07records\x18\x01 \x03(\x0b\x32\x17.boulevard.v1.LogRecord\"8\n\x12GetLogHeadsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\ttree_size\x18\x02 \x01(\x04\"g\n\x13GetLogHeadsResponse\x12)\n\x05heads\x18\x01 \x03(\x0b\x32\x1a.boulevard.v1.DiceTreeHead\x12\x12\n\npublic_key\x18\x02 \x01(\x0c\x12\x11\n\ttree_size\x18\x03 \x01(\x04\"U\n\x1bGetLogInclusionProofRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\ttree_size\x18\x02 \x01(\x04\x12\x12\n\nleaf_index\x18\x03 \x01(\x04\"A\n\x1cGetLogInclusionProofResponse\x12\x0e\n\x06hashes\x18\x01 \x03(\x0c\x12\x11\n\tleaf_hash\x18\x02 \x01(\x0c\"c\n\x1dGetLogConsistencyProofRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x17\n\x0f\x66irst_tree_size\x18\x02 \x01(\x04\x12\x18\n\x10second_tree_size\x18\x03 \x01(\x04\"0\n\x1eGetLogConsistencyProofResponse\x12\x0e\n\x06hashes\x18\x01 \x03(\x0c*\\\n\x0bOutcomeKind\x12\x1c\n\x18OUTCOME_KIND_UNSPECIFIED\x10\x00\x12\x15\n\x11OUTCOME_KIND_ROLL\x10\x01\x12\x18\n\x14OUTCOME_KIND_SHUFFLE\x10\x02\x32\xf2\x05\n\x0b\x44iceService\x12X\n\rGetCommitment\x12\".boulevard.v1.GetCommitmentRequest\x1a#.boulevard.v1.GetCommitmentResponse\x12U\n\x0cListOutcomes\x12!.boulevard.v1.ListOutcomesRequest\x1a\".boulevard.v1.ListOutcomesResponse\x12L\n\tGetReveal\x12\x1e.boulevard.v1.GetRevealRequest\x1a\x1f.boulevard.v1.GetRevealResponse\x12O\n\nVerifyGame\x12\x1f.boulevard.v1.VerifyGameRequest\x1a .boulevard.v1.VerifyGameResponse\x12[\n\x0eListLogRecords\x12#.boulevard.v1.ListLogRecordsRequest\x1a$.boulevard.v1.ListLogRecordsResponse\x12R\n\x0bGetLogHeads\x12 .boulevard.v1.GetLogHeadsRequest\x1a!.boulevard.v1.GetLogHeadsResponse\x12m\n\x14GetLogInclusionProof\x12).boulevard.v1.GetLogInclusionProofRequest\x1a*.boulevard.v1.GetLogInclusionProofResponse\x12s\n\x16GetLogConsistencyProof\x12+.boulevard.v1.GetLogConsistencyProofRequest\x1a,.boulevard.v1.GetLogConsistencyProofResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x62oulevard/v1/dice.proto\x12\x0c\x62oulevard.v1\"\xb1\x01\n\x0e\x44iceCommitment\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0e\n\x06scheme\x18\x02 \x01(\t\x12\x12\n\ncommitment\x18\x03 \x01(\t\x12\x14\n\x0ctime_unix_ms\x18\x05 \x01(\x03\x12\x1f\n\x17\x63lient_seed_commitments\x18\x06 \x03(\t\x12\x1f\n\x17reveal_deadline_unix_ms\x18\x07 \x01(\x03J\x04\x08\x04\x10\x05R\x0c\x63lient_seeds\"e\n\x0f\x44iceClientSeeds\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63lient_seeds\x18\x02 \x03(\t\x12\x15\n\rmissing_seats\x18\x03 \x03(\r\x12\x14\n\x0ctime_unix_ms\x18\x04 \x01(\x03\"\x83\x01\n\x0c\x44iceTreeHead\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\ttree_size\x18\x02 \x01(\x04\x12\x11\n\troot_hash\x18\x03 \x01(\x0c\x12\x19\n\x11timestamp_unix_ms\x18\x04 \x01(\x03\x12\x0e\n\x06key_id\x18\x05 \x01(\t\x12\x11\n\tsignature\x18\x06 \x01(\x0c\"\xd1\x01\n\x0b\x44iceOutcome\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\r\n\x05nonce\x18\x02 \x01(\x04\x12\'\n\x04kind\x18\x03 \x01(\x0e\x32\x19.boulevard.v1.OutcomeKind\x12\r\n\x05\x63ount\x18\x04 \x01(\r\x12\r\n\x05sides\x18\x05 \x01(\x04\x12\x0e\n\x06values\x18\x06 \x03(\x04\x12\x12\n\nrequest_id\x18\x07 \x01(\t\x12\x0f\n\x07purpose\x18\x08 \x01(\t\x12\x14\n\x0ctime_unix_ms\x18\t \x01(\x03\x12\x10\n\x08\x62linding\x18\n \x01(\x0c\"o\n\nDiceReveal\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x13\n\x0bserver_seed\x18\x02 \x01(\t\x12\x15\n\routcome_count\x18\x03 \x01(\x04\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x14\n\x0ctime_unix_ms\x18\x05 \x01(\x03\"\xfe\x01\n\nDiceRecord\x12.\n\x06opened\x18\x01 \x01(\x0b\x32\x1c.boulevard.v1.DiceCommitmentH\x00\x12,\n\x07outcome\x18\x02 \x01(\x0b\x32\x19.boulevard.v1.DiceOutcomeH\x00\x12,\n\x08revealed\x18\x03 \x01(\x0b\x32\x18.boulevard.v1.DiceRevealH\x00\x12.\n\x05seeds\x18\x04 \x01(\x0b\x32\x1d.boulevard.v1.DiceClientSeedsH\x00\x12*\n\x04head\x18\x05 \x01(\x0b\x32\x1a.boulevard.v1.DiceTreeHeadH\x00\x42\x08\n\x06record\"x\n\x0f\x44iceOpenRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x1f\n\x17\x63lient_seed_commitments\x18\x03 \x03(\t\x12\x1f\n\x17reveal_deadline_unix_ms\x18\x04 \x01(\x03J\x04\x08\x02\x10\x03R\x0c\x63lient_seeds\"P\n\x10\x44iceSeedsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63lient_seeds\x18\x02 \x03(\t\x12\x15\n\rmissing_seats\x18\x03 \x03(\r\"e\n\x0f\x44iceRollRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\r\x12\r\n\x05sides\x18\x04 \x01(\x04\x12\x0f\n\x07purpose\x18\x05 \x01(\t\"Y\n\x12\x44iceShuffleRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\r\n\x05\x63ount\x18\x03 \x01(\r\x12\x0f\n\x07purpose\x18\x04 \x01(\t\"4\n\x11\x44iceRevealRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\"\n\x0f\x44iceHeadRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"-\n\x0c\x44iceRpcError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\xaf\x02\n\x0c\x44iceRpcReply\x12+\n\x05\x65rror\x18\x01 \x01(\x0b\x32\x1a.boulevard.v1.DiceRpcErrorH\x00\x12\x32\n\ncommitment\x18\x02 \x01(\x0b\x32\x1c.boulevard.v1.DiceCommitmentH\x00\x12,\n\x07outcome\x18\x03 \x01(\x0b\x32\x19.boulevard.v1.DiceOutcomeH\x00\x12*\n\x06reveal\x18\x04 \x01(\x0b\x32\x18.boulevard.v1.DiceRevealH\x00\x12.\n\x05seeds\x18\x05 \x01(\x0b\x32\x1d.boulevard.v1.DiceClientSeedsH\x00\x12*\n\x04head\x18n \x01(\x0b\x32\x1a.boulevard.v1.DiceTreeHeadH\x00\x42\x08\n\x06result\"\'\n\x14GetCommitmentRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"\xa0\x01\n\x15GetCommitmentResponse\x12\x30\n\ncommitment\x18\x01 \x01(\x0b\x32\x1c.boulevard.v1.DiceCommitment\x12\x15\n\routcome_count\x18\x02 \x01(\x04\x12\x10\n\x08revealed\x18\x03 \x01(\x08\x12,\n\x05seeds\x18\x04 \x01(\x0b\x32\x1d.boulevard.v1.DiceClientSeeds\"M\n\x13ListOutcomesRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\r\x12\x12\n\npage_token\x18\x03 \x01(\t\"s\n\x14ListOutcomesResponse\x12+\n\x08outcomes\x18\x01 \x03(\x0b\x32\x19.boulevard.v1.DiceOutcome\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x15\n\rvalues_hidden\x18\x03 \x01(\x08\"#\n\x10GetRevealRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"=\n\x11GetRevealResponse\x12(\n\x06reveal\x18\x01 \x01(\x0b\x32\x18.boulevard.v1.DiceReveal\"$\n\x11VerifyGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"w\n\x14VerificationMismatch\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x12\n\x05nonce\x18\x02 \x01(\x04H\x00\x88\x01\x01\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x10\n\x08\x65xpected\x18\x04 \x03(\x04\x12\x10\n\x08recorded\x18\x05 \x03(\x04\x42\x08\n\x06_nonce\"x\n\x12VerifyGameResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x0f\n\x07\x63hecked\x18\x02 \x01(\x04\x12\x34\n\x08mismatch\x18\x03 \x01(\x0b\x32\".boulevard.v1.VerificationMismatch\x12\x0f\n\x07summary\x18\x04 \x01(\t\"(\n\x15ListLogRecordsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"/\n\tLogRecord\x12\x12\n\nleaf_index\x18\x01 \x01(\x04\x12\x0e\n\x06record\x18\x02 \x01(\x0c\"B\n\x16ListLogRecordsResponse\x12(\n\x07records\x18\x01 \x03(\x0b\x32\x17.boulevard.v1.LogRecord\"8\n\x12GetLogHeadsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\ttree_size\x18\x02 \x01(\x04\"g\n\x13GetLogHeadsResponse\x12)\n\x05heads\x18\x01 \x03(\x0b\x32\x1a.boulevard.v1.DiceTreeHead\x12\x12\n\npublic_key\x18\x02 \x01(\x0c\x12\x11\n\ttree_size\x18\x03 \x01(\x04\"U\n\x1bGetLogInclusionProofRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\ttree_size\x18\x02 \x01(\x04\x12\x12\n\nleaf_index\x18\x03 \x01(\x04\"A\n\x1cGetLogInclusionProofResponse\x12\x0e\n\x06hashes\x18\x01 \x03(\x0c\x12\x11\n\tleaf_hash\x18\x02 \x01(\x0c\"c\n\x1dGetLogConsistencyProofRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x17\n\x0f\x66irst_tree_size\x18\x02 \x01(\x04\x12\x18\n\x10second_tree_size\x18\x03 \x01(\x04\"0\n\x1eGetLogConsistencyProofResponse\x12\x0e\n\x06hashes\x18\x01 \x03(\x0c*\\\n\x0bOutcomeKind\x12\x1c\n\x18OUTCOME_KIND_UNSPECIFIED\x10\x00\x12\x15\n\x11OUTCOME_KIND_ROLL\x10\x01\x12\x18\n\x14OUTCOME_KIND_SHUFFLE\x10\x02\x32\xf2\x05\n\x0b\x44iceService\x12X\n\rGetCommitment\x12\".boulevard.v1.GetCommitmentRequest\x1a#.boulevard.v1.GetCommitmentResponse\x12U\n\x0cListOutcomes\x12!.boulevard.v1.ListOutcomesRequest\x1a\".boulevard.v1.ListOutcomesResponse\x12L\n\tGetReveal\x12\x1e.boulevard.v1.GetRevealRequest\x1a\x1f.boulevard.v1.GetRevealResponse\x12O\n\nVerifyGame\x12\x1f.boulevard.v1.VerifyGameRequest\x1a .boulevard.v1.VerifyGameResponse\x12[\n\x0eListLogRecords\x12#.boulevard.v1.ListLogRecordsRequest\x1a$.boulevard.v1.ListLogRecordsResponse\x12R\n\x0bGetLogHeads\x12 .boulevard.v1.GetLogHeadsRequest\x1a!.boulevard.v1.GetLogHeadsResponse\x12m\n\x14GetLogInclusionProof\x12).boulevard.v1.GetLogInclusionProofRequest\x1a*.boulevard.v1.GetLogInclusionProofResponse\x12s\n\x16GetLogConsistencyProof\x12+.boulevard.v1.GetLogConsistencyProofRequest\x1a,.boulevard.v1.GetLogConsistencyProofResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'boulevard.v1.dice_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_OUTCOMEKIND']._serialized_start=3209
-  _globals['_OUTCOMEKIND']._serialized_end=3301
+  _globals['_OUTCOMEKIND']._serialized_start=3289
+  _globals['_OUTCOMEKIND']._serialized_end=3381
   _globals['_DICECOMMITMENT']._serialized_start=42
   _globals['_DICECOMMITMENT']._serialized_end=219
   _globals['_DICECLIENTSEEDS']._serialized_start=221
@@ -55,46 +55,48 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_DICESHUFFLEREQUEST']._serialized_end=1436
   _globals['_DICEREVEALREQUEST']._serialized_start=1438
   _globals['_DICEREVEALREQUEST']._serialized_end=1490
-  _globals['_DICERPCERROR']._serialized_start=1492
-  _globals['_DICERPCERROR']._serialized_end=1537
-  _globals['_DICERPCREPLY']._serialized_start=1540
-  _globals['_DICERPCREPLY']._serialized_end=1799
-  _globals['_GETCOMMITMENTREQUEST']._serialized_start=1801
-  _globals['_GETCOMMITMENTREQUEST']._serialized_end=1840
-  _globals['_GETCOMMITMENTRESPONSE']._serialized_start=1843
-  _globals['_GETCOMMITMENTRESPONSE']._serialized_end=2003
-  _globals['_LISTOUTCOMESREQUEST']._serialized_start=2005
-  _globals['_LISTOUTCOMESREQUEST']._serialized_end=2082
-  _globals['_LISTOUTCOMESRESPONSE']._serialized_start=2084
-  _globals['_LISTOUTCOMESRESPONSE']._serialized_end=2199
-  _globals['_GETREVEALREQUEST']._serialized_start=2201
-  _globals['_GETREVEALREQUEST']._serialized_end=2236
-  _globals['_GETREVEALRESPONSE']._serialized_start=2238
-  _globals['_GETREVEALRESPONSE']._serialized_end=2299
-  _globals['_VERIFYGAMEREQUEST']._serialized_start=2301
-  _globals['_VERIFYGAMEREQUEST']._serialized_end=2337
-  _globals['_VERIFICATIONMISMATCH']._serialized_start=2339
-  _globals['_VERIFICATIONMISMATCH']._serialized_end=2458
-  _globals['_VERIFYGAMERESPONSE']._serialized_start=2460
-  _globals['_VERIFYGAMERESPONSE']._serialized_end=2580
-  _globals['_LISTLOGRECORDSREQUEST']._serialized_start=2582
-  _globals['_LISTLOGRECORDSREQUEST']._serialized_end=2622
-  _globals['_LOGRECORD']._serialized_start=2624
-  _globals['_LOGRECORD']._serialized_end=2671
-  _globals['_LISTLOGRECORDSRESPONSE']._serialized_start=2673
-  _globals['_LISTLOGRECORDSRESPONSE']._serialized_end=2739
-  _globals['_GETLOGHEADSREQUEST']._serialized_start=2741
-  _globals['_GETLOGHEADSREQUEST']._serialized_end=2797
-  _globals['_GETLOGHEADSRESPONSE']._serialized_start=2799
-  _globals['_GETLOGHEADSRESPONSE']._serialized_end=2902
-  _globals['_GETLOGINCLUSIONPROOFREQUEST']._serialized_start=2904
-  _globals['_GETLOGINCLUSIONPROOFREQUEST']._serialized_end=2989
-  _globals['_GETLOGINCLUSIONPROOFRESPONSE']._serialized_start=2991
-  _globals['_GETLOGINCLUSIONPROOFRESPONSE']._serialized_end=3056
-  _globals['_GETLOGCONSISTENCYPROOFREQUEST']._serialized_start=3058
-  _globals['_GETLOGCONSISTENCYPROOFREQUEST']._serialized_end=3157
-  _globals['_GETLOGCONSISTENCYPROOFRESPONSE']._serialized_start=3159
-  _globals['_GETLOGCONSISTENCYPROOFRESPONSE']._serialized_end=3207
-  _globals['_DICESERVICE']._serialized_start=3304
-  _globals['_DICESERVICE']._serialized_end=4058
+  _globals['_DICEHEADREQUEST']._serialized_start=1492
+  _globals['_DICEHEADREQUEST']._serialized_end=1526
+  _globals['_DICERPCERROR']._serialized_start=1528
+  _globals['_DICERPCERROR']._serialized_end=1573
+  _globals['_DICERPCREPLY']._serialized_start=1576
+  _globals['_DICERPCREPLY']._serialized_end=1879
+  _globals['_GETCOMMITMENTREQUEST']._serialized_start=1881
+  _globals['_GETCOMMITMENTREQUEST']._serialized_end=1920
+  _globals['_GETCOMMITMENTRESPONSE']._serialized_start=1923
+  _globals['_GETCOMMITMENTRESPONSE']._serialized_end=2083
+  _globals['_LISTOUTCOMESREQUEST']._serialized_start=2085
+  _globals['_LISTOUTCOMESREQUEST']._serialized_end=2162
+  _globals['_LISTOUTCOMESRESPONSE']._serialized_start=2164
+  _globals['_LISTOUTCOMESRESPONSE']._serialized_end=2279
+  _globals['_GETREVEALREQUEST']._serialized_start=2281
+  _globals['_GETREVEALREQUEST']._serialized_end=2316
+  _globals['_GETREVEALRESPONSE']._serialized_start=2318
+  _globals['_GETREVEALRESPONSE']._serialized_end=2379
+  _globals['_VERIFYGAMEREQUEST']._serialized_start=2381
+  _globals['_VERIFYGAMEREQUEST']._serialized_end=2417
+  _globals['_VERIFICATIONMISMATCH']._serialized_start=2419
+  _globals['_VERIFICATIONMISMATCH']._serialized_end=2538
+  _globals['_VERIFYGAMERESPONSE']._serialized_start=2540
+  _globals['_VERIFYGAMERESPONSE']._serialized_end=2660
+  _globals['_LISTLOGRECORDSREQUEST']._serialized_start=2662
+  _globals['_LISTLOGRECORDSREQUEST']._serialized_end=2702
+  _globals['_LOGRECORD']._serialized_start=2704
+  _globals['_LOGRECORD']._serialized_end=2751
+  _globals['_LISTLOGRECORDSRESPONSE']._serialized_start=2753
+  _globals['_LISTLOGRECORDSRESPONSE']._serialized_end=2819
+  _globals['_GETLOGHEADSREQUEST']._serialized_start=2821
+  _globals['_GETLOGHEADSREQUEST']._serialized_end=2877
+  _globals['_GETLOGHEADSRESPONSE']._serialized_start=2879
+  _globals['_GETLOGHEADSRESPONSE']._serialized_end=2982
+  _globals['_GETLOGINCLUSIONPROOFREQUEST']._serialized_start=2984
+  _globals['_GETLOGINCLUSIONPROOFREQUEST']._serialized_end=3069
+  _globals['_GETLOGINCLUSIONPROOFRESPONSE']._serialized_start=3071
+  _globals['_GETLOGINCLUSIONPROOFRESPONSE']._serialized_end=3136
+  _globals['_GETLOGCONSISTENCYPROOFREQUEST']._serialized_start=3138
+  _globals['_GETLOGCONSISTENCYPROOFREQUEST']._serialized_end=3237
+  _globals['_GETLOGCONSISTENCYPROOFRESPONSE']._serialized_start=3239
+  _globals['_GETLOGCONSISTENCYPROOFRESPONSE']._serialized_end=3287
+  _globals['_DICESERVICE']._serialized_start=3384
+  _globals['_DICESERVICE']._serialized_end=4138
 # @@protoc_insertion_point(module_scope)

@@ -449,6 +449,31 @@ class DiceRevealRequest(_message.Message):
 Global___DiceRevealRequest: _TypeAlias = DiceRevealRequest  # noqa: Y015
 
 @_typing.final
+class DiceHeadRequest(_message.Message):
+    """`dice.rpc.head`: the game's signed head over every leaf stored so far (one is signed
+    when the newest leaf has none). The engine records it in GameFinished before it asks for
+    the reveal, so the game's chain (and through it the ledger's anchor) commits to the dice
+    log; the reveal that follows is the one leaf after it. Refused for a game never opened.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game_id", b"game_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiceHeadRequest: _TypeAlias = DiceHeadRequest  # noqa: Y015
+
+@_typing.final
 class DiceRpcError(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -482,6 +507,7 @@ class DiceRpcReply(_message.Message):
     OUTCOME_FIELD_NUMBER: _builtins.int
     REVEAL_FIELD_NUMBER: _builtins.int
     SEEDS_FIELD_NUMBER: _builtins.int
+    HEAD_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def error(self) -> Global___DiceRpcError: ...
     @_builtins.property
@@ -492,6 +518,8 @@ class DiceRpcReply(_message.Message):
     def reveal(self) -> Global___DiceReveal: ...
     @_builtins.property
     def seeds(self) -> Global___DiceClientSeeds: ...
+    @_builtins.property
+    def head(self) -> Global___DiceTreeHead: ...
     def __init__(
         self,
         *,
@@ -500,12 +528,13 @@ class DiceRpcReply(_message.Message):
         outcome: Global___DiceOutcome | None = ...,
         reveal: Global___DiceReveal | None = ...,
         seeds: Global___DiceClientSeeds | None = ...,
+        head: Global___DiceTreeHead | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["commitment", b"commitment", "error", b"error", "outcome", b"outcome", "result", b"result", "reveal", b"reveal", "seeds", b"seeds"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["commitment", b"commitment", "error", b"error", "head", b"head", "outcome", b"outcome", "result", b"result", "reveal", b"reveal", "seeds", b"seeds"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["commitment", b"commitment", "error", b"error", "outcome", b"outcome", "result", b"result", "reveal", b"reveal", "seeds", b"seeds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["commitment", b"commitment", "error", b"error", "head", b"head", "outcome", b"outcome", "result", b"result", "reveal", b"reveal", "seeds", b"seeds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_result: _TypeAlias = _typing.Literal["error", "commitment", "outcome", "reveal", "seeds"]  # noqa: Y015
+    _WhichOneofReturnType_result: _TypeAlias = _typing.Literal["error", "commitment", "outcome", "reveal", "seeds", "head"]  # noqa: Y015
     _WhichOneofArgType_result: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_result) -> _WhichOneofReturnType_result | None: ...
 
