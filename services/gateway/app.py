@@ -32,6 +32,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from boulevard.api.v1 import dice_pb2, engine_pb2, ledger_pb2, matchmaking_pb2
+from boulevard.contract import routing
 from services.gateway.forward import (
     ChannelFor,
     ForwardingApplication,
@@ -87,24 +88,41 @@ gRPC-Web (docs/clients.md, "From a browser").</p></body></html>
 
 
 class Backends:
-    """One gRPC channel per service, made on first use and closed on shutdown."""
+    """One gRPC channel per backend address, made on first use and closed on shutdown."""
 
     def __init__(self, settings: GatewaySettings) -> None:
         self.settings = settings
         self._channels: dict[str, grpc.aio.Channel] = {}
 
     def channel(self, service: str) -> grpc.aio.Channel:
-        if service not in self._channels:
+        """The channel of `service`'s (first) address."""
+        return self._channel_to(self.settings.targets_of(service)[0])
+
+    def engine_channels(self, request: Message) -> list[grpc.aio.Channel]:
+        """The engine replicas' channels in the order to try them for `request`: by its game
+        id when it has one (boulevard.contract.routing, so a game's calls reach the replica
+        that holds it warm), else in the configured order; replicas whose channel is in
+        TRANSIENT_FAILURE (down, as far as gRPC knows) go last, so a stopped owner costs its
+        games a cold load on the next replica, not a failed call each."""
+        targets = self.settings.targets_of("engine")
+        field = request.DESCRIPTOR.fields_by_name.get("game_id")
+        game_id = getattr(request, "game_id", "") if field is not None else ""
+        order = routing.ranked(game_id, targets) if game_id and len(targets) > 1 else targets
+        channels = [self._channel_to(t) for t in order]
+        down = grpc.ChannelConnectivity.TRANSIENT_FAILURE
+        return sorted(channels, key=lambda c: c.get_state() is down)  # stable: order kept
+
+    def _channel_to(self, target: str) -> grpc.aio.Channel:
+        if target not in self._channels:
             s = self.settings
             # Responses as large as the services send (a Reconcile of a long game).
             options = [("grpc.max_receive_message_length", s.grpc_max_send_bytes)]
-            target = s.target_of(service)
             if s.tls_ca_file is not None:
                 credentials = grpc.ssl_channel_credentials(s.tls_ca_file.read_bytes())
-                self._channels[service] = grpc.aio.secure_channel(target, credentials, options)
+                self._channels[target] = grpc.aio.secure_channel(target, credentials, options)
             else:
-                self._channels[service] = grpc.aio.insecure_channel(target, options)
-        return self._channels[service]
+                self._channels[target] = grpc.aio.insecure_channel(target, options)
+        return self._channels[target]
 
     async def close(self) -> None:
         channels, self._channels = list(self._channels.values()), {}
@@ -172,7 +190,7 @@ def health_endpoints(backends: Backends) -> Routes:
         finally:
             call.cancel()
 
-    routes = endpoints(HEALTH, lambda _request: backends.channel("engine"))
+    routes = endpoints(HEALTH, lambda _request: [backends.channel("engine")])
     check_path, watch_path = f"/{HEALTH.full_name}/Check", f"/{HEALTH.full_name}/Watch"
     routes[check_path] = Endpoint.unary(routes[check_path].method, check)
     routes[watch_path] = Endpoint.server_stream(routes[watch_path].method, watch)
@@ -210,11 +228,14 @@ def _web_routes(web_dir: Path) -> list[BaseRoute]:
     return [Route("/", placeholder)]
 
 
-def _always(backends: Backends, service: str) -> ChannelFor:
-    """Every request of `service` goes to its one channel."""
+def _channels_for(backends: Backends, service: str) -> ChannelFor:
+    """Where `service`'s requests go: the engine's by game id over its replicas, every other
+    service's to its one channel."""
+    if service == "engine":
+        return backends.engine_channels
 
-    def channel_for(_request: Message) -> grpc.aio.Channel:
-        return backends.channel(service)
+    def channel_for(_request: Message) -> list[grpc.aio.Channel]:
+        return [backends.channel(service)]
 
     return channel_for
 
@@ -226,7 +247,7 @@ def build_app(settings: GatewaySettings, port: int | None = None) -> Starlette:
     read_max = settings.grpc_max_receive_bytes  # the services' own request size limit
     routes: list[BaseRoute] = []
     for name, service in PROTO_SERVICES.items():
-        forwarded = instrumented(endpoints(service, _always(backends, name)))
+        forwarded = instrumented(endpoints(service, _channels_for(backends, name)))
         app = ForwardingApplication(service, forwarded, read_max_bytes=read_max)
         routes.append(Mount(app.path, app=app))
     health = ForwardingApplication(

@@ -11,7 +11,7 @@ implementation of auth, limits and errors.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import grpc
@@ -40,8 +40,22 @@ CODES: Mapping[grpc.StatusCode, Code] = {
 # does not export, so the values are typed loosely here.
 Routes = dict[str, Any]
 
-# Picks the channel that answers one request (most services: always the same one).
-ChannelFor = Callable[[Message], grpc.aio.Channel]
+# The channels that may answer one request, in the order to try them: most services have
+# one; the engine's replicas come ordered by the request's game id (services/gateway/app.py).
+ChannelFor = Callable[[Message], Sequence[grpc.aio.Channel]]
+
+
+def _try_next(exc: grpc.aio.AioRpcError, channel: grpc.aio.Channel) -> bool:
+    """Whether a failed call goes on to the next channel: only when the backend could not be
+    reached (UNAVAILABLE, and its channel no longer connected), not when a reachable service
+    answered UNAVAILABLE itself (e.g. its NATS is down: another replica shares that NATS).
+
+    Repeating a call elsewhere is safe only for a service whose every call may run twice:
+    the engine's commands carry the version they expect and an idempotency key, CreateGame a
+    request id, so a command the lost replica did apply is never applied again."""
+    if exc.code() is not grpc.StatusCode.UNAVAILABLE:
+        return False
+    return channel.get_state() is not grpc.ChannelConnectivity.READY
 
 
 def forwarded_metadata(ctx: RequestContext[Any, Any]) -> tuple[tuple[str, str], ...]:
@@ -92,18 +106,22 @@ def _unary(method: MethodDescriptor, channel_for: ChannelFor) -> Endpoint[Messag
     path = f"/{method.containing_service.full_name}/{method.name}"
 
     async def forward(request: Message, ctx: RequestContext[Message, Message]) -> Message:
-        call = channel_for(request).unary_unary(
-            path,
-            request_serializer=type(request).SerializeToString,
-            response_deserializer=info.output.FromString,
-        )
-        try:
-            response: Message = await call(
-                request, metadata=forwarded_metadata(ctx), timeout=_timeout(ctx)
+        metadata, timeout = forwarded_metadata(ctx), _timeout(ctx)
+        channels = channel_for(request)
+        for i, channel in enumerate(channels):
+            call = channel.unary_unary(
+                path,
+                request_serializer=type(request).SerializeToString,
+                response_deserializer=info.output.FromString,
             )
-        except grpc.aio.AioRpcError as exc:
-            raise connect_error(exc) from None
-        return response
+            try:
+                response: Message = await call(request, metadata=metadata, timeout=timeout)
+            except grpc.aio.AioRpcError as exc:
+                if i + 1 < len(channels) and _try_next(exc, channel):
+                    continue
+                raise connect_error(exc) from None
+            return response
+        raise ConnectError(Code.UNAVAILABLE, "no backend to forward to")
 
     return Endpoint.unary(info, forward)
 
@@ -115,20 +133,30 @@ def _server_stream(method: MethodDescriptor, channel_for: ChannelFor) -> Endpoin
     async def forward(
         request: Message, ctx: RequestContext[Message, Message]
     ) -> AsyncIterator[Message]:
-        call = channel_for(request).unary_stream(
-            path,
-            request_serializer=type(request).SerializeToString,
-            response_deserializer=info.output.FromString,
-        )(request, metadata=forwarded_metadata(ctx), timeout=_timeout(ctx))
-        try:
-            async for item in call:
-                yield item
-        except grpc.aio.AioRpcError as exc:
-            raise connect_error(exc) from None
-        finally:
-            # The browser went away (or the stream ended): end the gRPC call too, so the
-            # service frees its watcher at once.
-            call.cancel()
+        metadata, timeout = forwarded_metadata(ctx), _timeout(ctx)
+        channels = channel_for(request)
+        for i, channel in enumerate(channels):
+            call = channel.unary_stream(
+                path,
+                request_serializer=type(request).SerializeToString,
+                response_deserializer=info.output.FromString,
+            )(request, metadata=metadata, timeout=timeout)
+            started = False
+            try:
+                async for item in call:
+                    started = True
+                    yield item
+                return
+            except grpc.aio.AioRpcError as exc:
+                # A stream that delivered something ends here: the client resumes it.
+                if not started and i + 1 < len(channels) and _try_next(exc, channel):
+                    continue
+                raise connect_error(exc) from None
+            finally:
+                # The browser went away (or the stream ended): end the gRPC call too, so the
+                # service frees its watcher at once.
+                call.cancel()
+        raise ConnectError(Code.UNAVAILABLE, "no backend to forward to")
 
     return Endpoint.server_stream(info, forward)
 

@@ -11,6 +11,9 @@ import ipaddress
 from functools import cache
 from pathlib import Path
 
+from pydantic import model_validator
+
+from boulevard.contract.routing import replica_list
 from boulevard.platform.settings import Settings
 
 SERVICES = ("matchmaking", "engine", "dice", "ledger")
@@ -34,16 +37,35 @@ class GatewaySettings(Settings):
     # The built web app (index.html and its assets). Empty: the copy inside the package,
     # libs/boulevard/web/static (a placeholder page says so when it is not built).
     gateway_web_dir: Path | None = None
-    # Where each service answers gRPC; empty: `grpc_host` and that service's port.
+    # Where each service answers gRPC; empty: `grpc_host` and that service's port. The
+    # engine's may list several replicas, comma-separated (`engine-0.engine:50052,…`): each
+    # game's calls go to one of them by its game id (docs/operations.md, "Scaling the engine").
     gateway_matchmaking_target: str = ""
     gateway_engine_target: str = ""
     gateway_dice_target: str = ""
     gateway_ledger_target: str = ""
 
+    @model_validator(mode="after")
+    def _one_target_unless_engine(self) -> GatewaySettings:
+        for service in SERVICES:
+            if service != "engine" and len(self.targets_of(service)) > 1:
+                raise ValueError(
+                    f"BOULEVARD_GATEWAY_{service.upper()}_TARGET names one address; only the "
+                    "engine's may list replicas"
+                )
+        return self
+
     def target_of(self, service: str) -> str:
-        """The gRPC address the gateway forwards `service`'s calls to."""
+        """The gRPC address (for the engine: the comma-separated addresses) the gateway
+        forwards `service`'s calls to."""
         given: str = getattr(self, f"gateway_{service}_target")
         return given or f"{self.grpc_host}:{self.port_of(service)}"
+
+    def targets_of(self, service: str) -> tuple[str, ...]:
+        """`target_of` as a list of addresses, at least one."""
+        return replica_list(self.target_of(service)) or (
+            f"{self.grpc_host}:{self.port_of(service)}",
+        )
 
     @property
     def tls(self) -> bool:

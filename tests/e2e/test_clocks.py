@@ -331,6 +331,13 @@ async def test_a_turn_based_player_who_left_comes_back_with_play_resume_and_fini
                     await pilot.press("enter")
                     moves += 1
                 await pilot.pause(0.02)
+            # The screen keeps the evidence after the end: once the seed is revealed and a
+            # ledger head covers the game's anchor (signed about a second later). Leaving
+            # run_test before then closed the app with no evidence file written.
+            while not app.last_status.startswith(("evidence kept", "note: no ledger head")):
+                assert time.monotonic() < deadline, f"no evidence; status: {app.last_status}"
+                assert not app.failed, app.last_status
+                await pilot.pause(0.1)
         await asyncio.wait_for(others, 60)
     assert moves > 0
     log = await finished_log(platform, created.game_id)

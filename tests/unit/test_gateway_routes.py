@@ -22,7 +22,7 @@ STUBS = {
 }
 
 
-def no_channel(_request: Message) -> grpc.aio.Channel:
+def no_channel(_request: Message) -> list[grpc.aio.Channel]:
     raise AssertionError("no call is made here")
 
 

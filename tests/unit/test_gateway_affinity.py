@@ -1,0 +1,155 @@
+"""The gateway sends a game's engine calls to the replica that owns its game id
+(boulevard.contract.routing), calls without a game id to the first replica, and a call
+whose owner is down to the next replica in the game's order.
+
+Two small gRPC servers on loopback stand in for engine replicas and answer with their own
+address, so the test sees which one each call reached; the gateway's ASGI app runs
+in-process."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import grpc
+import httpx
+import pytest
+
+from boulevard.api.v1 import engine_pb2
+from boulevard.contract.routing import ranked
+from boulevard.messaging.server import free_port
+from services.gateway.app import build_app
+from services.gateway.settings import GatewaySettings
+
+SERVICE = "boulevard.v1.EngineService"
+
+
+class Replica:
+    """A gRPC server answering GetGame and ListGames with its own address."""
+
+    def __init__(self) -> None:
+        self.address = f"127.0.0.1:{free_port()}"
+        self.server: grpc.aio.Server | None = None
+
+    async def start(self) -> None:
+        name = self.address
+
+        async def get_game(
+            request: engine_pb2.GetGameRequest, _ctx: grpc.aio.ServicerContext
+        ) -> engine_pb2.GetGameResponse:
+            return engine_pb2.GetGameResponse(game_id=request.game_id, game=name)
+
+        async def list_games(
+            _request: engine_pb2.ListGamesRequest, _ctx: grpc.aio.ServicerContext
+        ) -> engine_pb2.ListGamesResponse:
+            return engine_pb2.ListGamesResponse(next_page_token=name)
+
+        handler = grpc.method_handlers_generic_handler(
+            SERVICE,
+            {
+                "GetGame": grpc.unary_unary_rpc_method_handler(
+                    get_game,
+                    request_deserializer=engine_pb2.GetGameRequest.FromString,
+                    response_serializer=engine_pb2.GetGameResponse.SerializeToString,
+                ),
+                "ListGames": grpc.unary_unary_rpc_method_handler(
+                    list_games,
+                    request_deserializer=engine_pb2.ListGamesRequest.FromString,
+                    response_serializer=engine_pb2.ListGamesResponse.SerializeToString,
+                ),
+            },
+        )
+        self.server = grpc.aio.server()
+        self.server.add_generic_rpc_handlers((handler,))
+        self.server.add_insecure_port(self.address)
+        await self.server.start()
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            await self.server.stop(grace=None)
+            self.server = None
+
+
+@pytest.fixture
+async def replicas() -> AsyncIterator[list[Replica]]:
+    started = [Replica(), Replica()]
+    for r in started:
+        await r.start()
+    try:
+        yield started
+    finally:
+        for r in started:
+            await r.stop()
+
+
+def gateway(targets: str) -> httpx.AsyncClient:
+    app = build_app(GatewaySettings(gateway_engine_target=targets))
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8080"
+    )
+
+
+async def answered_by(client: httpx.AsyncClient, method: str, body: dict[str, str]) -> str:
+    reply = await client.post(f"/{SERVICE}/{method}", json=body)
+    assert reply.status_code == 200, reply.text
+    data = reply.json()
+    return str(data.get("game") or data.get("nextPageToken"))
+
+
+def games_of_each(addresses: list[str]) -> dict[str, str]:
+    """A game id owned by each replica."""
+    owned: dict[str, str] = {}
+    for i in range(100):
+        owned.setdefault(ranked(f"game-{i}", addresses)[0], f"game-{i}")
+    assert len(owned) == len(addresses)
+    return owned
+
+
+async def test_each_games_calls_reach_its_owner(replicas: list[Replica]) -> None:
+    addresses = [r.address for r in replicas]
+    async with gateway(",".join(addresses)) as client:
+        for owner, game_id in games_of_each(addresses).items():
+            for _ in range(3):
+                assert await answered_by(client, "GetGame", {"gameId": game_id}) == owner
+        # No game id: the first replica listed.
+        assert await answered_by(client, "ListGames", {}) == addresses[0]
+
+
+async def test_a_game_whose_owner_is_down_goes_to_the_next_replica(
+    replicas: list[Replica],
+) -> None:
+    addresses = [r.address for r in replicas]
+    owned = games_of_each(addresses)
+    async with gateway(",".join(addresses)) as client:
+        game_id = owned[addresses[0]]
+        assert await answered_by(client, "GetGame", {"gameId": game_id}) == addresses[0]
+        await replicas[0].stop()
+        for _ in range(3):  # the first call finds it down, the next ones skip it
+            assert await answered_by(client, "GetGame", {"gameId": game_id}) == addresses[1]
+        assert await answered_by(client, "ListGames", {}) == addresses[1]
+
+
+async def test_with_every_replica_down_the_caller_hears_unavailable(
+    replicas: list[Replica],
+) -> None:
+    addresses = [r.address for r in replicas]
+    for r in replicas:
+        await r.stop()
+    async with gateway(",".join(addresses)) as client:
+        reply = await client.post(f"/{SERVICE}/GetGame", json={"gameId": "g"})
+        assert reply.json()["code"] == "unavailable"
+
+
+async def test_one_target_is_todays_single_backend(replicas: list[Replica]) -> None:
+    async with gateway(replicas[1].address) as client:
+        for i in range(5):
+            got = await answered_by(client, "GetGame", {"gameId": f"game-{i}"})
+            assert got == replicas[1].address
+
+
+def test_only_the_engine_target_may_list_replicas() -> None:
+    with pytest.raises(ValueError, match="only the engine's may list replicas"):
+        GatewaySettings(gateway_dice_target="a:1,b:2")
+    assert GatewaySettings(gateway_engine_target="a:1, b:2").targets_of("engine") == (
+        "a:1",
+        "b:2",
+    )
