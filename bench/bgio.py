@@ -28,7 +28,14 @@ Boulevard: engine, dice, ledger, matchmaking, nats-server), from /proc/<pid>/sta
 carries the machine's 1-minute load average at its end: on a shared machine the absolute
 figures move with it, the ratios (same run) much less.
 
+How Boulevard's seats watch (`--watch`): by default in settled bursts
+(WatchGameRequest.settled: a move and the roll it owes in one update), which is what
+boardgame.io sends (its seat's roll is drawn in the same server step as the move before, in
+`turn.onBegin`: one update per move); `--watch bursts` gives each seat a move's update and
+its roll's apart, as before issue 28's settled mode (and as the bots watch).
+
 Usage: python bench/bgio.py [--quick] [--games 1,10,100] [--check N]
+                            [--watch settled|bursts|events]
 (`make bench-bgio` installs the npm packages with `npm ci` and runs it.)
 """
 
@@ -53,7 +60,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bgio_check import check
-from engine import bench_platform, cpu_seconds, loadavg, measure, percentile
+from engine import WATCH_ENV, bench_platform, cpu_seconds, loadavg, measure, percentile
 
 from boulevard.messaging.server import free_port
 
@@ -182,6 +189,7 @@ async def main(games: list[int], seconds: float, procs: int, check_games: int) -
     )
     node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
     print(f"node {node}, boardgame.io 0.50.2, Python {sys.version.split()[0]}")
+    print(f"Boulevard's seats watch in {os.environ.get(WATCH_ENV, 'bursts')} mode")
     checked, moves = check(check_games)
     print(
         f"same rules: {checked} random 4-seat boardgame.io games ({moves:,} moves) replayed "
@@ -292,7 +300,15 @@ if __name__ == "__main__":
     parser.add_argument(
         "--check", type=int, default=200, help="random games checked for the same rules first"
     )
+    parser.add_argument(
+        "--watch",
+        choices=("settled", "bursts", "events"),
+        default="settled",
+        help="how Boulevard's seats watch: a move and its roll in one update, as boardgame.io "
+        "sends them (default), a move's and its roll's apart, or one event per message",
+    )
     args = parser.parse_args()
+    os.environ[WATCH_ENV] = args.watch  # the spawned load generators read it
     asyncio.run(
         main(
             [int(g) for g in args.games.split(",")],

@@ -176,8 +176,12 @@ async def play_seat(
 
     async def watch() -> None:
         nonlocal finished
+        mode = os.environ.get(WATCH_ENV, "bursts")
         request = engine_pb2.WatchGameRequest(
-            game_id=game_id, player_token=token, bursts=os.environ.get(WATCH_ENV) != "events"
+            game_id=game_id,
+            player_token=token,
+            bursts=mode != "events",
+            settled=mode == "settled",
         )
         async for update in stub.WatchGame(request):
             if last_event(update).type == "GameFinished":
@@ -989,9 +993,10 @@ if __name__ == "__main__":
     )
     parser.add_argument(
         "--watch",
-        choices=("bursts", "events"),
+        choices=("settled", "bursts", "events"),
         default="bursts",
-        help="how seats watch: one message per burst, as the bots do (default), or one per event",
+        help="how seats watch: one message per burst, as the bots do (default), one per move "
+        "and the chance it owes (WatchGameRequest.settled), or one per event",
     )
     parser.add_argument(
         "--load-only",

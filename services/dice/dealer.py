@@ -523,8 +523,9 @@ class Dealer:
             for position in view.tail[:-1]:
                 self._out_of_sequence(records[position], "not covered by a signed head")
             if self._vouch(table, records[last]):
-                if not records[last].record.HasField("opened"):
-                    table.tree.append(records[last].data)
+                # The commitment too: a crash right after the first leaf left it unsigned,
+                # and a head over the empty tree would leave it out of the log for good.
+                table.tree.append(records[last].data)
                 await self._sign(table)
             else:
                 self._out_of_sequence(records[last], "not a record this service would write")

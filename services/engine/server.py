@@ -38,6 +38,7 @@ from boulevard.platform.errors import (
 )
 from boulevard.platform.identity import OPERATOR, PLAYER, TokenVerifier
 from boulevard.platform.wire import sent_unknown_field
+from services.engine.chance import Finish, FixSeeds, Resolve, owed
 from services.engine.commands import Submit
 from services.engine.engine import Engine, SeatRequest
 from services.engine.games_index import GamesIndex, IndexUnavailable
@@ -503,13 +504,13 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         over = False
         seen = 0
         sent = 0  # the last version this stream sent
+        burst: list[events_pb2.EventEnvelope] = []  # bursts mode: not yet sent
         feed = self._watch(session.game_id)
         try:
             while True:
                 # What arrived together: one burst.
                 batch = await next_batch(feed, seen, expires, max(sent + 1, request.from_version))
                 seen += len(batch)
-                burst: list[events_pb2.EventEnvelope] = []  # bursts mode: not yet sent
                 for i, envelope in enumerate(batch):
                     unfolded.append(envelope)
                     over = over or envelope.type == "GameFinished"
@@ -531,14 +532,6 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                             f"({err.message}): the game halts there"
                         ) from None
                     last = i == len(batch) - 1
-                    if request.bursts:
-                        burst.append(event)
-                        if not last and len(burst) < BURST_MAX:
-                            continue
-                        update = engine_pb2.WatchGameResponse(events=burst)
-                        burst = []
-                    else:
-                        update = engine_pb2.WatchGameResponse(event=event)
                     if last:
                         # One view per burst of events (the state after the last of them):
                         # views are what watching costs, and a client draws only the latest.
@@ -551,6 +544,17 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                                 watched.apply_envelope(pending)
                             source = watched
                         unfolded.clear()
+                    if request.bursts:
+                        burst.append(event)
+                        if not last and len(burst) < BURST_MAX:
+                            continue
+                        if last and request.settled and not over and self._acts_next(source):
+                            continue  # held: it goes with the burst that answers it
+                        update = engine_pb2.WatchGameResponse(events=burst)
+                        burst = []
+                    else:
+                        update = engine_pb2.WatchGameResponse(event=event)
+                    if last:
                         update.view.CopyFrom(self._view(source, seat))
                         update.to_act.extend(source.to_act())
                         if source.clocks is not None:
@@ -567,6 +571,14 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                         return
         finally:
             self._unwatch(session.game_id, feed)
+
+    def _acts_next(self, session: Session) -> bool:
+        """Whether the engine itself goes on with the game at once, nobody asked: a chance
+        to resolve, seeds to fix or an end to record (`owed`; what `settled` holds a burst
+        back for). Not while the game waits for its seeds to be revealed, nor when halted."""
+        if session.halted is not None:
+            return False
+        return isinstance(owed(session, self.engine.clock()), Resolve | FixSeeds | Finish)
 
     def _admit(self, game_id: str, seat: int | None, context: Context) -> None:
         """Count a WatchGame stream in, until the call ends (however it ends); refuse it

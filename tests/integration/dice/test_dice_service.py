@@ -20,6 +20,7 @@ from boulevard.contract.dice_log import head_ref_of
 from boulevard.fairness import GameSeeds, commitment
 from boulevard.games.base import ChanceKind, ChanceRequest
 from boulevard.platform.errors import FailedPrecondition, InvalidArgument, NotFound
+from services.dice.app import DiceApp
 from services.engine.dice_client import DiceClient
 from tests.integration.dice.support import (
     channel_to,
@@ -182,6 +183,59 @@ async def test_the_head_op_signs_what_game_finished_anchors(
             await client.head(new_game_id())
         with pytest.raises(InvalidArgument):
             await client.head("bad.game.id")
+
+
+class Crash(Exception):
+    """The dice process dying between a leaf and its head."""
+
+
+@pytest.mark.parametrize("crash_after", ["open", "roll"])
+async def test_a_head_is_signed_for_a_leaf_a_crash_left_unsigned(
+    nats_server: NatsHandle, nc: NATS, tmp_path: Path, crash_after: str
+) -> None:
+    """A crash between a leaf and its head leaves the newest leaf unsigned: the next
+    `dice.rpc.head` (on a restarted service) signs one over it, as the audit needs."""
+    settings = dice_settings(nats_server.url, tmp_path)
+    game_id = new_game_id()
+    crashed = DiceApp(settings)
+    await crashed.start(nc)
+    dealer = crashed.dealer
+    assert dealer is not None
+    try:
+        if crash_after == "roll":
+            await dealer.open_game(game_id, commitments(SEEDS))
+            await dealer.fix_seeds(game_id, SEEDS)
+
+        async def die(table: object) -> None:
+            raise Crash
+
+        dealer._sign = die  # type: ignore[method-assign]
+        with pytest.raises(Crash):
+            if crash_after == "roll":
+                await dealer.roll(game_id, "r0", 1, 6)
+            else:
+                await dealer.open_game(game_id, commitments(SEEDS))
+    finally:
+        await crashed.stop()
+    leaves = 3 if crash_after == "roll" else 1
+    async with running_dice(settings) as service, channel_to(service.address) as channel:
+        reader = DiceReader(channel)
+        if crash_after == "roll":
+            before = (await reader.log_heads(game_id)).heads
+            assert max(h.tree_size for h in before) == leaves - 1
+        head = await DiceClient(nc).head(game_id)
+        assert head.tree_size == leaves
+        served = await reader.log_heads(game_id)
+        assert served.heads[-1] == head and served.tree_size == leaves
+        # And the game goes on to a log that audits (the commitment inside the tree).
+        client = DiceClient(nc)
+        if crash_after == "open":
+            await client.open_game(game_id, commitments(SEEDS))
+            await client.fix_seeds(game_id, SEEDS)
+        await client.roll(game_id, "r1", 1, 6)
+        await finish_and_reveal(nc, client, game_id)
+        report = await reader.audit_game(game_id)
+        assert report.ok, report.describe()
 
 
 async def test_bad_requests_get_precise_errors(

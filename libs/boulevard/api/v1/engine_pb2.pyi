@@ -835,6 +835,7 @@ class WatchGameRequest(_message.Message):
     PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
     FROM_VERSION_FIELD_NUMBER: _builtins.int
     BURSTS_FIELD_NUMBER: _builtins.int
+    SETTLED_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     """max 64 chars"""
     player_token: _builtins.str
@@ -846,6 +847,14 @@ class WatchGameRequest(_message.Message):
     Fewer messages for the same information; a long catch-up comes in several messages of
     at most 128 events, the view on the last. Off by default: one event per message.
     """
+    settled: _builtins.bool
+    """With `bursts`: a burst after which the engine itself acts at once (the roll or draw a
+    move owes, a game's seeds fixed, its end recorded) is held back and sent with the burst
+    that answers it, so a move that rolls is one message and every view is of a game that
+    waits for a player (or is over). The same events, in order, and the same views at the
+    versions sent; no view of the moment in between. For clients that act on their turn
+    (bots, load generators); one that draws every step keeps it off (the default).
+    """
     def __init__(
         self,
         *,
@@ -853,10 +862,11 @@ class WatchGameRequest(_message.Message):
         player_token: _builtins.str = ...,
         from_version: _builtins.int = ...,
         bursts: _builtins.bool = ...,
+        settled: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bursts", b"bursts", "from_version", b"from_version", "game_id", b"game_id", "player_token", b"player_token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bursts", b"bursts", "from_version", b"from_version", "game_id", b"game_id", "player_token", b"player_token", "settled", b"settled"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
