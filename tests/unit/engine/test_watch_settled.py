@@ -92,8 +92,9 @@ async def test_a_settled_stream_holds_what_the_engine_answers_at_once(
     monkeypatch.setattr(server, "follow", one_at_a_time)
     token = tokens[0] if who == "seat0" else ""
     last = log[-1].version
-    bursts = await watched(servicer, game_id, token, False, last)
-    settled = await watched(servicer, game_id, token, True, last)
+    # Bounded: a stream that held the last version back would wait for good.
+    bursts = await asyncio.wait_for(watched(servicer, game_id, token, False, last), 30)
+    settled = await asyncio.wait_for(watched(servicer, game_id, token, True, last), 30)
 
     def events(updates: list[engine_pb2.WatchGameResponse]) -> list[bytes]:
         return [e.SerializeToString() for u in updates for e in u.events]
