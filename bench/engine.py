@@ -34,7 +34,8 @@ back to back (docs/performance.md, issue 28).
 row alternately without affinity (every call to the next replica in turn, as a per-call
 balancer spreads them) and with it (each call to its game's owner, by the routing the gateway
 uses, boulevard.contract.routing), printing beside each the cold loads: games a replica
-loaded from its snapshot or the log rather than its memory (docs/performance.md).
+loaded from its snapshot or the log rather than its memory; then what one move costs on a
+replica that does not hold the game beside a warm one (docs/performance.md).
 bench/bgio.py measures boardgame.io beside it, playing Las Vegas (`make bench-bgio`).
 """
 
@@ -765,6 +766,61 @@ def cold_loads(urls: list[str]) -> list[float]:
     return counts
 
 
+async def timed_move(
+    stub: engine_pb2_grpc.EngineServiceStub, game_id: str, tokens: list[str], rng: random.Random
+) -> float:
+    """Seconds of one SubmitAction of a random legal action, by the first seat that has
+    one (the legal actions asked for first, untimed)."""
+    for seat, token in enumerate(tokens):
+        legal = await stub.ListLegalActions(
+            engine_pb2.ListLegalActionsRequest(game_id=game_id, player_token=token)
+        )
+        if legal.actions:
+            submit = engine_pb2.SubmitActionRequest(
+                game_id=game_id,
+                player_token=token,
+                action=legal.actions[rng.randrange(len(legal.actions))],
+                expected_version=legal.version,
+                idempotency_key=uuid.uuid4().hex,
+            )
+            sign_submit(submit, seat, KEYS[seat])
+            start = time.perf_counter()
+            await stub.SubmitAction(submit)
+            return time.perf_counter() - start
+    raise RuntimeError(f"no seat of {game_id} can act")
+
+
+async def cold_move_cost(replicas: list[str], operator: str, game: str, games: int) -> None:
+    """What a move costs on a replica that does not hold the game, beside a warm one: each
+    game is made and played 20 moves on the first replica; then one move there (warm), the
+    next on the second replica, which never saw the game (cold: its snapshot and the log
+    after it are read), and one more there (warm again). Medians over `games` games."""
+    rng = random.Random(5)
+    warm, cold, again = [], [], []
+    async with (
+        grpc.aio.insecure_channel(replicas[0]) as one,
+        grpc.aio.insecure_channel(replicas[1]) as two,
+    ):
+        first, second = (
+            engine_pb2_grpc.EngineServiceStub(one),
+            engine_pb2_grpc.EngineServiceStub(two),
+        )
+        for _ in range(games):
+            made = await create_game(first, operator, game)
+            tokens = list(made.player_tokens)
+            for _ in range(20):
+                await timed_move(first, made.game_id, tokens, rng)
+            warm.append(await timed_move(first, made.game_id, tokens, rng))
+            cold.append(await timed_move(second, made.game_id, tokens, rng))
+            again.append(await timed_move(second, made.game_id, tokens, rng))
+    ms = [1e3 * statistics.median(x) for x in (warm, cold, again)]
+    print(
+        f"a move on a replica that does not hold the game, after 20 moves elsewhere "
+        f"(median of {games} games): cold {ms[1]:.1f} ms; warm {ms[0]:.1f} ms on the replica "
+        f"that played them, {ms[2]:.1f} ms for the next move on the cold one"
+    )
+
+
 async def load_only(
     seconds: float,
     procs: int,
@@ -812,6 +868,9 @@ async def load_only(
                 f"aborted {e['aborted']}  "
                 f"load {e['load']:.1f}"
             )
+        if affinity:
+            replicas = replica_list(bench.engine)
+            await cold_move_cost(replicas, bench.operator, game, 5 if seconds < 10 else 20)
     print(f"load average at end:   {loadavg()}")
 
 
