@@ -589,6 +589,12 @@ class Engine:
         due = [g for g, deadline in self.awaiting_seeds.items() if deadline and deadline <= now]
         for game_id in due:
             try:
+                async with self._lock(game_id):
+                    # A copy cached here may be behind the log: the seats may have revealed
+                    # through another replica (the game's owner, when it was made here).
+                    # Fixing the seeds from a stale opening would be refused by the dice
+                    # service at every sweep; read the log (once per game, at its deadline).
+                    self._sessions.pop(game_id, None)
                 session = await self.load(game_id)
                 if session.seeds_fixed:
                     self.awaiting_seeds.pop(game_id, None)

@@ -5,6 +5,7 @@ or the deadline has passed, and then a missing seat plays with an empty seed."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 import pytest
 
@@ -158,3 +159,38 @@ async def test_the_opening_survives_a_rebuild_from_the_log() -> None:
     assert session.client_seeds == {0: SEEDS[0]} and not session.seeds_fixed
     await fresh.reveal_seed("m7", verify_token(KEY, created.tokens[1]), SEEDS[1])
     assert (await fresh.load("m7")).seeds_fixed
+
+
+class StrictChance(LocalChance):
+    """Refuses to fix a game's client seeds a second time, differently, as the dice service
+    does."""
+
+    async def fix_seeds(
+        self, game_id: str, client_seeds: Sequence[str], missing_seats: Sequence[int]
+    ) -> None:
+        fixed = self.client_seeds.get(game_id)
+        if fixed is not None and fixed != tuple(client_seeds):
+            raise FailedPrecondition(f"game {game_id}'s client seeds are already fixed")
+        await super().fix_seeds(game_id, client_seeds, missing_seats)
+
+
+async def test_a_replica_holding_a_stale_copy_sweeps_the_game_from_the_log() -> None:
+    # The game was made on one replica and its seats revealed through its owner, another
+    # (docs/operations.md, "Scaling the engine"): at the deadline the maker's sweep must see
+    # the seeds fixed in the log, not fix them again from its copy of the opening.
+    clock = Clock()
+    store, chance = InMemoryEventStore(), StrictChance(random.Random(7))
+    maker, owner = (
+        Engine(store, chance, MemoryKeyValue(), KEY, clock=clock, reveal_seconds=30)
+        for _ in range(2)
+    )
+    created = await maker.create_game("m9", "las_vegas", committed_seats(), match_id="m9")
+    assert "m9" in maker.awaiting_seeds and maker.cached("m9") is not None
+    for seat, seed in enumerate(SEEDS):
+        await owner.reveal_seed("m9", verify_token(KEY, created.tokens[seat]), seed)
+    clock.now += 30_000
+    assert await maker.sweep_reveals() == 1
+    assert "m9" not in maker.awaiting_seeds
+    types = [r.type for r in await store.read("m9")]
+    assert types.count("ClientSeedsFixed") == 1
+    assert (await maker.load("m9")).client_seeds == dict(enumerate(SEEDS))
