@@ -32,7 +32,7 @@ How Boulevard's seats watch (`--watch`): by default in settled bursts
 (WatchGameRequest.settled: a move and the roll it owes in one update), which is what
 boardgame.io sends (its seat's roll is drawn in the same server step as the move before, in
 `turn.onBegin`: one update per move); `--watch bursts` gives each seat a move's update and
-its roll's apart, as before issue 28's settled mode (and as the bots watch).
+its roll's apart, as before issue 28's settled mode (the bots watch settled too).
 
 Usage: python bench/bgio.py [--quick] [--games 1,10,100] [--check N]
                             [--watch settled|bursts|events]

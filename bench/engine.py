@@ -177,7 +177,7 @@ async def play_seat(
 
     async def watch() -> None:
         nonlocal finished
-        mode = os.environ.get(WATCH_ENV, "bursts")
+        mode = os.environ.get(WATCH_ENV, "settled")
         request = engine_pb2.WatchGameRequest(
             game_id=game_id,
             player_token=token,
@@ -839,7 +839,7 @@ async def load_only(
     async with bench_platform(engines, own_ports=affinity) as bench:
         print(
             f"SubmitAction ({title}, 4 seats a game, WatchGame in "
-            f"{os.environ.get(WATCH_ENV, 'bursts')} mode), {seconds:.0f} s a row, "
+            f"{os.environ.get(WATCH_ENV, 'settled')} mode), {seconds:.0f} s a row, "
             f"{engines} engine process(es) "
             + ("on ports of their own" if affinity else "on one port (SO_REUSEPORT)")
             + "; server CPU per action in ms:"
@@ -933,7 +933,7 @@ async def main(quick: bool, procs: int, engines: int, game: str) -> None:
                 )
             print(
                 f"SubmitAction ({title}, 4 seats a game, each seat its own WatchGame "
-                f"stream in {os.environ.get(WATCH_ENV, 'bursts')} mode; games in flight = "
+                f"stream in {os.environ.get(WATCH_ENV, 'settled')} mode; games in flight = "
                 "calls in flight):"
             )
             print(header.replace("in flight", "    games"))
@@ -1053,9 +1053,9 @@ if __name__ == "__main__":
     parser.add_argument(
         "--watch",
         choices=("settled", "bursts", "events"),
-        default="bursts",
-        help="how seats watch: one message per burst, as the bots do (default), one per move "
-        "and the chance it owes (WatchGameRequest.settled), or one per event",
+        default="settled",
+        help="how seats watch: one message per move and the chance it owes "
+        "(WatchGameRequest.settled), as the bots do (default); one per burst; or one per event",
     )
     parser.add_argument(
         "--load-only",

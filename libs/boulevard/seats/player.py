@@ -146,13 +146,15 @@ class SeatPlayer:
             # seat's stream ends when its token expires: renew, and watch on from the next.
             next_version = start.version
             while True:
-                # In bursts: one message per append rather than per event (a bot reads
-                # only the newest view), so the engine sends about half as many.
+                # In settled bursts: one message per append rather than per event (a bot
+                # reads only the newest view), and a move that owes a roll or a draw comes
+                # with it, in one message and one view: the seat can only act after it.
                 request = engine_pb2.WatchGameRequest(
                     game_id=self.game_id,
                     player_token=self.token,
                     from_version=next_version,
                     bursts=True,
+                    settled=True,
                 )
                 try:
                     async for update in self.stub.WatchGame(request):
