@@ -12,6 +12,7 @@ permissions of `boulevard.messaging.identities`.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -49,11 +50,50 @@ def nats_server_binary() -> str:
     return found
 
 
+# Ports handed out below the kernel's ephemeral range, from this floor up (see free_port).
+FREE_PORT_FLOOR = 20000
+_handed_out: set[int] = set()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on `host` that nothing holds now, for a server this process starts soon.
+
+    Taken below the kernel's ephemeral range (net.ipv4.ip_local_port_range), where
+    `bind(0)` and every outgoing connection get their ports: a port from inside it can be
+    taken by some client's connection between this call and the server's own bind, which
+    then fails with "Address already in use" (seen in CI: a service of `boulevard up` that
+    could not start). Below the range only another listener can take it. A port is never
+    handed out twice by one process. Falls back to `bind(0)` where there is no room below.
+    """
+    low = _ephemeral_low()
+    if low - FREE_PORT_FLOOR >= 1000:
+        pick = random.Random()
+        for _ in range(500):
+            port = pick.randrange(FREE_PORT_FLOOR, low)
+            if port not in _handed_out and _bindable(host, port):
+                _handed_out.add(port)
+                return port
     with socket.socket() as s:
         s.bind((host, 0))
-        port: int = s.getsockname()[1]
-        return port
+        got: int = s.getsockname()[1]
+        return got
+
+
+def _ephemeral_low(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> int:
+    """The first port of the kernel's ephemeral range (32768, Linux's default, if unknown)."""
+    try:
+        return int(Path(path).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
 
 
 class NatsServer:
