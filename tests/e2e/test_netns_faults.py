@@ -304,6 +304,9 @@ async def play_one(engine: engine_pb2_grpc.EngineServiceStub, name: str, seats: 
             raise
 
 
+RECONCILE_WITHIN = 60.0  # seconds the ledger may take to post a game's money once healed
+
+
 async def retried(call: Callable[[], Awaitable[T]], within: float = 60) -> T:
     """`call()` again while it answers what a fault answers (as a client would), for up to
     `within` seconds: with a node's JetStream stopped, a read whose consumer the cluster
@@ -399,6 +402,18 @@ async def final_state(platform: Platform, created: list[Created],
                     finished = got.status == engine_pb2.GAME_STATUS_FINISHED
                     status = Status.FINISHED if finished else (
                         Status.PLAYABLE if got.to_act else Status.STUCK)  # fmt: skip
+                    # The ledger first: after the faults it may still be catching up on
+                    # GAMES (a fetch refused while its consumer's node was cut off), and an
+                    # audit of a game whose money is not posted yet fails on the missing
+                    # entries. What is checked is where the platform converges once healed:
+                    # reconciled within RECONCILE_WITHIN seconds, then audited.
+                    deadline = time.monotonic() + RECONCILE_WITHIN
+                    while True:
+                        rec = await retried(lambda g=game_id: ledger.Reconcile(
+                            ledger_pb2.ReconcileRequest(game_id=g), timeout=10))  # fmt: skip
+                        if rec.reconciled or time.monotonic() > deadline:
+                            break
+                        await asyncio.sleep(0.2)
                     receipts = [receipt_from_pb(r) for r in recorder.receipts.get(game_id, [])]
                     try:
                         report = await retried(
@@ -409,14 +424,6 @@ async def final_state(platform: Platform, created: list[Created],
                         audited, summary = True, f"audit: {report.versions} versions"
                     except GameAuditFailed as failed:
                         audited, summary = False, f"audit: {failed}"
-                    rec = None
-                    for _ in range(100):
-                        rec = await retried(lambda g=game_id: ledger.Reconcile(
-                            ledger_pb2.ReconcileRequest(game_id=g), timeout=10))  # fmt: skip
-                        if rec.reconciled:
-                            break
-                        await asyncio.sleep(0.2)
-                    assert rec is not None
                     games[game_id] = GameFinal(
                         log,
                         got.version,
