@@ -34,7 +34,7 @@ from boulevard.contract.mapping import action_to_command, command_to_action, pro
 from boulevard.games import get_game
 from boulevard.games.base import Bot
 from boulevard.seats.signing import signed_submit
-from boulevard.seats.watching import last_event
+from boulevard.seats.watching import WATCH_RETRIES, last_event, reopen_pause
 
 OnEvent = Callable[[engine_pb2.WatchGameResponse], None]
 Chooser = Callable[[Any, Sequence[Any], int], Awaitable[Any | None]]
@@ -144,7 +144,10 @@ class SeatPlayer:
         async def watch() -> None:
             # From the current version on: views of the past are of no use to a bot. A
             # seat's stream ends when its token expires: renew, and watch on from the next.
+            # It breaks (UNAVAILABLE) when its engine replica stops: watch on from the next
+            # version, which through `boulevard.platform.replicas` is the game's next replica.
             next_version = start.version
+            failures = 0
             while True:
                 # In settled bursts: one message per append rather than per event (a bot
                 # reads only the newest view), and a move that owes a roll or a draw comes
@@ -158,6 +161,7 @@ class SeatPlayer:
                 )
                 try:
                     async for update in self.stub.WatchGame(request):
+                        failures = 0
                         event = last_event(update)
                         next_version = event.version + 1
                         if update.HasField("view"):
@@ -167,6 +171,15 @@ class SeatPlayer:
                             finished.set()
                             return
                 except grpc.aio.AioRpcError as err:
+                    if err.code() == grpc.StatusCode.UNAVAILABLE and failures < WATCH_RETRIES:
+                        await asyncio.sleep(reopen_pause(failures))
+                        failures += 1
+                        # Look again with fresh calls too: a move this seat submitted as
+                        # its replica went away may have been refused (ABORTED) by a stale
+                        # copy of the game elsewhere, and no update may come to say so.
+                        latest.clear()
+                        changed.set()
+                        continue
                     if err.code() != grpc.StatusCode.UNAUTHENTICATED or self.renew is None:
                         raise
                     self.token = await self.renew()
