@@ -144,9 +144,14 @@ class SeatPlayer:
         async def watch() -> None:
             # From the current version on: views of the past are of no use to a bot. A
             # seat's stream ends when its token expires: renew, and watch on from the next.
-            # It breaks (UNAVAILABLE) when its engine replica stops: watch on from the next
-            # version, which through `boulevard.platform.replicas` is the game's next replica.
+            # It breaks (UNAVAILABLE) when its engine replica stops: watch again from the
+            # last version seen, which through `boulevard.platform.replicas` is served by
+            # the game's next replica. That version comes again, with the view and legal
+            # actions as the log has them now: the seat's word on what to do, where that
+            # replica's own copy of the game may be stale (answering reads and refusing a
+            # move once). `acted_at` keeps the seat from moving twice at one version.
             next_version = start.version
+            seen = start.version  # the newest version a message brought (or GetGame's)
             failures = 0
             while True:
                 # In settled bursts: one message per append rather than per event (a bot
@@ -163,7 +168,7 @@ class SeatPlayer:
                     async for update in self.stub.WatchGame(request):
                         failures = 0
                         event = last_event(update)
-                        next_version = event.version + 1
+                        seen, next_version = event.version, event.version + 1
                         if update.HasField("view"):
                             latest[:] = [update]
                         changed.set()
@@ -174,11 +179,7 @@ class SeatPlayer:
                     if err.code() == grpc.StatusCode.UNAVAILABLE and failures < WATCH_RETRIES:
                         await asyncio.sleep(reopen_pause(failures))
                         failures += 1
-                        # Look again with fresh calls too: a move this seat submitted as
-                        # its replica went away may have been refused (ABORTED) by a stale
-                        # copy of the game elsewhere, and no update may come to say so.
-                        latest.clear()
-                        changed.set()
+                        next_version = seen
                         continue
                     if err.code() != grpc.StatusCode.UNAUTHENTICATED or self.renew is None:
                         raise
