@@ -192,9 +192,7 @@ async def test_a_stream_goes_to_the_owner_and_on_from_the_next_event_when_it_sto
                 await owner.stop()  # the stream breaks: on from version 4, elsewhere
             if len(seen) == 6:
                 break
-    assert seen == [(v, owner.address) for v in (1, 2, 3)] + [
-        (v, other.address) for v in (4, 5, 6)
-    ]
+    assert seen == [(v, owner.address) for v in (1, 2, 3)] + [(v, other.address) for v in (4, 5, 6)]
     assert (owner.watches, other.watches) == ([0], [4])
 
 
