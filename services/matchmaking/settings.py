@@ -39,9 +39,17 @@ class MatchmakingSettings(Settings):
     matchmaking_max_watches_per_caller: int = Field(default=16, ge=1)
     # Matches being formed at once.
     matchmaking_form_concurrency: int = Field(default=64, ge=1)
-    # The durable consumer on GAMES that feeds ratings.
-    matchmaking_ratings_consumer: str = Field(default="matchmaking-ratings", pattern=_NAME)
+    # Ratings follow the engine's games index (its bucket, read only): a durable consumer
+    # of matchmaking's on it. A game not finished in its log when its summary comes is
+    # looked at again after its summary's age, within these bounds (docs/matchmaking.md).
+    engine_games_bucket: str = Field(default="engine_games", pattern=_NAME)
+    matchmaking_finished_consumer: str = Field(default="matchmaking-finished", pattern=_NAME)
     matchmaking_ratings_fetch_batch: int = Field(default=256, ge=1)
+    matchmaking_ratings_recheck_min_seconds: float = Field(default=30.0, gt=0)
+    matchmaking_ratings_recheck_max_seconds: float = Field(default=6 * 3600.0, gt=0)
+    # The durable consumer on GAMES that fed ratings before (read once at upgrade: how far
+    # it had rated).
+    matchmaking_ratings_consumer: str = Field(default="matchmaking-ratings", pattern=_NAME)
     # Where the bot runner finds the engine (bots play through its public API).
     engine_host: str = "127.0.0.1"
     # Or the engine's replicas, comma-separated (`engine-0.engine-headless:50052,…`), as
