@@ -145,7 +145,7 @@ class MatchmakingApp:
         # Bot fill: the bots of formed matches play through the engine's public API.
         self.bots = BotRunner(
             nc,
-            f"{s.engine_host}:{s.engine_port}",
+            s.engine_address(),
             self.token_key,
             subject=match_formed_subject,
             stream=s.matchmaking_stream,

@@ -52,6 +52,11 @@ class MatchmakingSettings(Settings):
     matchmaking_ratings_consumer: str = Field(default="matchmaking-ratings", pattern=_NAME)
     # Where the bot runner finds the engine (bots play through its public API).
     engine_host: str = "127.0.0.1"
+    # Or the engine's replicas, comma-separated (`engine-0.engine-headless:50052,…`), as
+    # the gateway's BOULEVARD_GATEWAY_ENGINE_TARGET: each bot game's calls go to the replica
+    # that owns its game id (docs/operations.md, "Scaling the engine"). Empty: the one
+    # engine at `engine_host` and `engine_port`.
+    engine_target: str = ""
     # Hex of the 32-byte Ed25519 seed of the operator's bot key (the bot seats sign with
     # it). Empty: read (or on first start create) `bot_signing_key_file`, by default
     # `<data_dir>/bots/signing-key`; `boulevard up` makes it once per data dir.
@@ -62,6 +67,10 @@ class MatchmakingSettings(Settings):
     matchmaking_bot_lease_seconds: float = Field(default=15.0, ge=1, le=300)
     # Bot games played at once across all matchmaking processes (the consumer's ack pending).
     matchmaking_bot_max_games: int = Field(default=10_000, ge=1)
+
+    def engine_address(self) -> str:
+        """Where the bots play: `engine_target`, else `engine_host:engine_port`."""
+        return self.engine_target or f"{self.engine_host}:{self.engine_port}"
 
 
 @cache
