@@ -12,7 +12,8 @@ then serves the game from the log.
 The SDK's test plays a game B owns with `SeatPlayer`s over `engine_channel("A,B")` (what
 `boulevard play` and matchmaking's bots use) while `boulevard watch` follows it with
 BOULEVARD_ENGINE_TARGET="A,B"; the seats pause at a version, B's counters show every move,
-then B stops and the same seats and the same watch finish the game through A."""
+then B stops and the same seats and the same watch finish the game through A. And
+`boulevard play --engine A,B` plays a matchmade game through whichever replica owns it."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ import asyncio
 import random
 import subprocess
 import sys
+import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -279,3 +282,50 @@ def test_an_sdk_and_cli_games_calls_reach_its_owner_and_it_plays_on_when_the_own
     except BaseException:
         print(replica_b.log()[-3000:])
         raise
+
+
+@pytest.mark.timeout(300)
+async def test_boulevard_play_given_the_replicas_plays_through_its_games_owner(
+    platform: Platform, replica_b: ServiceProcess
+) -> None:
+    """`boulevard play --engine A,B`: the screen opens its engine channel before
+    matchmaking has seated it in a game, then every call of that game goes to the game's
+    owner. B serves no one else (the shared platform's bots call A), so B's count of
+    moves says where the person's went."""
+    from boulevard.cli.play import PlayApp
+    from tests.e2e.test_play import SIZE
+    from tests.support.identity import mint
+
+    a, b = platform.address("engine"), replica_b.address
+    before = calls(replica_b.env, "SubmitAction")
+    player = f"person-{uuid.uuid4().hex[:6]}"
+    app = PlayApp(
+        "las_vegas",
+        player,
+        3,
+        token=mint(player, ("player",), ttl=3600),
+        matchmaking=platform.address("matchmaking"),
+        engine=f"{a},{b}",
+        dice=platform.address("dice"),
+        bot_fill=1,
+    )
+    moves = 0
+    deadline = time.monotonic() + 240
+    async with app.run_test(size=SIZE) as pilot:
+        while not app.finished:
+            assert time.monotonic() < deadline, f"no end; last status: {app.last_status}"
+            assert not app.failed, app.last_status
+            if app.choices:
+                await pilot.press("s")  # the bot's suggestion
+                await pilot.press("enter")
+                moves += 1
+            await pilot.pause(0.02)
+        while app.dice_ok is None and time.monotonic() < deadline:
+            await pilot.pause(0.1)
+        assert app.dice_ok, app.dice_verdict
+    assert moves > 0
+    served = calls(replica_b.env, "SubmitAction") - before
+    if owner(app.game_id, [a, b]) == b:
+        assert served >= 1, "the owner B served none of the person's moves"
+    else:
+        assert served == 0, f"B served {served} moves of a game A owns"
