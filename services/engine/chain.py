@@ -42,7 +42,9 @@ class KeyValue(Protocol):
 class Recorder:
     """Appends a game's events to the log and folds them into its session. `kept` and
     `dropped` are the engine's cache: told of a session that moved on, and of a game whose
-    cached copy may be behind the log (an append refused, or not confirmed)."""
+    cached copy may be behind the log (an append refused, or not confirmed). `appended`,
+    if set, is told of each append the store confirmed: the game and its envelopes, as
+    stored (what this replica's watchers are fed from: `Feed.offer`)."""
 
     def __init__(
         self,
@@ -61,6 +63,7 @@ class Recorder:
         self.clock = clock
         self.kept = kept
         self.dropped = dropped
+        self.appended: Callable[[str, Sequence[events_pb2.EventEnvelope]], None] | None = None
 
     async def append(self, session: Session, events: Sequence[Any], causation: str) -> None:
         """Append `events` after the session's version, under `causation` (the key of the
@@ -119,6 +122,8 @@ class Recorder:
             session.apply(event, envelope)
         session.head_hash = head
         self.kept(session)
+        if self.appended is not None:
+            self.appended(session.game_id, envelopes)
         if session.version // self.snapshot_every > before // self.snapshot_every:
             await self.snapshot(session)
 

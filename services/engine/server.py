@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -159,9 +159,7 @@ class Feed:
             held = self.version
             fresh = [events_pb2.EventEnvelope.FromString(r.data) for r in batch if r.version > held]
             if fresh:
-                self.events.extend(fresh)
-                self._wake.set()  # wakes every stream waiting now; later ones wait anew
-                self._wake = asyncio.Event()
+                self._add(fresh)
 
     async def _until_stale(self, reader: asyncio.Task[None]) -> None:
         """Return when the reader has been behind `known` for STALE_SECONDS (or ended);
@@ -179,6 +177,21 @@ class Feed:
             behind_since = behind_since or now
             if now - behind_since >= self.STALE_SECONDS:
                 return
+
+    def offer(self, envelopes: Sequence[events_pb2.EventEnvelope]) -> None:
+        """This replica's own append, confirmed by the store (`envelopes`: what it stored,
+        in order), fed to the streams at once: no wait for the consumer's delivery and no
+        decode of it (issue 28). Taken only when it follows what the feed holds; otherwise
+        the consumer brings it, as it brings every other replica's appends. The consumer
+        keeps reading everything, and whatever it delivers that the feed holds already (by
+        version) it drops unread."""
+        if envelopes and int(envelopes[0].version) == self.version + 1:
+            self._add(list(envelopes))
+
+    def _add(self, fresh: list[events_pb2.EventEnvelope]) -> None:
+        self.events.extend(fresh)
+        self._wake.set()  # wakes every stream waiting now; later ones wait anew
+        self._wake = asyncio.Event()
 
     def shown(self, game: Any, envelope: events_pb2.EventEnvelope) -> events_pb2.EventEnvelope:
         """`envelope` (one of `events`) as players and watchers may see it before the game
@@ -300,6 +313,8 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         self._spectators = 0
         self._seat_streams: dict[tuple[str, int], int] = {}
         self._player_streams: dict[str, int] = {}  # WatchPlayer streams by player id
+        # This replica's own appends go to the game's feed as soon as they are stored.
+        engine.recorder.appended = self._offer
 
     async def CreateGame(
         self, request: engine_pb2.CreateGameRequest, context: Context
@@ -668,6 +683,11 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             self._seat_streams[key] = left
         else:
             del self._seat_streams[key]
+
+    def _offer(self, game_id: str, envelopes: Sequence[events_pb2.EventEnvelope]) -> None:
+        feed = self._feeds.get(game_id)
+        if feed is not None and not feed.task.done():
+            feed.offer(envelopes)
 
     def _watch(self, game_id: str) -> Feed:
         feed = self._feeds.get(game_id)
