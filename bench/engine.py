@@ -67,7 +67,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from common import Timer, rate
 
-from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash, command_signing_bytes, verify
 from boulevard.cli.up import demo_operator_token, start_platform, wait_serving
 from boulevard.contract.mapping import command_to_action
@@ -102,6 +102,20 @@ asyncio.run(main())
 
 WATCH_ENV = "BOULEVARD_BENCH_WATCH"  # "events": one event per stream message (--watch)
 ROUTE_ENV = "BOULEVARD_BENCH_ROUTE"  # with --affinity: "owner" or "spread" (RoutedStub)
+CLOCK_ENV = "BOULEVARD_BENCH_CLOCK"  # "1": games on a real-time clock (--clock)
+
+
+def bench_time_control() -> events_pb2.TimeControl | None:
+    """With --clock, every game runs a real-time clock that never runs out in a bench row
+    (30 minutes a seat plus 10 s a move), so the clocks' cost is measured and no seat times
+    out; without, no clock (what the earlier rows ran)."""
+    if os.environ.get(CLOCK_ENV) != "1":
+        return None
+    return events_pb2.TimeControl(
+        kind=events_pb2.CLOCK_KIND_REAL_TIME, base_ms=30 * 60_000, increment_ms=10_000
+    )
+
+
 KEYS = [SigningKey(bytes([i + 1]) * 32) for i in range(4)]  # one per seat, as clients hold
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -141,6 +155,7 @@ async def create_game(
                 )
                 for i, seed in enumerate(seeds)
             ],
+            time_control=bench_time_control(),
         ),
         metadata=bearer(operator),
     )
@@ -839,8 +854,9 @@ async def load_only(
     async with bench_platform(engines, own_ports=affinity) as bench:
         print(
             f"SubmitAction ({title}, 4 seats a game, WatchGame in "
-            f"{os.environ.get(WATCH_ENV, 'settled')} mode), {seconds:.0f} s a row, "
-            f"{engines} engine process(es) "
+            f"{os.environ.get(WATCH_ENV, 'settled')} mode"
+            f"{'; every game on a real-time clock' if bench_time_control() else ''}), "
+            f"{seconds:.0f} s a row, {engines} engine process(es) "
             + ("on ports of their own" if affinity else "on one port (SO_REUSEPORT)")
             + "; server CPU per action in ms:"
         )
@@ -1076,8 +1092,15 @@ if __name__ == "__main__":
         default="10,100",
         help="with --load-only: the table counts, comma-separated (default 10,100)",
     )
+    parser.add_argument(
+        "--clock",
+        action="store_true",
+        help="every game on a real-time clock (30 min a seat + 10 s a move; none runs out): "
+        "what the clocks cost, beside a run without",
+    )
     args = parser.parse_args()
     os.environ[WATCH_ENV] = args.watch  # the spawned load generators read it
+    os.environ[CLOCK_ENV] = "1" if args.clock else ""
     if args.load_only:
         sizes = [int(n) for n in args.games.split(",")]
         seconds = 6.0 if args.quick else 15.0

@@ -33,6 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from boulevard.api.v1 import dice_pb2, engine_pb2, ledger_pb2, matchmaking_pb2
 from boulevard.contract import routing
+from boulevard.platform.replicas import down_last, game_id_of
 from services.gateway.forward import (
     ChannelFor,
     ForwardingApplication,
@@ -105,12 +106,9 @@ class Backends:
         TRANSIENT_FAILURE (down, as far as gRPC knows) go last, so a stopped owner costs its
         games a cold load on the next replica, not a failed call each."""
         targets = self.settings.targets_of("engine")
-        field = request.DESCRIPTOR.fields_by_name.get("game_id")
-        game_id = getattr(request, "game_id", "") if field is not None else ""
+        game_id = game_id_of(request)
         order = routing.ranked(game_id, targets) if game_id and len(targets) > 1 else targets
-        channels = [self._channel_to(t) for t in order]
-        down = grpc.ChannelConnectivity.TRANSIENT_FAILURE
-        return sorted(channels, key=lambda c: c.get_state() is down)  # stable: order kept
+        return down_last([self._channel_to(t) for t in order])
 
     def _channel_to(self, target: str) -> grpc.aio.Channel:
         if target not in self._channels:

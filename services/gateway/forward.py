@@ -24,6 +24,8 @@ from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
+from boulevard.platform.replicas import may_try_next
+
 # What a browser's request carries on to the service: who the caller is, and the trace it
 # belongs to. Everything else (content-type, connect-*, cookies, user-agent…) is HTTP's.
 FORWARDED_HEADERS = ("authorization", "traceparent", "tracestate")
@@ -43,19 +45,6 @@ Routes = dict[str, Any]
 # The channels that may answer one request, in the order to try them: most services have
 # one; the engine's replicas come ordered by the request's game id (services/gateway/app.py).
 ChannelFor = Callable[[Message], Sequence[grpc.aio.Channel]]
-
-
-def _try_next(exc: grpc.aio.AioRpcError, channel: grpc.aio.Channel) -> bool:
-    """Whether a failed call goes on to the next channel: only when the backend could not be
-    reached (UNAVAILABLE, and its channel no longer connected), not when a reachable service
-    answered UNAVAILABLE itself (e.g. its NATS is down: another replica shares that NATS).
-
-    Repeating a call elsewhere is safe only for a service whose every call may run twice:
-    the engine's commands carry the version they expect and an idempotency key, CreateGame a
-    request id, so a command the lost replica did apply is never applied again."""
-    if exc.code() is not grpc.StatusCode.UNAVAILABLE:
-        return False
-    return channel.get_state() is not grpc.ChannelConnectivity.READY
 
 
 def forwarded_metadata(ctx: RequestContext[Any, Any]) -> tuple[tuple[str, str], ...]:
@@ -117,7 +106,7 @@ def _unary(method: MethodDescriptor, channel_for: ChannelFor) -> Endpoint[Messag
             try:
                 response: Message = await call(request, metadata=metadata, timeout=timeout)
             except grpc.aio.AioRpcError as exc:
-                if i + 1 < len(channels) and _try_next(exc, channel):
+                if i + 1 < len(channels) and may_try_next(exc, channel):
                     continue
                 raise connect_error(exc) from None
             return response
@@ -149,7 +138,7 @@ def _server_stream(method: MethodDescriptor, channel_for: ChannelFor) -> Endpoin
                 return
             except grpc.aio.AioRpcError as exc:
                 # A stream that delivered something ends here: the client resumes it.
-                if not started and i + 1 < len(channels) and _try_next(exc, channel):
+                if not started and i + 1 < len(channels) and may_try_next(exc, channel):
                     continue
                 raise connect_error(exc) from None
             finally:

@@ -38,8 +38,9 @@ class GatewaySettings(Settings):
     # libs/boulevard/web/static (a placeholder page says so when it is not built).
     gateway_web_dir: Path | None = None
     # Where each service answers gRPC; empty: `grpc_host` and that service's port. The
-    # engine's may list several replicas, comma-separated (`engine-0.engine:50052,…`): each
-    # game's calls go to one of them by its game id (docs/operations.md, "Scaling the engine").
+    # engine's may list several replicas, comma-separated (`engine-0.engine-headless:50052,
+    # …`): each game's calls go to the one that owns its game id (docs/operations.md,
+    # "Scaling the engine").
     gateway_matchmaking_target: str = ""
     gateway_engine_target: str = ""
     gateway_dice_target: str = ""

@@ -1,6 +1,6 @@
 """Wiring of matchmaking: its stream and KV buckets, the matchmaker and its collaborators
 (the ticket book, the matching policy, forming and recovering matches, bot seats), the
-ratings feed from GAMES, the bot runner, and the gRPC servicer."""
+ratings feed from the games index, the bot runner, and the gRPC servicer."""
 
 from __future__ import annotations
 
@@ -134,14 +134,18 @@ class MatchmakingApp:
             Records(ratings),
             games_stream=s.games_stream,
             games_prefix=s.games_subject_prefix,
-            durable=s.matchmaking_ratings_consumer,
+            index_bucket=s.engine_games_bucket,
+            durable=s.matchmaking_finished_consumer,
+            legacy_durable=s.matchmaking_ratings_consumer,
             fetch_batch=s.matchmaking_ratings_fetch_batch,
+            recheck_min=s.matchmaking_ratings_recheck_min_seconds,
+            recheck_max=s.matchmaking_ratings_recheck_max_seconds,
         )
         await self.ratings.start()
         # Bot fill: the bots of formed matches play through the engine's public API.
         self.bots = BotRunner(
             nc,
-            f"{s.engine_host}:{s.engine_port}",
+            s.engine_address(),
             self.token_key,
             subject=match_formed_subject,
             stream=s.matchmaking_stream,
@@ -155,8 +159,9 @@ class MatchmakingApp:
         self._sampling = asyncio.create_task(
             sample_forever(
                 nc.jetstream(),
-                [(s.games_stream, s.matchmaking_ratings_consumer),
-                 (s.matchmaking_stream, self.bots.durable)],
+                # Not the ratings feed's durable: every game still running is pending
+                # there by design, so its ack floor stands at the oldest running game.
+                [(s.matchmaking_stream, self.bots.durable)],
             ),
             name="matchmaking-lag",
         )  # fmt: skip

@@ -36,8 +36,9 @@ from nats.js.errors import NotFoundError
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.signing import SigningKey
 from boulevard.games import REGISTRY
-from boulevard.platform import metrics, tls
+from boulevard.platform import metrics
 from boulevard.platform.auth import DEFAULT_TTL_SECONDS, PlayerClaims, issue_token
+from boulevard.platform.replicas import engine_channel
 from boulevard.seats.player import SeatPlayer
 from services.matchmaking.bot_seats import bot_client_seed
 
@@ -79,7 +80,8 @@ class BotRunner:
         self._games: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        self._channel = tls.channel(self.engine_address, self.tls_ca_file)
+        # One engine, or its replicas: each game's calls then go to the game's owner.
+        self._channel = engine_channel(self.engine_address, self.tls_ca_file)
         js = self.nc.jetstream()
         config = ConsumerConfig(
             ack_policy=AckPolicy.EXPLICIT,

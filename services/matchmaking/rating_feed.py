@@ -1,26 +1,44 @@
-"""Ratings follow finished games: a durable consumer on GAMES reads `GameFinished` events.
+"""Ratings follow finished games, found through the engine's games index.
 
-Each GAMES message is an `EventCommit`; each event's data an `EventEnvelope` whose payload
-(type "GameFinished") is codec JSON. For a finished game:
+The engine writes a game's summary to its games index (KV `engine_games`) when it creates
+the game and again, `"status": "finished"`, after it has appended `GameFinished` (the last
+event of a game's log): two or three messages a game, where GAMES has two or more a move.
+A durable consumer of matchmaking's on the index's stream is the feed's position. For each
+summary the feed reads the game's last GAMES message (one direct get): the `GameFinished`
+there, not the summary, is what it rates, so a summary says only where to look.
 
-1. the rating change is computed once and stored under `g.<game_id>` (created, never
-   overwritten: a redelivery, a replay or a second replica finds and reuses it);
-2. each player's rating moves by that change, by revision, and records the game id among
-   its recent games, so a player is never moved twice for one game;
-3. only then is the message acked (with the others of its batch). A crash anywhere in
-   between redelivers it, and steps 1-2 find their work done.
+- **Nothing missed.** A summary whose game is not finished in its log (a game just made,
+  a halted one, or a finished one whose end the engine never wrote to the index: it
+  crashed, or NATS failed the put, between the append and the put) is not acknowledged but
+  looked at again after about its own age (`recheck_min`..`recheck_max` seconds). Until its
+  game ends in the log it stays pending; a later summary of the same key replaces it in the
+  bucket (history 1), and the server then drops the pending one.
+- **Nothing rated twice.** The rating change is computed once and stored under
+  `g.<game_id>` (created, never overwritten: a redelivery or a second replica reuses it);
+  each player's rating moves by it by revision and records the game among its recent
+  games, so a player is never moved twice for one game; the summary is acked only then.
+- **Games from before.** The index holds every game, so the durable's first delivery
+  replays one summary per game ever made. Releases before read GAMES with the durable
+  `ratings_consumer` and rated every `GameFinished` up to its ack floor; that floor is
+  recorded once, at this release's first start (`feed.legacy_floor` in the ratings
+  bucket), and a game whose `GameFinished` lies at or below it is left as rated.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-from nats.js.errors import FetchTimeoutError
+from nats.js.errors import FetchTimeoutError, NotFoundError
 
 from boulevard.api.v1 import events_pb2
 from boulevard.api.v1 import matchmaking_pb2 as pb
@@ -37,7 +55,29 @@ log = structlog.get_logger(__name__)
 
 RECENT_GAMES = 32
 MIN_SIGMA = 0.001
+LEGACY_FLOOR_KEY = "feed.legacy_floor"  # in the ratings bucket: see the module docstring
+REMOVING_OPERATIONS = frozenset({"DEL", "PURGE"})  # the KV-Operation header of a removal
+RETRY_SECONDS = 1.0  # NATS away, or the index not made yet: try again this soon
 _CODEC = Codec(())
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """A game's end as its log holds it: the GAMES sequence of the message, the envelope's
+    game name and id, and the event."""
+
+    sequence: int
+    game_id: str
+    game: str
+    event: GameFinished
+
+
+def recheck_delay(age_seconds: float, least: float, most: float) -> float:
+    """How long to wait before looking again at a game not finished yet: about as long as
+    its summary has existed, within [least, most]. A game is looked at O(log(its age))
+    times, then every `most` seconds, so the games left running for ever cost little; a
+    game whose end the index missed is rated within about its age (at most `most`)."""
+    return min(most, max(least, age_seconds))
 
 
 class RatingFeed:
@@ -48,31 +88,38 @@ class RatingFeed:
         *,
         games_stream: str,
         games_prefix: str,
+        index_bucket: str,
         durable: str,
+        legacy_durable: str,
         fetch_batch: int = 256,
+        recheck_min: float = 30.0,
+        recheck_max: float = 6 * 3600.0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.js = nc.jetstream()
         self.ratings = ratings
         self.games_stream = games_stream
         self.games_prefix = games_prefix
+        self.index_bucket = index_bucket
         self.durable = durable
+        self.legacy_durable = legacy_durable
         self.fetch_batch = fetch_batch
+        self.recheck_min = recheck_min
+        self.recheck_max = recheck_max
+        self.clock = clock
         self.games_rated = 0
+        self.legacy_floor = 0
+        self.subscribed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
+    @property
+    def index_stream(self) -> str:
+        return f"KV_{self.index_bucket}"
+
     async def start(self) -> None:
-        self._sub = await self.js.pull_subscribe(
-            f"{self.games_prefix}.>",
-            durable=self.durable,
-            stream=self.games_stream,
-            config=ConsumerConfig(
-                ack_policy=AckPolicy.ALL,
-                deliver_policy=DeliverPolicy.ALL,
-                ack_wait=30,
-                max_ack_pending=10_000,
-            ),
-        )
-        self._task = asyncio.create_task(self._consume(), name="mm-ratings")
+        """Start the feed. It subscribes in its own task: the engine makes the index, and
+        may start after matchmaking."""
+        self._task = asyncio.create_task(self._run(), name="mm-ratings")
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -80,50 +127,131 @@ class RatingFeed:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
             self._task = None
-        with contextlib.suppress(Exception):
-            await self._sub.unsubscribe()
 
-    async def _consume(self) -> None:
+    async def _run(self) -> None:
         while True:
             try:
-                msgs = await self._sub.fetch(self.fetch_batch, timeout=1.0)
+                self.legacy_floor = await self._legacy_floor()
+                sub = await self.js.pull_subscribe(
+                    f"$KV.{self.index_bucket}.>",
+                    durable=self.durable,
+                    stream=self.index_stream,
+                    config=ConsumerConfig(
+                        ack_policy=AckPolicy.EXPLICIT,
+                        deliver_policy=DeliverPolicy.ALL,
+                        ack_wait=30,
+                        # Every game not finished yet is pending: no bound may stop the
+                        # delivery of the next game's end.
+                        max_ack_pending=-1,
+                    ),
+                )
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # NATS away, or the engine has not made the index yet
+                log.info("ratings feed waits for the games index", error=repr(exc))
+                await asyncio.sleep(RETRY_SECONDS)
+        self.subscribed.set()
+        try:
+            await self._consume(sub)
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def _legacy_floor(self) -> int:
+        """The GAMES sequence up to which the feed of releases before rated every game:
+        read from the old durable at this release's first start, then kept (create-only)."""
+        found = await self.ratings.get_raw(LEGACY_FLOOR_KEY)
+        if found is not None:
+            return int(found[0])
+        floor = 0
+        if self.legacy_durable:
+            try:
+                info = await self.js.consumer_info(self.games_stream, self.legacy_durable)
+                floor = int(info.ack_floor.stream_seq or 0) if info.ack_floor else 0
+            except NotFoundError:
+                floor = 0  # a platform that never ran the old feed: nothing rated before
+        try:
+            await self.ratings.create_raw(LEGACY_FLOOR_KEY, str(floor).encode())
+        except Conflict:  # another replica recorded it first
+            found = await self.ratings.get_raw(LEGACY_FLOOR_KEY)
+            assert found is not None
+            return int(found[0])
+        log.info("ratings feed moved to the games index", legacy_floor=floor)
+        return floor
+
+    async def _consume(self, sub: JetStreamContext.PullSubscription) -> None:
+        while True:
+            try:
+                msgs = await sub.fetch(self.fetch_batch, timeout=1.0)
             except (FetchTimeoutError, TimeoutError):
                 continue
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # reconnecting: try again shortly
-                log.warning("fetch from GAMES failed", error=str(exc))
-                await asyncio.sleep(0.2)
+                log.warning("fetch from the games index failed", error=str(exc))
+                await asyncio.sleep(RETRY_SECONDS / 5)
                 continue
-            # AckPolicy.ALL: acking the last message handled acks the batch up to it (one
-            # ack per batch, not per GAMES event). A failure stops the batch there; the rest
-            # comes back.
-            done: Msg | None = None
             for m in msgs:
                 try:
                     await self.process(m)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
-                    if nats_unavailable(exc):  # KV unreachable: let it come back later
+                    if nats_unavailable(exc):  # KV or GAMES unreachable: look again soon
                         log.warning("rating update failed; will retry", error=str(exc))
                         with contextlib.suppress(Exception):
-                            await m.nak(delay=1.0)
-                        break
-                    # Anything else would fail again on every redelivery and hold back
-                    # every later game: the message is poison, skipped.
+                            await m.nak(delay=RETRY_SECONDS)
+                        continue
+                    # Anything else would fail again on every redelivery: the summary is
+                    # poison, and its game is not rated.
                     poisoned("matchmaking.ratings", "unratable", subject=m.subject, error=exc)
-                done = m
-            if done is not None:
-                await done.ack()
+                    with contextlib.suppress(Exception):
+                        await m.ack()
 
     async def process(self, msg: Msg) -> None:
-        game_id = msg.subject.removeprefix(f"{self.games_prefix}.")
-        try:
-            events = decode_commit(game_id, msg.data)
-        except Exception as exc:  # not ours to judge; the engine's log is evidence
-            poisoned("matchmaking.ratings", "undecodable", subject=msg.subject, error=exc)
+        """One summary of the games index: rate its game if its log ends finished (then
+        ack), else look again later (nak with a delay)."""
+        game_id = msg.subject.removeprefix(f"$KV.{self.index_bucket}.")
+        if (msg.headers or {}).get("KV-Operation") in REMOVING_OPERATIONS:
+            await msg.ack()  # a removed summary: its key's next put, if any, comes anew
             return
+        try:
+            status = json.loads(msg.data)["status"]
+        except Exception as exc:  # not a summary the engine wrote
+            poisoned("matchmaking.ratings", "undecodable", subject=msg.subject, error=exc)
+            await msg.ack()
+            return
+        # A game just made is not looked up: it cannot have ended yet (its end writes a
+        # summary of its own). Any later delivery is looked up, whatever it says.
+        finished = None
+        if status != "active" or msg.metadata.num_delivered > 1:
+            finished = await self.finished(game_id)
+        if finished is None:
+            await msg.nak(delay=self._later(msg))
+            return
+        if finished.sequence > self.legacy_floor:
+            await self.apply(finished.game_id, finished.game, finished.event)
+        await msg.ack()
+
+    def _later(self, msg: Msg) -> float:
+        stamp = msg.metadata.timestamp
+        age = self.clock() - stamp.timestamp() if stamp is not None else 0.0
+        return recheck_delay(age, self.recheck_min, self.recheck_max)
+
+    async def finished(self, game_id: str) -> Finished | None:
+        """The game's `GameFinished` if its log ends with one (it is always the last
+        event), else None (running, halted, or no log under that id)."""
+        subject = f"{self.games_prefix}.{game_id}"
+        try:
+            last = await self.js.get_last_msg(self.games_stream, subject)
+        except NotFoundError:
+            return None
+        try:
+            events = decode_commit(game_id, last.data or b"")
+        except Exception as exc:  # not ours to judge; the engine's log is evidence
+            poisoned("matchmaking.ratings", "undecodable", subject=subject, error=exc)
+            return None
         for event in events:
             if event.type not in ("GameFinished", ""):
                 continue
@@ -131,12 +259,13 @@ class RatingFeed:
                 env = events_pb2.EventEnvelope.FromString(event.data)
                 if env.type != "GameFinished":
                     continue
-                finished = _CODEC.loads(env.payload)
+                done = _CODEC.loads(env.payload)
             except Exception as exc:  # a bad event must not stop the feed
-                poisoned("matchmaking.ratings", "undecodable", subject=msg.subject, error=exc)
+                poisoned("matchmaking.ratings", "undecodable", subject=subject, error=exc)
                 continue
-            if isinstance(finished, GameFinished):
-                await self.apply(env.game_id or game_id, env.game, finished)
+            if isinstance(done, GameFinished):
+                return Finished(int(last.seq or 0), env.game_id or game_id, env.game, done)
+        return None
 
     async def apply(self, game_id: str, game: str, finished: GameFinished) -> None:
         result = await self._result(game_id, game, finished)

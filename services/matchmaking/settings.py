@@ -39,11 +39,24 @@ class MatchmakingSettings(Settings):
     matchmaking_max_watches_per_caller: int = Field(default=16, ge=1)
     # Matches being formed at once.
     matchmaking_form_concurrency: int = Field(default=64, ge=1)
-    # The durable consumer on GAMES that feeds ratings.
-    matchmaking_ratings_consumer: str = Field(default="matchmaking-ratings", pattern=_NAME)
+    # Ratings follow the engine's games index (its bucket, read only): a durable consumer
+    # of matchmaking's on it. A game not finished in its log when its summary comes is
+    # looked at again after its summary's age, within these bounds (docs/matchmaking.md).
+    engine_games_bucket: str = Field(default="engine_games", pattern=_NAME)
+    matchmaking_finished_consumer: str = Field(default="matchmaking-finished", pattern=_NAME)
     matchmaking_ratings_fetch_batch: int = Field(default=256, ge=1)
+    matchmaking_ratings_recheck_min_seconds: float = Field(default=30.0, gt=0)
+    matchmaking_ratings_recheck_max_seconds: float = Field(default=6 * 3600.0, gt=0)
+    # The durable consumer on GAMES that fed ratings before (read once at upgrade: how far
+    # it had rated).
+    matchmaking_ratings_consumer: str = Field(default="matchmaking-ratings", pattern=_NAME)
     # Where the bot runner finds the engine (bots play through its public API).
     engine_host: str = "127.0.0.1"
+    # Or the engine's replicas, comma-separated (`engine-0.engine-headless:50052,…`), as
+    # the gateway's BOULEVARD_GATEWAY_ENGINE_TARGET: each bot game's calls go to the replica
+    # that owns its game id (docs/operations.md, "Scaling the engine"). Empty: the one
+    # engine at `engine_host` and `engine_port`.
+    engine_target: str = ""
     # Hex of the 32-byte Ed25519 seed of the operator's bot key (the bot seats sign with
     # it). Empty: read (or on first start create) `bot_signing_key_file`, by default
     # `<data_dir>/bots/signing-key`; `boulevard up` makes it once per data dir.
@@ -54,6 +67,10 @@ class MatchmakingSettings(Settings):
     matchmaking_bot_lease_seconds: float = Field(default=15.0, ge=1, le=300)
     # Bot games played at once across all matchmaking processes (the consumer's ack pending).
     matchmaking_bot_max_games: int = Field(default=10_000, ge=1)
+
+    def engine_address(self) -> str:
+        """Where the bots play: `engine_target`, else `engine_host:engine_port`."""
+        return self.engine_target or f"{self.engine_host}:{self.engine_port}"
 
 
 @cache

@@ -1,5 +1,5 @@
 """A player finds a game through matchmaking with bot fill, watches the ticket, gets a
-seat and a token, and plays to the end through the engine against bots."""
+seat and a token, plays to the end through the engine against bots, and is rated."""
 
 from __future__ import annotations
 
@@ -76,6 +76,26 @@ def test_ticket_with_bot_fill_to_a_finished_game(platform: Platform) -> None:
             async with grpc.aio.insecure_channel(platform.address("dice")) as dice_channel:
                 report = await DiceReader(dice_channel).audit_game(ticket.game_id)
             assert report.ok and not report.notes, report.describe()
+
+        # Rated: the engine's games index says the game ended, the ratings feed finds the
+        # GameFinished in its log (under the platform's NATS permissions).
+        async with grpc.aio.insecure_channel(platform.address("matchmaking")) as mm_channel:
+            mm = matchmaking_pb2_grpc.MatchmakingServiceStub(mm_channel)
+            for _ in range(200):
+                rating = (
+                    await mm.GetRating(
+                        matchmaking_pb2.GetRatingRequest(player_id="alice", game="las_vegas")
+                    )
+                ).rating
+                if ticket.game_id in rating.recent_games:
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                raise AssertionError(f"game {ticket.game_id} not rated: {rating}")
+            assert rating.games >= 1
+
+        async with grpc.aio.insecure_channel(platform.address("engine")) as channel:
+            engine = engine_pb2_grpc.EngineServiceStub(channel)
 
             # The token is for this game and seat only.
             elsewhere = (await create(engine, "las_vegas", 3)).game_id

@@ -32,6 +32,7 @@ from boulevard.client.dice import DiceReader
 from boulevard.contract.dice_log import PublishedOpening
 from boulevard.fairness import RecordedOutcome, VerificationReport
 from boulevard.platform import tls
+from boulevard.platform.replicas import engine_channel
 from boulevard.platform.settings import Settings
 from boulevard.seats.watching import each_event
 
@@ -115,7 +116,7 @@ async def used_by_game(engine_address: str, game_id: str, call_timeout: float) -
     """The game's dice as its log records them, read through the engine's public WatchGame
     (a finished game's shuffles are no longer hidden)."""
     use = GameUse()
-    async with tls.channel(engine_address) as channel:
+    async with engine_channel(engine_address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id), timeout=call_timeout)
         if got.status != engine_pb2.GAME_STATUS_FINISHED:

@@ -72,6 +72,7 @@ from boulevard.client.ledger import LedgerClient
 from boulevard.contract.dice import kind_name
 from boulevard.contract.ledger import head_from_pb
 from boulevard.platform import tls
+from boulevard.platform.replicas import engine_channel
 from boulevard.platform.settings import Settings
 
 ANCHOR_WAIT = 10.0  # seconds to wait for the ledger to anchor a game that just ended
@@ -367,7 +368,7 @@ async def audit_one(
     `listed_finished`: the caller found the game among the finished ones (audit all), so
     its log must show its end, whatever GetGameLog says."""
     evidence = [e for e in evidence if e.game_id == game_id]
-    async with tls.channel(addresses.engine) as channel:
+    async with engine_channel(addresses.engine) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         log, redacted, finished = await fetch_log(stub, game_id, timeout)
         key = await stub.GetEngineKey(engine_pb2.GetEngineKeyRequest(), timeout=timeout)
@@ -547,7 +548,7 @@ async def _listed_games(
     """Every game the engine lists, running and finished, as (id, finished), in the
     listing's order; with `since_ms`, only those whose summary the engine wrote (their
     creation, then their end) at or after it."""
-    async with tls.channel(address) as channel:
+    async with engine_channel(address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         games, _ = await paged(
             lambda token: stub.ListGames(

@@ -37,7 +37,7 @@ from boulevard.audit.keys import (
 )
 from boulevard.audit.signing import SigningKey
 from boulevard.cli.exits import ExitCode
-from boulevard.platform import tls
+from boulevard.platform.replicas import engine_channel
 from boulevard.platform.settings import Settings
 
 
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
 async def served_history(address: str, timeout: float) -> KeyHistory | None:
     """The key history the platform serves (GetEngineKey), None when it publishes none.
     ValueError (or KeyError) on a served document that is not a key history."""
-    async with tls.channel(address) as channel:
+    async with engine_channel(address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         got = await stub.GetEngineKey(engine_pb2.GetEngineKeyRequest(), timeout=timeout)
     return KeyHistory.loads(got.key_history) if got.key_history else None

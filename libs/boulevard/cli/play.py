@@ -42,9 +42,10 @@ from boulevard.games.clock import ClockError
 from boulevard.platform import tls
 from boulevard.platform.identity import bearer
 from boulevard.platform.keys import load_key
+from boulevard.platform.replicas import engine_channel
 from boulevard.platform.settings import Settings
 from boulevard.seats.player import SeatPlayer, keep_heads, reclaim_if_absent
-from boulevard.seats.watching import each_event
+from boulevard.seats.watching import WATCH_RETRIES, each_event
 
 
 class PlayApp(GameScreen):
@@ -96,10 +97,10 @@ class PlayApp(GameScreen):
         self.title = f"Boulevard — {definition.title}"
         key = self.key or SigningKey.generate()
         async with (
-            tls.channel(self.addresses["engine"]) as engine_channel,
+            engine_channel(self.addresses["engine"]) as engines,
             tls.channel(self.addresses["dice"]) as dice_channel,
         ):
-            engine = engine_pb2_grpc.EngineServiceStub(engine_channel)
+            engine = engine_pb2_grpc.EngineServiceStub(engines)
             renewed = await engine.RenewPlayerToken(
                 engine_pb2.RenewPlayerTokenRequest(game_id=game_id), metadata=bearer(self.token)
             )
@@ -145,7 +146,7 @@ class PlayApp(GameScreen):
         )
         async with (
             MatchmakingClient(self.addresses["matchmaking"], token=self.token, key=self.key) as mm,
-            tls.channel(self.addresses["engine"]) as engine_channel,
+            engine_channel(self.addresses["engine"]) as engines,
             tls.channel(self.addresses["dice"]) as dice_channel,
         ):
             ticket = await mm.join(
@@ -163,7 +164,7 @@ class PlayApp(GameScreen):
             self.query_one("#seat").border_title = f"you — {who}, seat {ticket.seat}"
             self.query_one("#actions").display = True
             self.say("seated; waiting for the other players…")
-            engine = engine_pb2_grpc.EngineServiceStub(engine_channel)
+            engine = engine_pb2_grpc.EngineServiceStub(engines)
             player = mm.seat_player(engine, ticket, choose=self.offer)
             await self._play(engine, player, player.game_id, player.token, dice_channel)
 
@@ -207,7 +208,7 @@ class PlayApp(GameScreen):
     ) -> None:
         # From the first event: the commitment and the moves made before this screen opened.
         request = engine_pb2.WatchGameRequest(game_id=game_id, player_token=token)
-        async for update in each_event(engine, request):
+        async for update in each_event(engine, request, retries=WATCH_RETRIES):
             self.show(update)
             if update.event.type == "GameFinished":
                 return
@@ -237,7 +238,7 @@ def resumed_game(engine: str, game_id: str) -> str:
     """The registry name of a running game (to draw it), or "" when it is not there."""
 
     async def ask() -> str:
-        async with tls.channel(engine) as channel:
+        async with engine_channel(engine) as channel:
             stub = engine_pb2_grpc.EngineServiceStub(channel)
             game = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id))
             return "" if game.status != engine_pb2.GAME_STATUS_ACTIVE else game.game

@@ -28,6 +28,7 @@ from boulevard.cli import output
 from boulevard.client.table import Table
 from boulevard.platform import tls
 from boulevard.platform.identity import OPERATOR, bearer
+from boulevard.platform.replicas import engine_channel
 from boulevard.platform.settings import Settings
 
 CLI_OPERATOR = "cli-operator"  # the subject of the operator token the local issuer makes
@@ -228,7 +229,7 @@ async def fetch_games(
 ) -> tuple[list[engine_pb2.GameSummary], bool]:
     """Every game ListGames shows this caller (at most `limit`, 0: all); and whether more
     were left out."""
-    async with tls.channel(address) as channel:
+    async with engine_channel(address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         return await paged(
             lambda token: stub.ListGames(
@@ -290,7 +291,7 @@ async def fetch_balances(
 async def fetch_game(address: str, game_id: str, timeout: float = 10.0) -> GameShown:
     """The spectator's view (GetGame) and, from the public log, the seats' player ids
     (GameCreated) and, once over, the result (GameFinished)."""
-    async with tls.channel(address) as channel:
+    async with engine_channel(address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id), timeout=timeout)
         player_ids: list[str] = []
@@ -346,7 +347,7 @@ async def fetch_my_games(
         address, caller, status=engine_pb2.GAME_STATUS_ACTIVE, player_id=player_id, timeout=timeout
     )
     out = []
-    async with tls.channel(address) as channel:
+    async with engine_channel(address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         for summary in found:
             seat = await stub.RenewPlayerToken(

@@ -45,6 +45,7 @@ from boulevard.fairness import (
     parse_server_seed,
 )
 from boulevard.platform import tls
+from boulevard.platform.replicas import engine_channel
 from boulevard.seats.watching import each_event
 
 _ENTRY = re.compile(r"\bentry (\d+)\b")
@@ -56,7 +57,7 @@ Uses = dict[int, tuple[int, tuple[int, ...]]]
 async def _game_uses(engine: str, game_id: str, timeout: float) -> Uses:
     """nonce -> (version, values) of each ChanceResolved in the game's public log."""
     uses: Uses = {}
-    async with tls.channel(engine) as channel:
+    async with engine_channel(engine) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         request = engine_pb2.WatchGameRequest(game_id=game_id)
         async for update in each_event(stub, request, timeout=max(timeout, 60.0)):

@@ -22,8 +22,9 @@ from boulevard.cli.screen import GameScreen
 from boulevard.client.dice import DiceReader
 from boulevard.client.table import Table
 from boulevard.platform import tls
+from boulevard.platform.replicas import engine_channel
 from boulevard.platform.settings import Settings
-from boulevard.seats.watching import each_event
+from boulevard.seats.watching import WATCH_RETRIES, each_event
 
 
 class WatchApp(GameScreen):
@@ -36,15 +37,15 @@ class WatchApp(GameScreen):
 
     async def session(self) -> None:
         async with (
-            tls.channel(self.addresses["engine"]) as engine_channel,
+            engine_channel(self.addresses["engine"]) as engines,
             tls.channel(self.addresses["dice"]) as dice_channel,
         ):
-            stub = engine_pb2_grpc.EngineServiceStub(engine_channel)
+            stub = engine_pb2_grpc.EngineServiceStub(engines)
             got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=self.game_id), timeout=10)
             self.begin(got.game, self.game_id, f"game {self.game_id} — spectator")
             self.say("watching")
             request = engine_pb2.WatchGameRequest(game_id=self.game_id)
-            async for update in each_event(stub, request):
+            async for update in each_event(stub, request, retries=WATCH_RETRIES):
                 self.show(update)
                 if update.event.type == "GameFinished":
                     break
@@ -53,11 +54,13 @@ class WatchApp(GameScreen):
 
 
 async def follow(address: str, game_id: str, speed: float) -> Table:
-    async with tls.channel(address) as channel:
+    async with engine_channel(address) as channel:
         stub = engine_pb2_grpc.EngineServiceStub(channel)
         got = await stub.GetGame(engine_pb2.GetGameRequest(game_id=game_id), timeout=10)
         table = Table(got.game, terminal=sys.stdout.isatty(), speed=speed)
-        async for update in each_event(stub, engine_pb2.WatchGameRequest(game_id=game_id)):
+        async for update in each_event(
+            stub, engine_pb2.WatchGameRequest(game_id=game_id), retries=WATCH_RETRIES
+        ):
             await asyncio.to_thread(table.feed, update)
         return table
 

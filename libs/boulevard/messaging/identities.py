@@ -99,7 +99,8 @@ class NatsNames:
     ratings_bucket: str = "ratings"
     engine_match_consumer: str = "engine-match-formed"
     ledger_consumer: str = "ledger"
-    ratings_consumer: str = "matchmaking-ratings"
+    ratings_consumer: str = "matchmaking-ratings"  # on GAMES: the feed of releases before
+    finished_consumer: str = "matchmaking-finished"  # on the games index: the ratings feed
     bot_runner_consumer: str = "bot-runner"
 
     @classmethod
@@ -124,6 +125,7 @@ class NatsNames:
             "engine_match_consumer": "engine_match_consumer",
             "ledger_consumer": "ledger_consumer",
             "ratings_consumer": "matchmaking_ratings_consumer",
+            "finished_consumer": "matchmaking_finished_consumer",
         }
         found = {
             name: getattr(settings, attr)
@@ -157,6 +159,10 @@ class StreamUse:
     # The unnamed create request names its consumer in the body, so it can also *update*
     # another identity's durable (its filter, say): granted only where needed.
     ephemeral: bool = False
+    # Makes the stream when it starts first. Not for a reader of another service's KV
+    # bucket: a bucket is opened as found, unchecked (unlike ensure_stream's streams), so
+    # the reader could make it with a configuration of its choosing before its owner.
+    makes: bool = True
 
 
 def _uses(names: NatsNames) -> dict[str, list[StreamUse]]:
@@ -198,7 +204,11 @@ def _uses(names: NatsNames) -> dict[str, list[StreamUse]]:
                 writes=(f"{n.matchmaking_prefix}.>",),
                 durables=(n.bot_runner_consumer,),
             ),
+            # Direct gets of a game's last event (its GameFinished, its first event); the
+            # durable of releases before (its ack floor, read once at upgrade) stays its own.
             StreamUse(n.games_stream, durables=(n.ratings_consumer,)),
+            # The ratings feed: the engine's games index, read by a durable of its own.
+            StreamUse(f"KV_{n.engine_games_bucket}", durables=(n.finished_consumer,), makes=False),
             kv(n.tickets_bucket),
             kv(n.matches_bucket),
             kv(n.ratings_bucket),
@@ -256,14 +266,15 @@ def permissions(identity: str, names: NatsNames | None = None) -> Permissions:
                 f"$JS.API.CONSUMER.DELETE.{s}.>",
                 f"$JS.ACK.{s}.>",
                 f"$JS.FC.{s}.>",
-                # Whoever starts first makes the stream (ensure_stream checks it is made as
-                # Boulevard makes it). Nobody but admin updates a stream: its subjects,
-                # republish and sources reach past these permissions (capture another's
-                # inbox, write into game.>, read another's bucket), so owning one must not
-                # mean configuring it.
-                f"$JS.API.STREAM.CREATE.{s}",
             ]
         )
+        if use.makes:
+            # Whoever starts first makes the stream (ensure_stream checks it is made as
+            # Boulevard makes it). Nobody but admin updates a stream: its subjects,
+            # republish and sources reach past these permissions (capture another's
+            # inbox, write into game.>, read another's bucket), so owning one must not
+            # mean configuring it.
+            perms.add([f"$JS.API.STREAM.CREATE.{s}"])
         if use.ephemeral:
             perms.add([f"$JS.API.CONSUMER.CREATE.{s}"])
         perms.add(use.writes)

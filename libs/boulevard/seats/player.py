@@ -34,7 +34,7 @@ from boulevard.contract.mapping import action_to_command, command_to_action, pro
 from boulevard.games import get_game
 from boulevard.games.base import Bot
 from boulevard.seats.signing import signed_submit
-from boulevard.seats.watching import last_event
+from boulevard.seats.watching import WATCH_RETRIES, last_event, reopen_pause
 
 OnEvent = Callable[[engine_pb2.WatchGameResponse], None]
 Chooser = Callable[[Any, Sequence[Any], int], Awaitable[Any | None]]
@@ -144,7 +144,15 @@ class SeatPlayer:
         async def watch() -> None:
             # From the current version on: views of the past are of no use to a bot. A
             # seat's stream ends when its token expires: renew, and watch on from the next.
+            # It breaks (UNAVAILABLE) when its engine replica stops: watch again from the
+            # last version seen, which through `boulevard.platform.replicas` is served by
+            # the game's next replica. That version comes again, with the view and legal
+            # actions as the log has them now: the seat's word on what to do, where that
+            # replica's own copy of the game may be stale (answering reads and refusing a
+            # move once). `acted_at` keeps the seat from moving twice at one version.
             next_version = start.version
+            seen = start.version  # the newest version a message brought (or GetGame's)
+            failures = 0
             while True:
                 # In settled bursts: one message per append rather than per event (a bot
                 # reads only the newest view), and a move that owes a roll or a draw comes
@@ -158,8 +166,9 @@ class SeatPlayer:
                 )
                 try:
                     async for update in self.stub.WatchGame(request):
+                        failures = 0
                         event = last_event(update)
-                        next_version = event.version + 1
+                        seen, next_version = event.version, event.version + 1
                         if update.HasField("view"):
                             latest[:] = [update]
                         changed.set()
@@ -167,6 +176,11 @@ class SeatPlayer:
                             finished.set()
                             return
                 except grpc.aio.AioRpcError as err:
+                    if err.code() == grpc.StatusCode.UNAVAILABLE and failures < WATCH_RETRIES:
+                        await asyncio.sleep(reopen_pause(failures))
+                        failures += 1
+                        next_version = seen
+                        continue
                     if err.code() != grpc.StatusCode.UNAUTHENTICATED or self.renew is None:
                         raise
                     self.token = await self.renew()

@@ -9,8 +9,11 @@ instead of one per event).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
+
+import grpc
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 
@@ -36,17 +39,45 @@ def split(update: engine_pb2.WatchGameResponse) -> list[engine_pb2.WatchGameResp
 async def each_event(
     stub: engine_pb2_grpc.EngineServiceStub,
     request: engine_pb2.WatchGameRequest,
+    *,
+    retries: int = 0,
     **call: Any,
 ) -> AsyncIterator[engine_pb2.WatchGameResponse]:
     """WatchGame in bursts mode, one update per event (`call`: the stub's keywords, such as
-    `timeout`). The stream is cancelled when the caller stops iterating."""
+    `timeout`). The stream is cancelled when the caller stops iterating.
+
+    `retries`: how many times in a row a stream that broke with UNAVAILABLE (its engine
+    replica stopped or restarts) is opened again, after a pause, from the event after the
+    last one yielded; through `boulevard.platform.replicas` that reaches the game's next
+    replica. No event is yielded twice or skipped. 0: the error is the caller's."""
     bursts = engine_pb2.WatchGameRequest()
     bursts.CopyFrom(request)
     bursts.bursts = True
-    stream = stub.WatchGame(bursts, **call)
-    try:
-        async for update in stream:
-            for one in split(update):
-                yield one
-    finally:
-        stream.cancel()
+    failures = 0
+    while True:
+        stream = stub.WatchGame(bursts, **call)
+        try:
+            async for update in stream:
+                failures = 0
+                for one in split(update):
+                    bursts.from_version = one.event.version + 1
+                    yield one
+            return
+        except grpc.aio.AioRpcError as err:
+            if err.code() != grpc.StatusCode.UNAVAILABLE or failures >= retries:
+                raise
+        finally:
+            stream.cancel()
+        await asyncio.sleep(reopen_pause(failures))
+        failures += 1
+
+
+def reopen_pause(failures: int) -> float:
+    """Seconds to wait before opening a broken stream again, after `failures` failed
+    openings in a row: 0.2 s, doubling, at most 2 s (a restarting replica, or its next
+    replica taking its games, answers within that)."""
+    return float(min(0.2 * 2**failures, 2.0))
+
+
+# A stream's reopenings in a row before its error is the caller's: about 30 s of pauses.
+WATCH_RETRIES = 18

@@ -1,6 +1,7 @@
-"""No single message wedges matchmaking: garbage and unratable games on GAMES are skipped by
-the ratings feed (which then rates the next game), foreign values in the tickets bucket
-are kept out of the view, and a call that meets one gets a precise status."""
+"""No single message wedges matchmaking: finished games whose log ends in garbage, and
+unratable ones, are skipped by the ratings feed (which then rates the next game), foreign
+values in the tickets bucket are kept out of the view, and a call that meets one gets a
+precise status."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from tests.integration.matchmaking.support import (
     running_mm,
     stub_for,
 )
-from tests.integration.matchmaking.test_ratings import finish_game
+from tests.integration.matchmaking.test_ratings import finish_game, put_summary
 from tests.support.keys import TEST_PUBLIC_KEY
 from tests.support.nats import NatsHandle
 
@@ -54,7 +55,9 @@ async def test_poison_on_games_and_in_the_tickets_bucket(nats_server: NatsHandle
     async with running_mm(settings):
         pass  # creates the streams and the feed's durable consumer
     await nc.jetstream().publish("game.p0", b"\xff\xfe garbage")
+    await put_summary(nc, "p0", "finished", ("ann", "ben"))
     await unratable_game(nc, "p1")
+    await put_summary(nc, "p1", "finished", ("eve", "mal"))
     await finish_game(nc, "p2", ("ann", "ben"), ((0,), (1,)))
     async with running_mm(settings) as svc, stub_for(svc.address) as stub:
         feed = app_of(svc).ratings

@@ -188,6 +188,60 @@ async def test_the_engine_does_write_its_snapshots(
     assert await kv.put("g2", b"a real snapshot") > 0
 
 
+async def test_matchmaking_follows_the_games_index_and_cannot_make_or_write_it(
+    connect: Callable[[str], Awaitable[Client]],
+) -> None:
+    """The ratings feed reads the engine's games index with a durable of its own; it may
+    not write the index, nor make its stream (a bucket is opened as found: made first by
+    matchmaking, with sources or a republish, it would be the engine's index no more)."""
+    engine = await connect("engine")
+    await (await engine.nc.jetstream().key_value("engine_games")).put("gi", b'{"status": "x"}')
+    mm = await connect("matchmaking")
+    js = mm.nc.jetstream(timeout=2)
+    sub = await js.pull_subscribe(
+        "$KV.engine_games.gi", durable="matchmaking-finished", stream="KV_engine_games"
+    )
+    [msg] = await sub.fetch(1, timeout=5)
+    assert msg.data == b'{"status": "x"}'
+    await msg.ack()
+    made = {"name": "KV_engine_games", "subjects": ["$KV.engine_games.>"], "sources": [
+        {"name": "KV_tickets"}]}  # fmt: skip
+    for subject, body in [
+        ("$KV.engine_games.gi", b'{"status": "finished"}'),
+        ("$JS.API.STREAM.CREATE.KV_engine_games", json.dumps(made).encode()),
+    ]:
+        await mm.nc.publish(subject, body, reply=f"{inbox_prefix('matchmaking')}.x")
+        assert await mm.refused(f'publish to "{subject.lower()}"'), subject
+    # Its read of the old feed's position on GAMES (once, at upgrade) is allowed.
+    await mm.nc.publish(
+        "$JS.API.CONSUMER.INFO.GAMES.matchmaking-ratings",
+        b"",
+        reply=f"{inbox_prefix('matchmaking')}.y",
+    )
+    assert not await mm.refused("consumer.info.games.matchmaking-ratings", within=0.3)
+
+
+@pytest.mark.parametrize("identity", ["engine", "dice", "ledger"])
+@pytest.mark.parametrize(
+    ("stream", "durable"),
+    [("KV_engine_games", "matchmaking-finished"), ("GAMES", "matchmaking-ratings")],
+)
+async def test_nobody_else_pulls_acks_or_deletes_the_ratings_feeds_consumers(
+    connect: Callable[[str], Awaitable[Client]], identity: str, stream: str, durable: str
+) -> None:
+    """Taking the feed's messages would leave games unrated; moving the old feed's ack
+    floor before an upgrade would make the new feed leave games as rated."""
+    client = await connect(identity)
+    for subject in [
+        f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}",
+        f"$JS.API.CONSUMER.DELETE.{stream}.{durable}",
+        f"$JS.API.CONSUMER.DURABLE.CREATE.{stream}.{durable}",
+        f"$JS.ACK.{stream}.{durable}.1.1.1.1.1",
+    ]:
+        await client.nc.publish(subject, b"{}")
+        assert await client.refused(f'publish to "{subject.lower()}"'), (identity, subject)
+
+
 # Dice: only the engine asks, only dice answers
 
 

@@ -92,7 +92,13 @@ def test_kubernetes_runs_the_gateway_behind_its_service_with_tls_and_connect_pro
     assert ports == {"https": PORT, "metrics": METRICS_PORT}
     env = values(container)
     assert env["BOULEVARD_GATEWAY_PORT"] == str(PORT)
-    assert {k: v for k, v in env.items() if k in TARGETS} == TARGETS
+    # The engine's replicas one by one (test_kubernetes.py checks the list), the others by
+    # their Service.
+    engine = "BOULEVARD_GATEWAY_ENGINE_TARGET"
+    assert {k: v for k, v in env.items() if k in TARGETS and k != engine} == {
+        k: v for k, v in TARGETS.items() if k != engine
+    }
+    assert len(GatewaySettings(gateway_engine_target=env[engine]).targets_of("engine")) == 2
     assert all(name in objects("Service") for name in FORWARDED)
     assert "valueFrom" not in str(container["env"])  # no secret but the TLS files
     where = tls_mount(workload)

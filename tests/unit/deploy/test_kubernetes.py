@@ -1,5 +1,6 @@
 """deploy/k8s, read as files (no cluster here): a three-node JetStream StatefulSet, a
-Deployment and Service per Boulevard service on its port, streams with three replicas,
+Deployment (for the engine a StatefulSet whose replicas the gateway and matchmaking's bots
+name one by one) and Service per Boulevard service on its port, streams with three replicas,
 non-root read-only containers probed by the gRPC health check on the right port, and only
 real setting names and real Secret keys in the environment."""
 
@@ -15,6 +16,7 @@ import pytest
 import yaml
 
 from boulevard.messaging.identities import IDENTITIES
+from services.matchmaking.settings import MatchmakingSettings
 from tests.unit.deploy.support import (
     HEALTHCHECK,
     K8S,
@@ -36,8 +38,14 @@ def objects(kind: str) -> dict[str, dict[str, Any]]:
     return {doc["metadata"]["name"]: doc for _, doc in manifests() if doc["kind"] == kind}
 
 
+# The engine runs as a StatefulSet (stable replica names for routing by game id), the other
+# services as Deployments.
+STATEFUL = {"engine"}
+
+
 def deployment(service: Service) -> dict[str, Any]:
-    return objects("Deployment")[service.name]
+    """The service's workload: its StatefulSet or its Deployment."""
+    return objects("StatefulSet" if service.name in STATEFUL else "Deployment")[service.name]
 
 
 def only_container(workload: dict[str, Any]) -> dict[str, Any]:
@@ -157,8 +165,11 @@ def test_nats_gets_every_identitys_public_key_from_the_secret_and_no_seed() -> N
 
 def test_every_service_has_a_deployment_and_a_service() -> None:
     # (and the gateway: tests/unit/deploy/test_gateway_deploy.py)
-    assert set(objects("Deployment")) == {*SERVICES, "gateway"}
-    assert set(objects("Service")) == {*SERVICES, "gateway", "nats", "nats-headless"}
+    assert set(objects("Deployment")) == {*SERVICES, "gateway"} - STATEFUL
+    assert set(objects("StatefulSet")) == {"nats", *STATEFUL}
+    assert set(objects("Service")) == {
+        *SERVICES, "gateway", "nats", "nats-headless", "engine-headless"
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize("service", SERVICES.values(), ids=lambda s: s.name)
@@ -193,8 +204,14 @@ def test_each_service_connects_to_nats_as_its_own_identity(service: Service) -> 
 
 
 def test_replicas() -> None:
-    replicas = {name: d["spec"]["replicas"] for name, d in objects("Deployment").items()}
-    assert replicas == {"engine": 2, "dice": 2, "matchmaking": 1, "ledger": 1, "gateway": 2}
+    replicas = {
+        name: d["spec"]["replicas"]
+        for kind in ("Deployment", "StatefulSet")
+        for name, d in objects(kind).items()
+    }
+    assert replicas == {
+        "engine": 2, "dice": 2, "matchmaking": 1, "ledger": 1, "gateway": 2, "nats": 3
+    }  # fmt: skip
     # The ledger is one writer: never two during a rollout either.
     assert objects("Deployment")["ledger"]["spec"]["strategy"]["type"] == "Recreate"
 
@@ -262,11 +279,51 @@ def test_every_container_runs_non_root_read_only_with_health_probes(
             assert command[:3] == HEALTHCHECK, name
 
 
-def test_matchmaking_bots_reach_the_engine_through_its_service() -> None:
-    env = values(only_container(objects("Deployment")["matchmaking"]))
-    assert env["BOULEVARD_ENGINE_HOST"] in objects("Service")
-    (port,) = objects("Service")[env["BOULEVARD_ENGINE_HOST"]]["spec"]["ports"]
-    assert env["BOULEVARD_ENGINE_PORT"] == str(port["port"]) == str(SERVICES["engine"].port)
+def engine_replica_names() -> list[str]:
+    """`engine-<i>.<headless Service>:<port>` for each replica of the engine's StatefulSet:
+    the names DNS gives its pods."""
+    engine = objects("StatefulSet")["engine"]
+    headless = objects("Service")[engine["spec"]["serviceName"]]
+    (port,) = headless["spec"]["ports"]
+    return [
+        f"engine-{i}.{headless['metadata']['name']}:{port['port']}"
+        for i in range(engine["spec"]["replicas"])
+    ]
+
+
+def test_the_engine_replicas_have_stable_names_through_a_headless_service() -> None:
+    engine = objects("StatefulSet")["engine"]
+    headless = objects("Service")[engine["spec"]["serviceName"]]
+    assert headless["spec"]["clusterIP"] == "None"
+    # Not ready (starting, draining): out of DNS, so its games go on to their next replica.
+    assert headless["spec"].get("publishNotReadyAddresses", False) is False
+    labels = engine["spec"]["template"]["metadata"]["labels"]
+    assert headless["spec"]["selector"].items() <= labels.items()
+    (port,) = headless["spec"]["ports"]
+    assert (port["port"], port["targetPort"]) == (SERVICES["engine"].port, "grpc")
+    # Peers, not a quorum or a chain: all start at once; no volume, nothing kept per pod.
+    assert engine["spec"]["podManagementPolicy"] == "Parallel"
+    assert "volumeClaimTemplates" not in engine["spec"]
+    assert engine["spec"]["updateStrategy"]["type"] == "RollingUpdate"
+    assert engine_replica_names() == [
+        "engine-0.engine-headless:50052",
+        "engine-1.engine-headless:50052",
+    ]
+
+
+def test_the_gateway_and_the_bots_route_over_every_engine_replica_by_its_name() -> None:
+    """The gateway's list and matchmaking's name the StatefulSet's replicas, the same names
+    in the same order: a game's owner is chosen from the names, so both send its calls to
+    the same replica (and a replica left out of a list would get none of its games)."""
+    gateway = values(only_container(objects("Deployment")["gateway"]))
+    bots = values(only_container(objects("Deployment")["matchmaking"]))
+    names = ",".join(engine_replica_names())
+    assert gateway["BOULEVARD_GATEWAY_ENGINE_TARGET"] == names
+    assert (
+        MatchmakingSettings(engine_target=bots["BOULEVARD_ENGINE_TARGET"]).engine_address() == names
+    )
+    # No single-engine address beside it to mislead a reader: the list is what is used.
+    assert "BOULEVARD_ENGINE_HOST" not in bots
 
 
 def tls_mount(workload: dict[str, Any], secret: str = "boulevard-tls") -> str:
@@ -325,7 +382,7 @@ def test_the_engine_signs_for_timed_out_seats_with_matchmakings_bot_key() -> Non
     """Engine and matchmaking read the bot key from one secret key (docs/auditing.md,
     "Clocks": the bot's moves for a timed-out seat are signed with the operator's bot key)."""
     keys = {
-        name: secret_keys_used(only_container(objects("Deployment")[name]))
+        name: secret_keys_used(only_container(deployment(SERVICES[name])))
         for name in ("engine", "matchmaking")
     }
     assert keys["engine"]["BOULEVARD_BOT_SIGNING_KEY"] == "bot-signing-key"

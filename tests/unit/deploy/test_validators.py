@@ -198,7 +198,9 @@ def test_the_schema_check_catches_a_misplaced_field() -> None:
 
 def test_every_service_pod_is_scraped_on_its_metrics_port() -> None:
     for _, doc in manifests():
-        if doc["kind"] != "Deployment" or doc["metadata"]["name"] not in {*SERVICES, "gateway"}:
+        if doc["kind"] not in ("Deployment", "StatefulSet"):
+            continue
+        if doc["metadata"]["name"] not in {*SERVICES, "gateway"}:
             continue
         name = doc["metadata"]["name"]
         template = doc["spec"]["template"]

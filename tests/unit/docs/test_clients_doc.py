@@ -141,3 +141,26 @@ def test_health_names_and_default_ports_are_the_services(name: str) -> None:
     assert f'`""`, `{full_name}`' in section("Health")
     port = Settings.model_fields[f"{setting}_port"].default  # not the environment's
     assert f"| `{name}` | 127.0.0.1:{port} | `BOULEVARD_{setting.upper()}_PORT` |" in DOC
+
+
+def test_the_owner_of_a_game_is_the_documented_rendezvous_score() -> None:
+    """ "Several engine replicas": the score written out again from the page's formula is
+    the one every Boulevard client routes by, and the highest score owns the game."""
+    from boulevard.contract.routing import ranked, score
+
+    text = DOC.split("\n### Several engine replicas", 1)[1].split("\n## ", 1)[0]
+    assert 'SHA-256("boulevard/engine-route/v1\\0"' in text
+
+    def documented(replica: str, game_id: str) -> int:
+        r, g = replica.encode("utf-8"), game_id.encode("utf-8")
+        data = b"boulevard/engine-route/v1\0" + struct.pack(">I", len(r)) + r
+        data += struct.pack(">I", len(g)) + g
+        return int.from_bytes(hashlib.sha256(data).digest()[:8], "big")
+
+    replicas = ["engine-0.engine-headless:50052", "engine-1.engine-headless:50052"]
+    for game_id in ("g55b3d5a1ad102da2037ce3575320c8b", "é", "game-7"):
+        for replica in replicas:
+            assert documented(replica, game_id) == score(replica, game_id)
+        by_score = sorted(replicas, key=lambda r: -documented(r, game_id))
+        assert list(ranked(game_id, replicas)) == by_score
+        assert list(ranked(game_id, replicas[::-1])) == by_score  # the order given: none

@@ -73,3 +73,20 @@ def test_each_identity_subscribes_only_to_its_own_inbox() -> None:
     assert permissions("dice").subscribe_allow == ["_INBOX.dice.>", "dice.rpc.>"]
     assert permissions("dice").allow_responses
     assert not any(permissions(i).allow_responses for i in ("engine", "ledger", "matchmaking"))
+
+
+def test_only_a_buckets_owner_may_make_it() -> None:
+    """A bucket is opened as found (its configuration unchecked), so a reader that made it
+    first could make another service's bucket capture or source what it likes: only the
+    identity that writes a bucket may make its stream (matchmaking reads the engine's
+    games index, and does not make it)."""
+    for identity in ("engine", "dice", "ledger", "matchmaking"):
+        allow = permissions(identity).publish_allow
+        prefix = "$JS.API.STREAM.CREATE.KV_"
+        made = [s.removeprefix(prefix) for s in allow if s.startswith(prefix)]
+        assert made, identity
+        for bucket in made:
+            assert f"$KV.{bucket}.>" in allow, (identity, bucket)
+    mm = permissions("matchmaking").publish_allow
+    assert "$JS.API.CONSUMER.MSG.NEXT.KV_engine_games.>" in mm
+    assert "$JS.API.STREAM.CREATE.KV_engine_games" not in mm

@@ -11,6 +11,7 @@ import typer
 from boulevard.cli.commands.options import (
     DATA_DIR,
     HOST_PORT,
+    EngineOption,
     ResultJsonOption,
     examples,
     invoke,
@@ -76,9 +77,7 @@ def keys_pin(
     trust: Annotated[
         Path, typer.Argument(metavar="FILE", help="the key history you keep (made when missing)")
     ],
-    engine: Annotated[
-        str, typer.Option("--engine", metavar="HOST:PORT", help="the engine's address")
-    ] = "",
+    engine: EngineOption = None,
     timeout: Annotated[float, typer.Option("--timeout", help="seconds per call")] = 30.0,
 ) -> None:
     """Keep the key history the platform serves, for `audit … --trust FILE`.

@@ -11,9 +11,11 @@ import typer
 
 from boulevard.cli.commands.options import (
     HOST_PORT,
+    EngineOption,
     JsonOption,
     ResultJsonOption,
     TimeoutOption,
+    engine_option,
     examples,
     game_names,
     invoke,
@@ -25,9 +27,7 @@ audit_app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-EngineAddress = Annotated[
-    str | None, typer.Option("--engine", metavar=HOST_PORT, help="the engine's address")
-]
+EngineAddress = EngineOption
 DiceAddress = Annotated[
     str | None, typer.Option("--dice", metavar=HOST_PORT, help="the dice service's address")
 ]
@@ -128,12 +128,7 @@ def audit_dice(
         ),
     ] = None,
     engine: Annotated[
-        str | None,
-        typer.Option(
-            "--engine",
-            metavar=HOST_PORT,
-            help="the engine's address, to check the game used exactly the recorded outcomes",
-        ),
+        str | None, engine_option(", to check the game used exactly the recorded outcomes")
     ] = None,
     no_engine: Annotated[
         bool, typer.Option("--no-engine", help="check the dice records only, not their use")

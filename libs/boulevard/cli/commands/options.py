@@ -12,6 +12,9 @@ import typer
 from boulevard.games import REGISTRY
 
 HOST_PORT = "HOST:PORT"
+# The engine may be several replicas (docs/operations.md, "Scaling the engine").
+ENGINES = "HOST:PORT[,…]"
+ENGINE_ENV = "BOULEVARD_ENGINE_TARGET"
 
 # Relative to where the command runs: `boulevard login` in another folder finds no issuer.
 DATA_DIR = " (default: BOULEVARD_DATA_DIR, else .data in the current folder)"
@@ -44,6 +47,22 @@ def known_game_or_none(name: str) -> str:
     return known_game(name) if name else name
 
 
+def engine_option(what: str = "") -> Any:
+    """`--engine`: one address, or the engine's replicas comma-separated (each game's calls
+    then go to the replica that owns its game id, `boulevard.platform.replicas`), from
+    BOULEVARD_ENGINE_TARGET when not given; `what` says what the command asks it for."""
+    return typer.Option(
+        "--engine",
+        metavar=ENGINES,
+        envvar=ENGINE_ENV,
+        show_envvar=True,
+        help=f"the engine's address{what}, or its replicas' comma-separated (each game's "
+        "calls go to the replica that owns it); default BOULEVARD_GRPC_HOST and "
+        "BOULEVARD_ENGINE_PORT",
+    )
+
+
+EngineOption = Annotated[str | None, engine_option()]
 JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON document (docs/cli.md)")]
 # `--json` on the commands that print a verdict (audits, healthcheck).
 ResultJsonOption = Annotated[bool, typer.Option("--json", help="print the result as JSON")]

@@ -11,6 +11,7 @@ import typer
 from boulevard.cli.commands.options import (
     DATA_DIR,
     HOST_PORT,
+    EngineOption,
     examples,
     game_names,
     invoke,
@@ -71,9 +72,7 @@ def play(
     matchmaking: Annotated[
         str | None, typer.Option("--matchmaking", metavar=HOST_PORT, help="matchmaking's address")
     ] = None,
-    engine: Annotated[
-        str | None, typer.Option("--engine", metavar=HOST_PORT, help="the engine's address")
-    ] = None,
+    engine: EngineOption = None,
     dice: Annotated[
         str | None, typer.Option("--dice", metavar=HOST_PORT, help="the dice service's address")
     ] = None,
@@ -125,14 +124,7 @@ def play(
 @commands.command(epilog=examples("boulevard watch <game_id>", "boulevard watch <game_id> --tui"))
 def watch(
     game_id: Annotated[str, typer.Argument(metavar="GAME_ID", help="the game to watch")],
-    engine: Annotated[
-        str | None,
-        typer.Option(
-            "--engine",
-            metavar=HOST_PORT,
-            help="the engine's address (default: BOULEVARD_GRPC_HOST and BOULEVARD_ENGINE_PORT)",
-        ),
-    ] = None,
+    engine: EngineOption = None,
     speed: Annotated[
         float, typer.Option("--speed", help="turns shown per second on a terminal (0: no pause)")
     ] = 2.0,

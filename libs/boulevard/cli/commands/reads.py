@@ -15,6 +15,7 @@ from boulevard.cli import output
 from boulevard.cli.commands.options import (
     DATA_DIR,
     HOST_PORT,
+    EngineOption,
     JsonOption,
     TimeoutOption,
     examples,
@@ -154,9 +155,7 @@ def games(
             "local issuer), your turn first, with your time left",
         ),
     ] = False,
-    engine: Annotated[
-        str | None, typer.Option("--engine", metavar=HOST_PORT, help="the engine's address")
-    ] = None,
+    engine: EngineOption = None,
     token: TokenOption = None,
     anonymous: AnonymousOption = False,
     data_dir: DataDirOption = None,
@@ -211,9 +210,7 @@ def games(
 )
 def game_show(
     game_id: Annotated[str, typer.Argument(metavar="GAME_ID", help="the game")],
-    engine: Annotated[
-        str | None, typer.Option("--engine", metavar=HOST_PORT, help="the engine's address")
-    ] = None,
+    engine: EngineOption = None,
     as_json: JsonOption = False,
     timeout: TimeoutOption = 10.0,
 ) -> None:
