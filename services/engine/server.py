@@ -202,28 +202,74 @@ class Feed:
         return self.events[seen:]
 
 
+class Expiry:
+    """A seat's stream's token expiry: one timer for the stream's whole life, which ends the
+    stream's wait for its next burst (`next_batch`) when it fires. Issue 28: an
+    `asyncio.timeout` around every wait (a timer made, pushed on the loop's heap and
+    cancelled per burst and stream) was a visible share of the engine's CPU.
+
+    Expiry is by the wall clock, as the token's is: a wait never starts once the token's
+    `expires_unix` has passed, and the timer, which runs on the loop's clock, re-arms itself
+    if it fires before that. `close` cancels the timer (when the stream ends)."""
+
+    def __init__(self, expires_unix: float) -> None:
+        self.expires_unix = expires_unix
+        self._loop = asyncio.get_running_loop()
+        self._waiting: asyncio.Task[Any] | None = None  # the task waiting now, if any
+        self._cancelling = 0  # its cancellation requests from elsewhere when it began
+        self._cancelled = False  # the timer cancelled the wait
+        self._timer = self._arm()
+
+    def _arm(self) -> asyncio.TimerHandle:
+        return self._loop.call_later(max(self.expires_unix - time.time(), 0.0), self._fire)
+
+    def _fire(self) -> None:
+        if time.time() < self.expires_unix:
+            self._timer = self._arm()  # the loop's clock ran ahead of the wall clock
+        elif self._waiting is not None and not self._cancelled:
+            self._cancelled = True
+            self._waiting.cancel()
+
+    @property
+    def expired(self) -> bool:
+        return time.time() >= self.expires_unix
+
+    def close(self) -> None:
+        self._timer.cancel()
+
+    async def wait(self, feed: Feed, seen: int) -> list[events_pb2.EventEnvelope] | None:
+        """`feed.after(seen)`, or None when the token expires first (or has already)."""
+        if self.expired:
+            return None
+        task = asyncio.current_task()
+        assert task is not None, "called from a task"
+        self._waiting, self._cancelling, self._cancelled = task, task.cancelling(), False
+        try:
+            return await feed.after(seen)
+        except asyncio.CancelledError:
+            # Ours alone: the token's expiry. Any other cancellation passes on.
+            if self._cancelled and task.uncancel() <= self._cancelling:
+                return None
+            raise
+        finally:
+            self._waiting = None
+
+
 async def next_batch(
-    feed: Feed, seen: int, expires: float | None, resume_at: int
+    feed: Feed, seen: int, expiry: Expiry | None, resume_at: int
 ) -> list[events_pb2.EventEnvelope]:
-    """The feed's events past `seen`, once there are any; a seat's stream (`expires`: its
-    token's expiry) ends UNAUTHENTICATED at expiry, naming the version to watch again from.
+    """The feed's events past `seen`, once there are any; a seat's stream (`expiry`: its
+    token's) ends UNAUTHENTICATED at expiry, naming the version to watch again from.
     The feed's own failures (a NATS timeout among them) pass through as they are: they are
     not the token's expiry.
 
-    Called once per burst by every stream, so it waits in the stream's own task under one
-    timer (issue 28: a task and an `asyncio.wait` per burst and stream were a visible share
-    of the engine's CPU)."""
-    if expires is None:
+    Called once per burst by every stream, so it waits in the stream's own task, under the
+    stream's one timer (`Expiry`)."""
+    if expiry is None:
         return await feed.after(seen)
-    left = expires - time.time()
-    if left > 0:
-        deadline = asyncio.timeout(left)
-        try:
-            async with deadline:
-                return await feed.after(seen)
-        except TimeoutError:
-            if not deadline.expired():
-                raise  # the feed's own failure, not the token's expiry
+    batch = await expiry.wait(feed, seen)
+    if batch is not None:
+        return batch
     raise Unauthenticated(
         "player token expired; renew it (RenewPlayerToken) and watch again from version "
         f"{resume_at}"
@@ -506,10 +552,11 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         sent = 0  # the last version this stream sent
         burst: list[events_pb2.EventEnvelope] = []  # bursts mode: not yet sent
         feed = self._watch(session.game_id)
+        expiry = Expiry(expires) if expires is not None else None
         try:
             while True:
                 # What arrived together: one burst.
-                batch = await next_batch(feed, seen, expires, max(sent + 1, request.from_version))
+                batch = await next_batch(feed, seen, expiry, max(sent + 1, request.from_version))
                 seen += len(batch)
                 for i, envelope in enumerate(batch):
                     unfolded.append(envelope)
@@ -570,6 +617,8 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                     if over:
                         return
         finally:
+            if expiry is not None:
+                expiry.close()
             self._unwatch(session.game_id, feed)
 
     def _acts_next(self, session: Session) -> bool:

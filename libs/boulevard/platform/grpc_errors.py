@@ -18,7 +18,10 @@ from boulevard.platform.handlers import Behavior, WrappingInterceptor
 log = structlog.get_logger(__name__)
 
 
-async def _abort(context: grpc.aio.ServicerContext[Any, Any], exc: Exception, method: str) -> None:
+async def abort_for(
+    context: grpc.aio.ServicerContext[Any, Any], exc: Exception, method: str
+) -> None:
+    """Abort the call with the status `exc` maps to (INTERNAL, logged, for the unexpected)."""
     mapped = status_of(exc)
     if mapped is None:
         log.exception("unexpected error", method=method)
@@ -35,7 +38,7 @@ class ErrorInterceptor(WrappingInterceptor):
             except grpc.aio.AbortError:
                 raise
             except Exception as exc:
-                await _abort(context, exc, method)
+                await abort_for(context, exc, method)
 
         return wrapped
 
@@ -49,6 +52,6 @@ class ErrorInterceptor(WrappingInterceptor):
             except grpc.aio.AbortError:
                 raise
             except Exception as exc:
-                await _abort(context, exc, method)
+                await abort_for(context, exc, method)
 
         return wrapped

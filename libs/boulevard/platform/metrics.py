@@ -276,7 +276,7 @@ class MetricsInterceptor(WrappingInterceptor):
         super().__init__()
         self.service = service
 
-    def _recorder(
+    def recorder(
         self, method: str
     ) -> Callable[[grpc.aio.ServicerContext[Any, Any], float, Any], None]:
         """What a call of `method` records when it ends (its labels looked up once per
@@ -292,7 +292,7 @@ class MetricsInterceptor(WrappingInterceptor):
         return record
 
     def wrap_unary(self, behavior: Behavior, method: str) -> Behavior:
-        record = self._recorder(method)
+        record = self.recorder(method)
 
         async def timed(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             start, failed = time.perf_counter(), None
@@ -307,7 +307,7 @@ class MetricsInterceptor(WrappingInterceptor):
         return timed
 
     def wrap_generator(self, behavior: Behavior, method: str) -> Behavior:
-        record = self._recorder(method)
+        record = self.recorder(method)
 
         async def timed(
             request: Any, context: grpc.aio.ServicerContext[Any, Any]

@@ -17,7 +17,6 @@ Only unary calls are guarded; a stream's deadline is its whole life, not a wait 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -56,19 +55,50 @@ class NatsDeadlineInterceptor(WrappingInterceptor):
         return behavior  # a stream's deadline is its whole life, not a wait on NATS
 
     def _guard(self, behavior: Behavior) -> Behavior:
-        nats_up = self._nats_up
+        return deadline_guard(behavior, self._nats_up)
 
-        async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-            remaining = context.time_remaining()
-            if remaining is None:  # no deadline: nothing to answer within
-                return await behavior(request, context)
-            call = asyncio.ensure_future(behavior(request, context))
-            done, _ = await asyncio.wait({call}, timeout=answer_by(remaining))
-            if done or nats_up():
-                return await call
-            call.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await call
-            await context.abort(grpc.StatusCode.UNAVAILABLE, UNAVAILABLE_DETAILS)
 
-        return guarded
+def deadline_guard(behavior: Behavior, nats_up: Callable[[], bool]) -> Behavior:
+    """`behavior` (a unary handler) answering UNAVAILABLE at `answer_by` the client's
+    deadline when NATS is disconnected at that moment; with NATS connected it runs on.
+
+    The handler runs in the call's own task, watched by one timer (issue 28: a task and an
+    `asyncio.wait` per call were a visible share of every unary call's CPU); at that moment,
+    if NATS is away, the timer cancels the handler, as the task's `cancel` stops it
+    anywhere, and the call is answered UNAVAILABLE. A cancellation from elsewhere (the
+    client went away) passes on as it is."""
+
+    async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        remaining = context.time_remaining()
+        if remaining is None:  # no deadline: nothing to answer within
+            return await behavior(request, context)
+        task = asyncio.current_task()
+        assert task is not None, "grpc runs each call in a task"
+        cancelling = task.cancelling()
+        gave_up = False
+
+        def at_the_deadline() -> None:
+            nonlocal gave_up
+            if not nats_up():
+                gave_up = True
+                task.cancel()
+
+        timer = asyncio.get_running_loop().call_later(answer_by(remaining), at_the_deadline)
+        try:
+            result = await behavior(request, context)
+        except BaseException as exc:
+            if not gave_up:
+                raise
+            elsewhere = task.uncancel() > cancelling  # cancelled by someone else too
+            if elsewhere and isinstance(exc, asyncio.CancelledError):
+                raise  # that cancellation stands
+            # Whatever the handler made of being stopped, the caller hears UNAVAILABLE.
+        else:
+            if gave_up:
+                task.uncancel()  # it swallowed the cancel and finished: the cancel is spent
+            return result
+        finally:
+            timer.cancel()
+        await context.abort(grpc.StatusCode.UNAVAILABLE, UNAVAILABLE_DETAILS)
+
+    return guarded

@@ -22,10 +22,8 @@ from nats.aio.client import Client as NATS
 
 from boulevard.messaging.identities import inbox_prefix
 from boulevard.platform import metrics, tracing
-from boulevard.platform.edge import EdgeInterceptor
-from boulevard.platform.grpc_errors import ErrorInterceptor
+from boulevard.platform.interceptor import server_interceptors
 from boulevard.platform.logging import configure_logging
-from boulevard.platform.nats_deadline import NatsDeadlineInterceptor
 from boulevard.platform.settings import Settings
 from boulevard.platform.tls import client_ssl_context, nats_tls_url, server_credentials
 
@@ -203,15 +201,10 @@ async def start_service(app: App, settings: Settings, port: int | None = None) -
         raise
     server = grpc.aio.server(
         # Metrics outermost: it counts the status code the client finally sees. Then the
-        # traces (none unless an OTLP endpoint is set), then ErrorInterceptor, which maps
-        # what the edge checks raise.
-        interceptors=[
-            metrics.MetricsInterceptor(app.name),
-            *tracing.server_interceptors(),
-            ErrorInterceptor(),
-            EdgeInterceptor(),
-            NatsDeadlineInterceptor(lambda: nc.is_connected),  # UNAVAILABLE in time
-        ],
+        # traces (none unless an OTLP endpoint is set), then the errors mapped (what the
+        # edge checks raise among them), the edge, and UNAVAILABLE in time while NATS is
+        # away: one wrapper per call without tracing (boulevard/platform/interceptor.py).
+        interceptors=server_interceptors(app.name, lambda: nc.is_connected),
         options=[
             ("grpc.max_receive_message_length", settings.grpc_max_receive_bytes),
             ("grpc.max_send_message_length", settings.grpc_max_send_bytes),
