@@ -52,7 +52,7 @@ class DiceApp:
             key_id=self._signer.key_id,
             public_key=self._signer.public_key.hex(),
         )
-        self.queries = DiceQueries(dice_log, self._signer.public_key)
+        self.queries = DiceQueries(dice_log, self._signer.public_key, self.dealer.settle)
         self._rpc = DiceRpc(nc, self.dealer, s.dice_rpc_prefix, s.dice_rpc_queue)
         await self._rpc.start()
         self._purging = asyncio.create_task(self.dealer.purge_until_done(), name="dice-purge")
@@ -70,3 +70,5 @@ class DiceApp:
         if self._rpc is not None:
             await self._rpc.stop()
             self._rpc = None
+        if self.dealer is not None:
+            await self.dealer.drain()  # the heads of draws already answered

@@ -15,7 +15,12 @@ Invariants, and how they hold across crashes, retries and a second replica:
   the game's own log (GAMES) records its end;
 - every leaf record (commitment, client seeds, outcomes, reveal) is followed by a signed
   tree head over the game's Merkle tree, and a log that no longer matches its heads is
-  refused, not extended.
+  refused, not extended;
+- a draw is answered once its outcome leaf is stored, its head stored right after in the
+  background: the game's next operation here (and this process's reads of the game) first
+  waits for it, so no leaf follows a leaf without its head; a head that is not stored
+  (a crash, NATS gone) is the crash between a leaf and its head, signed when the game is
+  next loaded.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ import secrets
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import structlog
@@ -121,6 +127,8 @@ class Dealer:
         self._cache_size = cache_size
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._unpurged: set[str] = set()  # revealed seeds a purge failed to drop
+        # Per game, the task storing the head of this process's last draw (see `settle`).
+        self._pending: dict[str, asyncio.Task[None]] = {}
 
     @property
     def public_key(self) -> bytes:
@@ -163,7 +171,7 @@ class Dealer:
         (with its recorded deadline)."""
         check_game_id(game_id)
         _check_commitments(seed_commitments)
-        async with self._lock(game_id):
+        async with self._turn(game_id):
             for _ in range(ATTEMPTS):
                 table = await self._find(game_id)
                 if table is not None:
@@ -201,7 +209,7 @@ class Dealer:
         commitment; a missing seat (allowed only after the deadline) plays with "". Draws
         are possible from then on. Idempotent for the same seeds."""
         check_game_id(game_id)
-        async with self._lock(game_id):
+        async with self._turn(game_id):
             for _ in range(ATTEMPTS):
                 table = await self._table(game_id)
                 if table.client_seeds is not None:
@@ -281,7 +289,7 @@ class Dealer:
             raise InvalidArgument(str(e)) from None
         if count > MAX_DRAW_ITEMS:
             raise InvalidArgument(f"at most {MAX_DRAW_ITEMS} dice or items per draw")
-        async with self._lock(game_id):
+        async with self._turn(game_id):
             for _ in range(ATTEMPTS):
                 table = await self._table(game_id)
                 previous = table.by_request.get(request_id)
@@ -321,7 +329,9 @@ class Dealer:
                     blinding=self._new_blinding(),
                 )
                 try:
-                    await self._append_leaf(table, dice_pb2.DiceRecord(outcome=outcome), nonce)
+                    await self._append_leaf(
+                        table, dice_pb2.DiceRecord(outcome=outcome), nonce, head_later=True
+                    )
                 except AppendConflict:
                     self._forget(game_id)
                     continue
@@ -346,7 +356,7 @@ class Dealer:
         game's draws. Refused until the game's own log records its end: a running game's
         seed would give away every outcome still to come."""
         check_game_id(game_id)
-        async with self._lock(game_id):
+        async with self._turn(game_id):
             for _ in range(ATTEMPTS):
                 table = await self._table(game_id)
                 if table.revealed is not None:
@@ -391,7 +401,7 @@ class Dealer:
         so the reveal is the one leaf an audit finds after it. FailedPrecondition for a
         game never opened (there is nothing to sign)."""
         check_game_id(game_id)
-        async with self._lock(game_id):
+        async with self._turn(game_id):
             for _ in range(ATTEMPTS):
                 table = await self._find(game_id)
                 if table is not None and await self._log.last_seq(game_id) != table.last_seq:
@@ -411,17 +421,67 @@ class Dealer:
 
     # ---- the signed log -----------------------------------------------------------------
 
-    async def _append_leaf(self, table: Table, record: dice_pb2.DiceRecord, key: object) -> None:
+    async def _append_leaf(
+        self, table: Table, record: dice_pb2.DiceRecord, key: object, *, head_later: bool = False
+    ) -> None:
         """Append a leaf record, then the signed head over the tree that now includes it.
         The leaf is acknowledged (stored) before anyone hears of it; if this process dies
-        before the head is stored, whoever loads the game next signs the missing head."""
+        before the head is stored, whoever loads the game next signs the missing head.
+
+        `head_later` (a draw): return once the leaf is stored and store the head in the
+        background, off the caller's path: one acknowledged write before the engine hears
+        the outcome instead of two. What is stored is the same, leaf then head, because
+        every later operation on the game here waits for that head first (`_turn`)."""
         data = record.SerializeToString()
         which = record.WhichOneof("record") or ""
         game_id = table.game_id
         seq = await self._log.append_bytes(game_id, data, which, f"{game_id}:{key}", table.last_seq)
         table.last_seq = seq
         table.tree.append(data)
-        await self._sign(table)
+        if head_later:
+            self._sign_later(table)
+        else:
+            await self._sign(table)
+
+    def _sign_later(self, table: Table) -> None:
+        game_id = table.game_id
+        task = asyncio.create_task(self._sign_or_forget(table), name=f"dice-head-{game_id}")
+        self._pending[game_id] = task
+
+        def done(finished: asyncio.Task[None]) -> None:
+            if self._pending.get(game_id) is finished:
+                del self._pending[game_id]
+
+        task.add_done_callback(done)
+
+    async def _sign_or_forget(self, table: Table) -> None:
+        """Store the head of a draw answered already. If it cannot be stored, the game is
+        dropped from the cache: its next use reads the log, finds the newest leaf unsigned
+        and signs it, exactly as after a crash between the two (docs/fairness.md)."""
+        try:
+            await self._sign(table)
+        except Exception as exc:
+            self._forget(table.game_id)
+            log.warning(
+                "could not store a draw's head; it is signed when the game is next used",
+                game_id=table.game_id,
+                tree_size=table.tree.size,
+                error=repr(exc),
+            )
+
+    async def settle(self, game_id: str) -> None:
+        """Return once the head of this process's last draw for `game_id` is stored (or
+        given up, see `_sign_or_forget`): what this process reads of the game's log from
+        then on has a head after every leaf it wrote. Immediate when none is pending. A
+        caller cancelled while it waits does not cancel the head."""
+        task = self._pending.get(game_id)
+        if task is not None:
+            await asyncio.wait((task,))
+
+    async def drain(self) -> None:
+        """Wait for every pending head (a stopping service: nothing left to repair)."""
+        while self._pending:
+            await asyncio.wait(tuple(self._pending.values()))
 
     async def _sign(self, table: Table) -> None:
         head = sign_head(self._signer, table.game_id, table.tree, self._clock_ms())
@@ -443,12 +503,17 @@ class Dealer:
 
     # ---- the game table, from cache or from the log -----------------------------------------
 
-    def _lock(self, game_id: str) -> asyncio.Lock:
+    @asynccontextmanager
+    async def _turn(self, game_id: str) -> AsyncIterator[None]:
+        """The game's turn: its lock (one operation at a time per game in this process),
+        taken once the head of its last draw is stored."""
         lock = self._locks.get(game_id)
         if lock is None:
             lock = asyncio.Lock()
             self._locks[game_id] = lock
-        return lock
+        async with lock:
+            await self.settle(game_id)
+            yield
 
     def _remember(self, table: Table) -> None:
         self._cache[table.game_id] = table

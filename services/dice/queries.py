@@ -9,6 +9,7 @@ are listed without them, the log's records are refused, and only signed heads an
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from boulevard.accounting.errors import VerificationFailed
@@ -42,13 +43,28 @@ class GameRecords:
         return tree
 
 
+async def _nothing_pending(game_id: str) -> None:
+    return None
+
+
 class DiceQueries:
-    def __init__(self, dice_log: DiceLog, public_key: bytes) -> None:
+    """`settle(game_id)` waits for the heads this process still owes the game's draws
+    (`Dealer.settle`): a draw is answered before its head is stored, and an outcome the
+    engine already holds must not be missing from this service's answers for want of it."""
+
+    def __init__(
+        self,
+        dice_log: DiceLog,
+        public_key: bytes,
+        settle: Callable[[str], Awaitable[None]] = _nothing_pending,
+    ) -> None:
         self._log = dice_log
         self.public_key = public_key
+        self._settle = settle
 
     async def records(self, game_id: str) -> GameRecords:
         check_game_id(game_id)
+        await self._settle(game_id)
         stored, _ = await self._log.read(game_id)
         if not stored:
             raise NotFound(f"no dice game {game_id}")

@@ -16,7 +16,9 @@ there, not the summary, is what it rates, so a summary says only where to look.
 - **Nothing rated twice.** The rating change is computed once and stored under
   `g.<game_id>` (created, never overwritten: a redelivery or a second replica reuses it);
   each player's rating moves by it by revision and records the game among its recent
-  games, so a player is never moved twice for one game; the summary is acked only then.
+  games, so a crash in between moves no player twice; then `d.<game_id>` records that the
+  game is rated, so a summary of it delivered again later (written again by the engine,
+  or the durable made anew) changes nothing. The summary is acked only then.
 - **Games from before.** The index holds every game, so the durable's first delivery
   replays one summary per game ever made. Releases before read GAMES with the durable
   `ratings_consumer` and rated every `GameFinished` up to its ack floor; that floor is
@@ -49,7 +51,7 @@ from boulevard.games.codec import Codec
 from boulevard.messaging.poison import poisoned
 from boulevard.platform.errors import nats_unavailable
 from services.matchmaking.ratings import DEFAULT_MU, DEFAULT_SIGMA, Skill, rate
-from services.matchmaking.store import Conflict, Records, rating_key, result_key
+from services.matchmaking.store import Conflict, Records, applied_key, rating_key, result_key
 
 log = structlog.get_logger(__name__)
 
@@ -268,11 +270,20 @@ class RatingFeed:
         return None
 
     async def apply(self, game_id: str, game: str, finished: GameFinished) -> None:
+        """Rate a finished game once: its change (`g.<id>`), each player moved by it, then
+        `d.<id>`, after which any later delivery of the game changes nothing however many
+        games its players have played since (a player's `recent_games` holds only the
+        last 32). `games_rated` counts the games found rated, now or before."""
+        if await self.ratings.get_raw(applied_key(game_id)) is not None:
+            self.games_rated += 1
+            return
         result = await self._result(game_id, game, finished)
         if result is None:
             return
         for before, after in zip(result.before, result.after, strict=True):
             await self._move(game_id, before, after)
+        with contextlib.suppress(Conflict):  # another replica finished it first
+            await self.ratings.create_raw(applied_key(game_id), b"rated")
         self.games_rated += 1
         log.info("ratings updated", game_id=game_id, game=game, players=len(result.after))
 

@@ -5,7 +5,8 @@ Buckets and keys (player ids are base64url-encoded into keys):
 - tickets: `t.<ticket_id>` a `Ticket`; `a.<game>.<player>` the id of the player's latest
   ticket for that game (the one-waiting-ticket-per-player-per-game index);
 - matches: `m.<match_id>` a `MatchRecord`;
-- ratings: `r.<game>.<player>` a `PlayerRating`; `g.<game_id>` a `RatingResult`.
+- ratings: `r.<game>.<player>` a `PlayerRating`; `g.<game_id>` a `RatingResult`; `d.<game_id>`
+  (`rated`) once every player was moved by it; `feed.legacy_floor` (rating_feed.py).
 
 Every change of a ticket or match record is `update(key, value, last=revision)`: the server
 refuses a writer that did not see the latest value (`Conflict`), so a cancel racing the
@@ -59,6 +60,11 @@ def rating_key(game: str, player_id: str) -> str:
 
 def result_key(game_id: str) -> str:
     return f"g.{game_id}"
+
+
+def applied_key(game_id: str) -> str:
+    """Present (`rated`) once every player of the game was moved by its rating change."""
+    return f"d.{game_id}"
 
 
 async def open_bucket(

@@ -34,10 +34,10 @@ def may_try_next(exc: grpc.aio.AioRpcError, channel: grpc.aio.Channel) -> bool:
     reached (UNAVAILABLE, and its channel no longer connected), not when a reachable replica
     answered UNAVAILABLE itself (e.g. its NATS is down: another replica shares that NATS).
 
-    Repeating a call elsewhere is safe only because every engine call may run twice: the
-    commands carry the version they expect and an idempotency key (SubmitAction, ReclaimSeat
-    signs the version), CreateGame a request id; so a command the lost replica did apply is
-    never applied again."""
+    Repeating a call elsewhere is safe only because every engine call may run twice:
+    SubmitAction carries the version it expects and an idempotency key, ReclaimSeat the
+    version it signed, CreateGame a request id, RevealSeed the one seed committed to; so a
+    command the lost replica did apply is never applied again."""
     if exc.code() is not grpc.StatusCode.UNAVAILABLE:
         return False
     return channel.get_state() is not grpc.ChannelConnectivity.READY
@@ -67,8 +67,9 @@ class Replicas:
     against `ca_file` (default: BOULEVARD_TLS_CA_FILE) as `tls.channel` does.
 
     A call moves on only as `may_try_next` allows, and a stream only before its first
-    message: one that broke after delivering is the caller's to resume, from the version
-    after the last it read (`boulevard.seats.watching.each_event`'s `retries`)."""
+    message: one that broke after delivering is the caller's to open again from where it
+    was (`boulevard.seats.watching.each_event`'s `retries`, `SeatPlayer`), which then goes
+    to the next replica the same way."""
 
     def __init__(self, targets: Sequence[str], ca_file: Path | str | None = None) -> None:
         self.targets = tuple(dict.fromkeys(targets))

@@ -226,3 +226,24 @@ async def test_an_upgrade_from_the_feed_on_games_rates_what_it_had_not(nats_serv
         assert feed is not None
         await eventually(lambda: feed.subscribed.is_set(), within=10)
         assert feed.legacy_floor == rated
+
+
+async def test_a_game_delivered_again_after_many_more_games_moves_nobody(nats_server, nc) -> None:
+    """A player's recent games hold only the last 32; a rated game's summary delivered
+    again later (the engine writing it again, or the durable made anew) must still move
+    nobody: the game's `d.<id>` says it is rated."""
+    settings = mm_settings(nats_server.url)
+    async with running_mm(settings) as svc, stub_for(svc.address) as stub:
+        feed = app_of(svc).ratings
+        assert feed is not None
+        await finish_game(nc, "first", ("ada", "bob"), ((0,), (1,)))
+        for n in range(33):
+            await finish_game(nc, f"later-{n}", ("ada", f"rival-{n}"), ((n % 2,), (1 - n % 2,)))
+        await eventually(lambda: feed.games_rated >= 34, within=30)
+        ada = await rating_of(stub, "ada")
+        assert ada.games == 34 and "first" not in ada.recent_games
+        await put_summary(nc, "first", "finished", ("ada", "bob"))  # written again
+        await eventually(lambda: feed.games_rated >= 35, within=10)
+        again = await rating_of(stub, "ada")
+        assert (again.mu, again.sigma, again.games) == (ada.mu, ada.sigma, ada.games)
+        assert (await rating_of(stub, "bob")).games == 1
