@@ -2,6 +2,7 @@
 
 import asyncio
 
+from boulevard.platform.gctune import tune_gc
 from boulevard.platform.server import serve
 from services.dice.app import DiceApp
 from services.dice.settings import get_dice_settings
@@ -9,6 +10,7 @@ from services.dice.settings import get_dice_settings
 
 def main() -> None:
     settings = get_dice_settings()
+    tune_gc()
     asyncio.run(serve(DiceApp(settings), settings))
 
 

@@ -10,6 +10,7 @@ import structlog
 import uvicorn
 
 from boulevard.platform import metrics
+from boulevard.platform.gctune import tune_gc
 from boulevard.platform.logging import configure_logging
 from services.gateway.app import build_app
 from services.gateway.settings import get_gateway_settings
@@ -42,6 +43,7 @@ def main() -> None:
         ssl_keyfile=str(settings.tls_key_file) if tls else None,
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) or 1,
     )
+    tune_gc()
     uvicorn.Server(config).run()
 
 

@@ -2,6 +2,7 @@
 
 import asyncio
 
+from boulevard.platform.gctune import tune_gc
 from boulevard.platform.server import serve
 from services.ledger.app import LedgerApp
 from services.ledger.settings import get_ledger_settings
@@ -9,6 +10,7 @@ from services.ledger.settings import get_ledger_settings
 
 def main() -> None:
     settings = get_ledger_settings()
+    tune_gc()
     asyncio.run(serve(LedgerApp(settings), settings))
 
 

@@ -3,6 +3,7 @@
 import asyncio
 import sys
 
+from boulevard.platform.gctune import tune_gc
 from boulevard.platform.server import serve
 from services.matchmaking.app import MatchmakingApp, MissingTokenKey
 from services.matchmaking.settings import get_matchmaking_settings
@@ -14,6 +15,7 @@ def main() -> None:
         app = MatchmakingApp(settings)
     except MissingTokenKey as exc:
         sys.exit(f"matchmaking: {exc}")
+    tune_gc()
     asyncio.run(serve(app, settings))
 
 

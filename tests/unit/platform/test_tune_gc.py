@@ -1,4 +1,4 @@
-"""The engine process's garbage-collector tuning (services/engine/__main__.py, issue 28):
+"""The service processes' garbage-collector tuning (boulevard.platform.gctune, issue 28):
 what is alive at start is frozen out of the collector's walks, young collections run
 less often, and cycles made afterwards are still collected."""
 
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.engine.__main__ import GC_YOUNG_THRESHOLD, tune_gc
+from boulevard.platform.gctune import GC_YOUNG_THRESHOLD, tune_gc
 
 
 @pytest.fixture
