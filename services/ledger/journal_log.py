@@ -74,10 +74,12 @@ class LedgerLog:
         """Store `batch` in order right after stream sequence `after_seq`, all or nothing;
         returns their stream sequences. Raises LogError unless all landed as expected.
 
-        Several messages go as one JetStream atomic batch (ADR-50): one commit, so with
-        `sync_interval: always` one disk sync per batch instead of one per entry, and a
-        crash can never leave half a batch. Where the stream does not allow atomic
-        batches, they are pipelined one by one, each expecting the one before."""
+        Several messages go as one JetStream atomic batch (ADR-50): one commit, so a crash
+        can never leave half a batch. (It saves no disk sync: on a one-replica stream with
+        `sync_interval: always` the server stages the batch and then syncs each message,
+        measured in docs/performance.md, "One write before a draw's reply".) Where the
+        stream does not allow atomic batches, they are pipelined one by one, each
+        expecting the one before."""
         seqs: list[int] = []
         # A GAMES message may hold several events, so a batch can outgrow what one atomic
         # batch may carry: split it. A failure between chunks leaves a prefix stored,
