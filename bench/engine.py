@@ -9,7 +9,8 @@ gRPC no-op server process, then:
    The load is generated in other processes (multiprocessing), never in the servers'; each
    seat of each game watches its game with its own token (WatchGame, one message per burst
    as the bots do; `--watch events` for one per event) and submits a random legal action
-   from the update's legal_actions: one unary call per move.
+   from the update's legal_actions: one message per move on the seat's SubmitActions
+   stream, as the bots do (`--submit unary`: one SubmitAction call per move).
 2. The CPU each side used over each run, from /proc/<pid>/stat (engine, dice, ledger,
    matchmaking, nats-server, the no-op server) and the load generators' own counters: cores
    used, engine CPU per action, all servers' CPU per action, the no-op server's CPU per
@@ -25,7 +26,8 @@ gRPC no-op server process, then:
 The machine's load average is printed at the start and at the end: the figures are only as
 good as the machine was quiet.
 Usage: python bench/engine.py [--quick] [--game NAME] [--procs N] [--engines N]
-                              [--watch bursts|events] [--load-only [--games N,N,...]]
+                              [--watch bursts|events] [--submit stream|unary]
+                              [--load-only [--games N,N,...]]
                               [--affinity [--runs N]]
 `--load-only` runs only step 1's SubmitAction rows (no no-op, no rebuild) and prints each
 server process's CPU per action: the short run for comparing two versions of the engine
@@ -70,6 +72,7 @@ from common import Timer, rate
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash, command_signing_bytes, verify
 from boulevard.cli.up import demo_operator_token, start_platform, wait_serving
+from boulevard.client.submit import SubmitStream
 from boulevard.contract.mapping import command_to_action
 from boulevard.contract.routing import owner, replica_list
 from boulevard.eventlog.jetstream import JetStreamEventStore
@@ -81,6 +84,7 @@ from boulevard.games.playout import resolve_locally
 from boulevard.messaging.server import free_port
 from boulevard.platform.auth import PlayerClaims
 from boulevard.platform.identity import bearer
+from boulevard.platform.replicas import RoutedBidi
 from boulevard.platform.settings import Settings
 from boulevard.seats.player import play_game, reveal_seed
 from boulevard.seats.signing import sign_submit
@@ -103,6 +107,7 @@ asyncio.run(main())
 WATCH_ENV = "BOULEVARD_BENCH_WATCH"  # "events": one event per stream message (--watch)
 ROUTE_ENV = "BOULEVARD_BENCH_ROUTE"  # with --affinity: "owner" or "spread" (RoutedStub)
 CLOCK_ENV = "BOULEVARD_BENCH_CLOCK"  # "1": games on a real-time clock (--clock)
+SUBMIT_ENV = "BOULEVARD_BENCH_SUBMIT"  # "unary": moves by SubmitAction, not the stream
 
 
 def bench_time_control() -> events_pb2.TimeControl | None:
@@ -184,11 +189,16 @@ async def play_seat(
 ) -> None:
     """One seat as a client app plays it: its own WatchGame stream, whose updates carry the
     seat's legal actions at their version; it submits a random one, pinned to that version
-    (one unary call per move). It waits for the measured time to start before acting."""
+    (one message per move on its SubmitActions stream, or one unary call: `--submit`). It
+    waits for the measured time to start before acting."""
     latest: list[engine_pb2.WatchGameResponse] = []
     changed = asyncio.Event()
     opened = asyncio.Event()
     finished = False
+    # The seat's moves on one SubmitActions stream, as the bots send them; unary with
+    # BOULEVARD_BENCH_SUBMIT=unary (the call before the stream, for A/B rows).
+    moves = SubmitStream(stub)  # a RoutedStub with --affinity (its SubmitActions routes)
+    moves.unary = os.environ.get(SUBMIT_ENV) == "unary"
 
     async def watch() -> None:
         nonlocal finished
@@ -236,7 +246,7 @@ async def play_seat(
             sign_submit(submit, seat, KEYS[seat])
             start = time.perf_counter()
             try:
-                await stub.SubmitAction(submit)
+                await moves.submit(submit)
             except grpc.aio.AioRpcError as err:
                 if err.code() != grpc.StatusCode.ABORTED:
                     raise
@@ -247,6 +257,7 @@ async def play_seat(
     finally:
         watcher.cancel()
         await asyncio.gather(watcher, return_exceptions=True)
+        await moves.close()
 
 
 async def play_games(
@@ -287,6 +298,10 @@ class RoutedStub:
             return self._stubs[self._replicas[next(self._turn) % len(self._replicas)]]
         game_id = getattr(request, "game_id", "")
         return self._stubs[owner(game_id, self._replicas) if game_id else self._replicas[0]]
+
+    def SubmitActions(self, **kwargs: Any) -> RoutedBidi:  # the stub's name
+        """The stream on the replica its first move's game routes to."""
+        return RoutedBidi(lambda first: self._stub(first.submit).SubmitActions(**kwargs))
 
     def __getattr__(self, method: str) -> Any:
         def call(request: Any, *args: Any, **kwargs: Any) -> Any:
@@ -1098,8 +1113,16 @@ if __name__ == "__main__":
         help="every game on a real-time clock (30 min a seat + 10 s a move; none runs out): "
         "what the clocks cost, beside a run without",
     )
+    parser.add_argument(
+        "--submit",
+        choices=("stream", "unary"),
+        default="stream",
+        help="how seats submit: one message per move on a SubmitActions stream, as the bots "
+        "do (default), or one unary SubmitAction call per move (the call before the stream)",
+    )
     args = parser.parse_args()
     os.environ[WATCH_ENV] = args.watch  # the spawned load generators read it
+    os.environ[SUBMIT_ENV] = args.submit
     os.environ[CLOCK_ENV] = "1" if args.clock else ""
     if args.load_only:
         sizes = [int(n) for n in args.games.split(",")]
