@@ -72,7 +72,6 @@ from common import Timer, rate
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.signing import Receipt, SigningKey, chain_hash, command_signing_bytes, verify
 from boulevard.cli.up import demo_operator_token, start_platform, wait_serving
-from boulevard.client.submit import SubmitStream
 from boulevard.contract.mapping import command_to_action
 from boulevard.contract.routing import owner, replica_list
 from boulevard.eventlog.jetstream import JetStreamEventStore
@@ -88,6 +87,7 @@ from boulevard.platform.replicas import RoutedBidi
 from boulevard.platform.settings import Settings
 from boulevard.seats.player import play_game, reveal_seed
 from boulevard.seats.signing import sign_submit
+from boulevard.seats.submitting import SubmitStream
 from boulevard.seats.watching import last_event
 from services.engine.chance import LocalChance
 from services.engine.engine import Engine, MemoryKeyValue, SeatRequest

@@ -14,10 +14,10 @@ import grpc
 import pytest
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
-from boulevard.client.submit import SubmitStream
 from boulevard.contract.routing import owner
 from boulevard.messaging.server import free_port
 from boulevard.platform.replicas import Replicas, game_id_of
+from boulevard.seats.submitting import SubmitStream
 
 SERVICE = "boulevard.v1.EngineService"
 

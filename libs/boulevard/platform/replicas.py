@@ -213,7 +213,7 @@ class RoutedBidi:
     the replica that owns its first message's game, when that message is written (the
     game is known per message, not when the stub is called). It stays on that replica:
     one that breaks is the caller's to open again, which routes anew
-    (`boulevard.client.submit.SubmitStream`)."""
+    (`boulevard.seats.submitting.SubmitStream`)."""
 
     def __init__(self, open_on: Callable[[Any], Any]) -> None:
         self._open_on = open_on

@@ -5,7 +5,7 @@ apps and matchmaking's bot runner share.
 A bot seat waits for something to happen in its game (WatchGame); each update carries the
 seat's view and legal actions at that version, so the game's bot chooses from what its seat
 may see and the seat submits the choice with the version it decided on — one message per
-move on the seat's SubmitActions stream (`boulevard.client.submit`).
+move on the seat's SubmitActions stream (`boulevard.seats.submitting`).
 A lost race (ABORTED) just means: look again.
 """
 
@@ -31,11 +31,11 @@ from boulevard.api.v1 import (
 )
 from boulevard.audit.evidence import ACTION, RECLAIM, REVEAL, Accepted, Evidence, receipt_from_pb
 from boulevard.audit.signing import SigningKey, reclaim_signing_bytes
-from boulevard.client.submit import SubmitStream
 from boulevard.contract.mapping import action_to_command, command_to_action, proto_to_view
 from boulevard.games import get_game
 from boulevard.games.base import Bot
 from boulevard.seats.signing import signed_submit
+from boulevard.seats.submitting import SubmitStream
 from boulevard.seats.watching import WATCH_RETRIES, last_event, reopen_pause
 
 OnEvent = Callable[[engine_pb2.WatchGameResponse], None]

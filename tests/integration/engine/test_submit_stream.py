@@ -16,10 +16,10 @@ import pytest
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.audit.signing import SigningKey
-from boulevard.client.submit import SubmitStream
 from boulevard.platform.auth import PlayerClaims, issue_token
 from boulevard.seats.player import play_game, reveal_seed
 from boulevard.seats.signing import signed_submit
+from boulevard.seats.submitting import SubmitStream
 from services.engine import server as engine_server
 from tests.integration.engine.support import TOKEN_KEY, create_game, running_dice, start_engine
 from tests.support.keys import seat_key, seat_keys
