@@ -197,8 +197,8 @@ async def play_seat(
     finished = False
     # The seat's moves on one SubmitActions stream, as the bots send them; unary with
     # BOULEVARD_BENCH_SUBMIT=unary (the call before the stream, for A/B rows).
-    moves = SubmitStream(stub)  # a RoutedStub with --affinity (its SubmitActions routes)
-    moves.unary = os.environ.get(SUBMIT_ENV) == "unary"
+    # With --affinity, `stub` is a RoutedStub (its SubmitActions routes by the first move).
+    moves = SubmitStream(stub, unary=os.environ.get(SUBMIT_ENV) == "unary")
 
     async def watch() -> None:
         nonlocal finished

@@ -12,7 +12,8 @@ for the unary call (ABORTED: look again; UNAVAILABLE: retry the same request) wo
 is. The stream is opened on the first move (the engine closes one that stays silent) and
 again after it ends: the engine ends it at its token's expiry (UNAUTHENTICATED, as the
 unary call fails with an expired token: renew it and submit again) and when its replica
-goes away. A move whose stream breaks UNAVAILABLE is sent once more as a unary call, which
+goes away. A move whose stream breaks (UNAVAILABLE, or CANCELLED by the engine's stop) is
+sent once more as a unary call, which
 goes on to the next replica (`boulevard.platform.replicas`); its idempotency key makes that
 safe (the engine applies a key's move at most once). An engine without SubmitActions (an
 older release: UNIMPLEMENTED) is called unary from then on.
@@ -40,11 +41,12 @@ class SubmitStream:
     """One seat's SubmitActions stream, opened when needed; moves are sent one at a time
     (a second `submit` waits for the first's answer), as a seat makes them."""
 
-    def __init__(self, stub: engine_pb2_grpc.EngineServiceStub) -> None:
+    def __init__(self, stub: engine_pb2_grpc.EngineServiceStub, unary: bool = False) -> None:
         self._stub = stub
         self._call: Any = None
         self._lock = asyncio.Lock()
-        self.unary = False  # the engine has no SubmitActions: SubmitAction from then on
+        # SubmitAction calls instead (asked for, or the engine has no SubmitActions).
+        self.unary = unary
         self.opened = 0  # streams opened so far (for tests and benches)
 
     async def submit(
@@ -72,8 +74,11 @@ class SubmitStream:
                 if err.code() == grpc.StatusCode.UNIMPLEMENTED:
                     self.unary = True
                     return await self._unary(request)
-                if err.code() == grpc.StatusCode.UNAVAILABLE:
-                    return await self._unary(request)  # on to the next replica, if any
+                if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+                    # The stream broke (its replica went away or is stopping; a cancellation
+                    # of ours is CancelledError, not this): the move's outcome is unknown, so
+                    # it goes once more, unary, on to the next replica if there is one.
+                    return await self._unary(request)
                 raise
             except BaseException:
                 # Cancelled between the move and its answer: the stream's order is lost.
