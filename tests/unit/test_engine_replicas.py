@@ -10,101 +10,23 @@ so the test sees which one each call reached."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import grpc
 import pytest
 
-from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.contract.routing import ranked
-from boulevard.messaging.server import free_port
 from boulevard.platform.replicas import Replicas, engine_channel
 from boulevard.seats.watching import each_event
 from services.matchmaking.settings import MatchmakingSettings
-
-SERVICE = "boulevard.v1.EngineService"
-REFUSED = "refused-game"  # GetGame of this id: the replica answers UNAVAILABLE itself
-
-
-class Replica:
-    """A gRPC server answering GetGame and ListGames with its own address, and WatchGame
-    with events from the requested version on, each named after the replica (`hold` stops
-    the stream after that many, leaving it open)."""
-
-    def __init__(self, hold: int = 1_000) -> None:
-        self.address = f"127.0.0.1:{free_port()}"
-        self.hold = hold
-        self.server: grpc.aio.Server | None = None
-        self.watches: list[int] = []  # from_version of each WatchGame served
-
-    async def start(self) -> None:
-        name = self.address
-
-        async def get_game(
-            request: engine_pb2.GetGameRequest, ctx: grpc.aio.ServicerContext
-        ) -> engine_pb2.GetGameResponse:
-            if request.game_id == REFUSED:
-                await ctx.abort(grpc.StatusCode.UNAVAILABLE, f"{name}: the event store is down")
-            return engine_pb2.GetGameResponse(game_id=request.game_id, game=name)
-
-        async def list_games(
-            _request: engine_pb2.ListGamesRequest, _ctx: grpc.aio.ServicerContext
-        ) -> engine_pb2.ListGamesResponse:
-            return engine_pb2.ListGamesResponse(next_page_token=name)
-
-        async def watch_game(
-            request: engine_pb2.WatchGameRequest, _ctx: grpc.aio.ServicerContext
-        ) -> AsyncIterator[engine_pb2.WatchGameResponse]:
-            self.watches.append(request.from_version)
-            first = max(request.from_version, 1)
-            for version in range(first, first + self.hold):
-                event = events_pb2.EventEnvelope(version=version, type="Tick", game_id=name)
-                yield engine_pb2.WatchGameResponse(events=[event])
-            await asyncio.Event().wait()  # open, with nothing more to say
-
-        unary = grpc.unary_unary_rpc_method_handler
-        handler = grpc.method_handlers_generic_handler(
-            SERVICE,
-            {
-                "GetGame": unary(
-                    get_game,
-                    request_deserializer=engine_pb2.GetGameRequest.FromString,
-                    response_serializer=engine_pb2.GetGameResponse.SerializeToString,
-                ),
-                "ListGames": unary(
-                    list_games,
-                    request_deserializer=engine_pb2.ListGamesRequest.FromString,
-                    response_serializer=engine_pb2.ListGamesResponse.SerializeToString,
-                ),
-                "WatchGame": grpc.unary_stream_rpc_method_handler(
-                    watch_game,
-                    request_deserializer=engine_pb2.WatchGameRequest.FromString,
-                    response_serializer=engine_pb2.WatchGameResponse.SerializeToString,
-                ),
-            },
-        )
-        self.server = grpc.aio.server()
-        self.server.add_generic_rpc_handlers((handler,))
-        self.server.add_insecure_port(self.address)
-        await self.server.start()
-
-    async def stop(self) -> None:
-        if self.server is not None:
-            await self.server.stop(grace=None)
-            self.server = None
+from tests.support.engine_replica import REFUSED, Replica, running
 
 
 @pytest.fixture
 async def replicas() -> AsyncIterator[list[Replica]]:
-    started = [Replica(hold=3), Replica(hold=3)]
-    for r in started:
-        await r.start()
-    try:
+    async with running(Replica(hold=3), Replica(hold=3)) as started:
         yield started
-    finally:
-        for r in started:
-            await r.stop()
 
 
 def games_of_each(addresses: list[str]) -> dict[str, str]:

@@ -10,75 +10,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import grpc
 import httpx
 import pytest
 
-from boulevard.api.v1 import engine_pb2
 from boulevard.contract.routing import ranked
-from boulevard.messaging.server import free_port
 from services.gateway.app import build_app
 from services.gateway.settings import GatewaySettings
-
-SERVICE = "boulevard.v1.EngineService"
-
-
-class Replica:
-    """A gRPC server answering GetGame and ListGames with its own address."""
-
-    def __init__(self) -> None:
-        self.address = f"127.0.0.1:{free_port()}"
-        self.server: grpc.aio.Server | None = None
-
-    async def start(self) -> None:
-        name = self.address
-
-        async def get_game(
-            request: engine_pb2.GetGameRequest, _ctx: grpc.aio.ServicerContext
-        ) -> engine_pb2.GetGameResponse:
-            return engine_pb2.GetGameResponse(game_id=request.game_id, game=name)
-
-        async def list_games(
-            _request: engine_pb2.ListGamesRequest, _ctx: grpc.aio.ServicerContext
-        ) -> engine_pb2.ListGamesResponse:
-            return engine_pb2.ListGamesResponse(next_page_token=name)
-
-        handler = grpc.method_handlers_generic_handler(
-            SERVICE,
-            {
-                "GetGame": grpc.unary_unary_rpc_method_handler(
-                    get_game,
-                    request_deserializer=engine_pb2.GetGameRequest.FromString,
-                    response_serializer=engine_pb2.GetGameResponse.SerializeToString,
-                ),
-                "ListGames": grpc.unary_unary_rpc_method_handler(
-                    list_games,
-                    request_deserializer=engine_pb2.ListGamesRequest.FromString,
-                    response_serializer=engine_pb2.ListGamesResponse.SerializeToString,
-                ),
-            },
-        )
-        self.server = grpc.aio.server()
-        self.server.add_generic_rpc_handlers((handler,))
-        self.server.add_insecure_port(self.address)
-        await self.server.start()
-
-    async def stop(self) -> None:
-        if self.server is not None:
-            await self.server.stop(grace=None)
-            self.server = None
+from tests.support.engine_replica import SERVICE, Replica, running
 
 
 @pytest.fixture
 async def replicas() -> AsyncIterator[list[Replica]]:
-    started = [Replica(), Replica()]
-    for r in started:
-        await r.start()
-    try:
+    async with running(Replica(), Replica()) as started:
         yield started
-    finally:
-        for r in started:
-            await r.stop()
 
 
 def gateway(targets: str) -> httpx.AsyncClient:
