@@ -10,6 +10,7 @@ so the test sees which one each call reached."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import grpc
@@ -131,6 +132,37 @@ async def test_without_retries_a_broken_stream_is_the_callers(replicas: list[Rep
                     await owner.stop()
         assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
     assert replicas[1].watches == []
+
+
+async def test_a_stream_left_mid_iteration_cancels_its_call(replicas: list[Replica]) -> None:
+    """A watcher that stops reading (a `break`, its task cancelled) must not hold the
+    replica's watcher, one of a seat's few watch slots, until the channel closes: leaving the
+    iteration ends the call, though the stream object is still referenced."""
+    owner = replicas[0]
+    game_id = games_of_each([r.address for r in replicas])[owner.address]
+    async with engine_channel(f"{replicas[0].address},{replicas[1].address}") as channel:
+        stub = engine_pb2_grpc.EngineServiceStub(channel)
+        stream = stub.WatchGame(engine_pb2.WatchGameRequest(game_id=game_id), timeout=20)
+        async for update in stream:
+            assert update.events[0].game_id == owner.address
+            assert owner.watching == 1
+            break
+        await owner.until_watching(0)
+
+        # A task cancelled while it waits for the next message (the replica holds the
+        # stream open after its `hold` events) ends its call the same way.
+        stream = stub.WatchGame(engine_pb2.WatchGameRequest(game_id=game_id), timeout=20)
+
+        async def read_all() -> None:
+            async for _update in stream:
+                pass
+
+        reader = asyncio.create_task(read_all())
+        await owner.until_watching(1)
+        reader.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reader
+        await owner.until_watching(0)
 
 
 async def test_one_address_is_a_plain_channel(replicas: list[Replica]) -> None:
