@@ -8,16 +8,15 @@ Starts its own nats-server (JetStream, `sync_interval: always` as the product ru
 
 - raw: `js.publish` of a DiceRecord-sized message with a `Nats-Msg-Id` to a bench stream,
   awaiting each ack — one at a time, and N in flight (N tasks, each one at a time);
-- service: `DiceClient.roll` (NATS request/reply; the service derives the outcome, appends it
-  to DICE with `Nats-Expected-Last-Subject-Sequence` and waits for the ack, replies, and
-  signs the game's new Merkle tree head with Ed25519 and appends it too — two acknowledged
-  writes per outcome since issue 12, the head's after the reply since issue 28; the game's
-  next roll waits for it) — one game one roll at a time, and N games each rolling one at a
-  time;
+- service: `DiceClient.roll` (NATS request/reply; the service derives the outcome, signs the
+  game's new Merkle tree head over it with Ed25519, appends the two as one message to DICE
+  with `Nats-Expected-Last-Subject-Sequence`, waits for the ack and replies — one
+  acknowledged write per outcome since wave 7, two (the outcome, then its head) from issue
+  12 on) — one game one roll at a time, and N games each rolling one at a time;
 - opening: the blind opening of one game, as the engine runs it — `open` with the seats'
   seed commitments (the seed is drawn, sealed into the KV vault, its commitment appended
-  and signed) then `seeds` with the revealed client seeds (checked against the
-  commitments, appended and signed) — one game at a time, and N at once.
+  with its signed head) then `seeds` with the revealed client seeds (checked against the
+  commitments, appended with its head) — one game at a time, and N at once.
 
 The ratio service/raw is what matters (absolute numbers drift between machines); the issue
 aims for >= 50% for rolls. Results go to stdout as a table.
