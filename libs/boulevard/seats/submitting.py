@@ -10,13 +10,12 @@ CPU a move (issue 28: a unary call cost the engine's gRPC several times a stream
 `grpc.aio.AioRpcError` with the code and message SubmitAction fails with, so code written
 for the unary call (ABORTED: look again; UNAVAILABLE: retry the same request) works as it
 is. The stream is opened on the first move (the engine closes one that stays silent) and
-again after it ends: the engine ends it at its token's expiry (UNAUTHENTICATED, as the
-unary call fails with an expired token: renew it and submit again) and when its replica
-goes away. A move whose stream breaks (UNAVAILABLE, or CANCELLED by the engine's stop) is
-sent once more as a unary call, which
-goes on to the next replica (`boulevard.platform.replicas`); its idempotency key makes that
-safe (the engine applies a key's move at most once). An engine without SubmitActions (an
-older release: UNIMPLEMENTED) is called unary from then on.
+again after it ends (the engine ends it at its token's expiry). A move whose stream fails
+(its replica gone or stopping, its token expired, anything but an answer) is sent once more
+as a unary call, whose answer or error is the caller's: it goes on to the next replica
+(`boulevard.platform.replicas`), and its idempotency key keeps a move that did land from
+running twice. An engine without SubmitActions (an older release: UNIMPLEMENTED, or
+INTERNAL when that refusal races the first write) is called unary from then on.
 """
 
 from __future__ import annotations
@@ -56,7 +55,8 @@ class SubmitStream:
             return await self._unary(request)
         async with self._lock:
             call = self._call
-            if call is None or call.done():
+            fresh = call is None or call.done()
+            if fresh:
                 call = self._call = self._stub.SubmitActions()
                 self.opened += 1
             try:
@@ -70,16 +70,18 @@ class SubmitStream:
                         "the SubmitActions stream ended before answering",
                     )
             except grpc.aio.AioRpcError as err:
+                # The stream itself failed (not a refused move, which is an answer): its
+                # replica went away or is stopping, the engine ended it (its token, its
+                # bound), or has no such method. The move's outcome is unknown, so it goes
+                # once more as the unary call, whose answer is the caller's (on to the next
+                # replica, if any; its idempotency key keeps it from running twice).
                 self._drop()
-                if err.code() == grpc.StatusCode.UNIMPLEMENTED:
-                    self.unary = True
-                    return await self._unary(request)
-                if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
-                    # The stream broke (its replica went away or is stopping; a cancellation
-                    # of ours is CancelledError, not this): the move's outcome is unknown, so
-                    # it goes once more, unary, on to the next replica if there is one.
-                    return await self._unary(request)
-                raise
+                if fresh and err.code() in (
+                    grpc.StatusCode.UNIMPLEMENTED,
+                    grpc.StatusCode.INTERNAL,  # the same, when the refusal races the write
+                ):
+                    self.unary = True  # an engine without SubmitActions: unary from now on
+                return await self._unary(request)
             except BaseException:
                 # Cancelled between the move and its answer: the stream's order is lost.
                 self._drop()
