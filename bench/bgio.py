@@ -32,10 +32,14 @@ How Boulevard's seats watch (`--watch`): by default in settled bursts
 (WatchGameRequest.settled: a move and the roll it owes in one update), which is what
 boardgame.io sends (its seat's roll is drawn in the same server step as the move before, in
 `turn.onBegin`: one update per move); `--watch bursts` gives each seat a move's update and
-its roll's apart, as before issue 28's settled mode (the bots watch settled too).
+its roll's apart, as before issue 28's settled mode (the bots watch settled too). What their
+updates carry (`--views`): by default, as the bots ask, a view only on the seat's turn and no
+text board (WatchGameRequest.views_on_turn, omit_rendered); `--views full`, a view with its
+text board on every update, as before (boardgame.io sends each client its state on every
+update, and no text board).
 
 Usage: python bench/bgio.py [--quick] [--games 1,10,100] [--check N]
-                            [--watch settled|bursts|events]
+                            [--watch settled|bursts|events] [--views turn|full]
 (`make bench-bgio` installs the npm packages with `npm ci` and runs it.)
 """
 
@@ -60,7 +64,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bgio_check import check
-from engine import WATCH_ENV, bench_platform, cpu_seconds, loadavg, measure, percentile
+from engine import VIEWS_ENV, WATCH_ENV, bench_platform, cpu_seconds, loadavg, measure, percentile
 
 from boulevard.messaging.server import free_port
 
@@ -189,7 +193,10 @@ async def main(games: list[int], seconds: float, procs: int, check_games: int) -
     )
     node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
     print(f"node {node}, boardgame.io 0.50.2, Python {sys.version.split()[0]}")
-    print(f"Boulevard's seats watch in {os.environ.get(WATCH_ENV, 'bursts')} mode")
+    print(
+        f"Boulevard's seats watch in {os.environ.get(WATCH_ENV, 'bursts')} mode, "
+        f"views {os.environ.get(VIEWS_ENV, 'turn')}"
+    )
     checked, moves = check(check_games)
     print(
         f"same rules: {checked} random 4-seat boardgame.io games ({moves:,} moves) replayed "
@@ -307,8 +314,16 @@ if __name__ == "__main__":
         help="how Boulevard's seats watch: a move and its roll in one update, as boardgame.io "
         "sends them (default), a move's and its roll's apart, or one event per message",
     )
+    parser.add_argument(
+        "--views",
+        choices=("turn", "full"),
+        default="turn",
+        help="what Boulevard's seats' updates carry: a view on their turn, no text board, "
+        "as the bots ask (default); or a view with its text board on every update",
+    )
     args = parser.parse_args()
     os.environ[WATCH_ENV] = args.watch  # the spawned load generators read it
+    os.environ[VIEWS_ENV] = args.views
     asyncio.run(
         main(
             [int(g) for g in args.games.split(",")],

@@ -25,7 +25,8 @@ gRPC no-op server process, then:
 The machine's load average is printed at the start and at the end: the figures are only as
 good as the machine was quiet.
 Usage: python bench/engine.py [--quick] [--game NAME] [--procs N] [--engines N]
-                              [--watch bursts|events] [--load-only [--games N,N,...]]
+                              [--watch bursts|events] [--views full]
+                              [--load-only [--games N,N,...]]
                               [--affinity [--runs N]]
 `--load-only` runs only step 1's SubmitAction rows (no no-op, no rebuild) and prints each
 server process's CPU per action: the short run for comparing two versions of the engine
@@ -101,6 +102,7 @@ asyncio.run(main())
 """
 
 WATCH_ENV = "BOULEVARD_BENCH_WATCH"  # "events": one event per stream message (--watch)
+VIEWS_ENV = "BOULEVARD_BENCH_VIEWS"  # "full": a view with its text board every burst (--views)
 ROUTE_ENV = "BOULEVARD_BENCH_ROUTE"  # with --affinity: "owner" or "spread" (RoutedStub)
 CLOCK_ENV = "BOULEVARD_BENCH_CLOCK"  # "1": games on a real-time clock (--clock)
 
@@ -170,7 +172,7 @@ class Tally:
         self.latencies: list[float] = []
         self.aborted = 0
         self.games_finished = 0
-        self.streams_open = 0  # seats whose stream has brought its first view
+        self.streams_open = 0  # seats whose stream has brought its first message
         self.go = asyncio.Event()  # set when the measured time starts
 
 
@@ -193,20 +195,27 @@ async def play_seat(
     async def watch() -> None:
         nonlocal finished
         mode = os.environ.get(WATCH_ENV, "settled")
+        # The seat reads only the legal actions, on its turn: by default (as the bots) it
+        # asks for no text board and no view while it waits; `--views full` for the old shape.
+        turn = os.environ.get(VIEWS_ENV, "turn") == "turn"
         request = engine_pb2.WatchGameRequest(
             game_id=game_id,
             player_token=token,
             bursts=mode != "events",
             settled=mode == "settled",
+            omit_rendered=turn,
+            views_on_turn=turn,
         )
         async for update in stub.WatchGame(request):
             if last_event(update).type == "GameFinished":
                 finished = True
                 return
+            opened.set()  # the stream's first message: it is open (with a view or not)
             if update.HasField("view"):
                 latest[:] = [update]
                 changed.set()
-                opened.set()
+            else:
+                latest.clear()  # a waiting seat's update: an older turn is over
 
     watcher = asyncio.create_task(watch())
     watcher.add_done_callback(lambda _: (changed.set(), opened.set()))
@@ -854,7 +863,8 @@ async def load_only(
     async with bench_platform(engines, own_ports=affinity) as bench:
         print(
             f"SubmitAction ({title}, 4 seats a game, WatchGame in "
-            f"{os.environ.get(WATCH_ENV, 'settled')} mode"
+            f"{os.environ.get(WATCH_ENV, 'settled')} mode, "
+            f"views {os.environ.get(VIEWS_ENV, 'turn')}"
             f"{'; every game on a real-time clock' if bench_time_control() else ''}), "
             f"{seconds:.0f} s a row, {engines} engine process(es) "
             + ("on ports of their own" if affinity else "on one port (SO_REUSEPORT)")
@@ -949,7 +959,8 @@ async def main(quick: bool, procs: int, engines: int, game: str) -> None:
                 )
             print(
                 f"SubmitAction ({title}, 4 seats a game, each seat its own WatchGame "
-                f"stream in {os.environ.get(WATCH_ENV, 'settled')} mode; games in flight = "
+                f"stream in {os.environ.get(WATCH_ENV, 'settled')} mode, views "
+                f"{os.environ.get(VIEWS_ENV, 'turn')}; games in flight = "
                 "calls in flight):"
             )
             print(header.replace("in flight", "    games"))
@@ -1074,6 +1085,14 @@ if __name__ == "__main__":
         "(WatchGameRequest.settled), as the bots do (default); one per burst; or one per event",
     )
     parser.add_argument(
+        "--views",
+        choices=("turn", "full"),
+        default="turn",
+        help="what the seats' updates carry: a view only on the seat's turn and no text "
+        "board (WatchGameRequest.views_on_turn, omit_rendered), as the bots do (default); "
+        "or a view with its text board on every burst",
+    )
+    parser.add_argument(
         "--load-only",
         action="store_true",
         help="only the SubmitAction rows and each server's CPU per action (A/B comparisons)",
@@ -1100,6 +1119,7 @@ if __name__ == "__main__":
     )
     args = parser.parse_args()
     os.environ[WATCH_ENV] = args.watch  # the spawned load generators read it
+    os.environ[VIEWS_ENV] = args.views
     os.environ[CLOCK_ENV] = "1" if args.clock else ""
     if args.load_only:
         sizes = [int(n) for n in args.games.split(",")]

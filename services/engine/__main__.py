@@ -5,10 +5,9 @@ there on exit (read them with `python -m pstats <file>`): how docs/performance.m
 profiles were taken. Off unless set; the profiler slows every call."""
 
 import asyncio
-import cProfile
-import os
 
 from boulevard.platform.gctune import tune_gc
+from boulevard.platform.profiling import profiled
 from boulevard.platform.server import serve
 from services.engine.app import EngineApp
 from services.engine.settings import get_engine_settings
@@ -17,17 +16,8 @@ from services.engine.settings import get_engine_settings
 def main() -> None:
     settings = get_engine_settings()
     tune_gc()
-    profile_to = os.environ.get("BOULEVARD_ENGINE_PROFILE", "")
-    if not profile_to:
+    with profiled("BOULEVARD_ENGINE_PROFILE"):
         asyncio.run(serve(EngineApp(settings), settings))
-        return
-    profiler = cProfile.Profile()
-    profiler.enable()
-    try:
-        asyncio.run(serve(EngineApp(settings), settings))
-    finally:
-        profiler.disable()
-        profiler.dump_stats(profile_to)
 
 
 if __name__ == "__main__":

@@ -215,6 +215,25 @@ class Feed:
         return self.events[seen:]
 
 
+class Shown:
+    """One distinct view of a game's version: the game's view, its `GameView` message
+    without the text board, and the text board once a reader asked for it (rendering is a
+    good part of a view's cost, and clients that draw their own board never read it)."""
+
+    __slots__ = ("_text", "message", "view")
+
+    def __init__(self, view: Any, message: engine_pb2.GameView) -> None:
+        self.view = view
+        self.message = message
+        self._text: str | None = None
+
+    def text(self, game: Any) -> str:
+        """The view's text board (the game's `render`), rendered once."""
+        if self._text is None:
+            self._text = game.render(self.view)
+        return self._text
+
+
 class Expiry:
     """A seat's stream's token expiry: one timer for the stream's whole life, which ends the
     stream's wait for its next burst (`next_batch`) when it fires. Issue 28: an
@@ -354,23 +373,37 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         )
 
     @staticmethod
-    def _view(session: Session, seat: int | None) -> engine_pb2.GameView:
-        def compute() -> engine_pb2.GameView:
+    def _shown(session: Session, seat: int | None) -> Shown:
+        """A seat's (or a spectator's, None) view at the session's version, mapped once per
+        version and shared by every reader of that seat; its text board is rendered only
+        when a reader asks for it (`Shown.text`)."""
+
+        def compute() -> Shown:
             view = session.game.view(session.state, seat)
             # Seats that may see the same (in many games, everyone sees everything but the
             # deck) share one mapped message: it is a function of the view's value alone,
             # so an equal view gets the bytes it would have got anyway.
-            known: list[tuple[Any, engine_pb2.GameView]] = session.memo("views", None, list)
-            for other, proto in known:
-                if type(other) is type(view) and other == view:
-                    return proto
+            known: list[Shown] = session.memo("views", None, list)
+            for other in known:
+                if type(other.view) is type(view) and other.view == view:
+                    return other
             # Views that differ only a little (Las Vegas: in `seat` alone) are mapped as the
             # first one's message with what differs written anew: the same bytes.
-            proto = mapping.view_to_proto(session.game, view, known[0] if known else None)
-            known.append((view, proto))
-            return proto
+            like = (known[0].view, known[0].message) if known else None
+            shown = Shown(view, mapping.view_to_proto(session.game, view, like, render=False))
+            known.append(shown)
+            return shown
 
-        view: engine_pb2.GameView = session.memo("view", seat, compute)
+        shown: Shown = session.memo("view", seat, compute)
+        return shown
+
+    @staticmethod
+    def _view(session: Session, seat: int | None) -> engine_pb2.GameView:
+        """A seat's `GameView` with its text board (GetGame's)."""
+        shown = EngineServicer._shown(session, seat)
+        view = engine_pb2.GameView()
+        view.CopyFrom(shown.message)
+        view.rendered = shown.text(session.game)
         return view
 
     @staticmethod
@@ -617,16 +650,8 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                     else:
                         update = engine_pb2.WatchGameResponse(event=event)
                     if last:
-                        update.view.CopyFrom(self._view(source, seat))
-                        update.to_act.extend(source.to_act())
-                        if source.clocks is not None:
-                            # The live game's clocks now; a past version's at its time.
-                            at = self.engine.clock() if source is live else envelope.time_unix_ms
-                            update.clocks.extend(seat_clocks_to_proto(source.clock_times(at)))
-                            update.clocks_unix_ms = max(at, source.time_ms())
-                        if seat is not None:
-                            # What the seat may do now: no ListLegalActions call per move.
-                            update.legal_actions.extend(self._legal_actions(source, seat))
+                        at = self.engine.clock() if source is live else envelope.time_unix_ms
+                        self._settle(update, request, source, seat, at, over)
                     yield update
                     sent = envelope.version
                     if over:
@@ -635,6 +660,35 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             if expiry is not None:
                 expiry.close()
             self._unwatch(session.game_id, feed)
+
+    def _settle(
+        self,
+        update: engine_pb2.WatchGameResponse,
+        request: engine_pb2.WatchGameRequest,
+        source: Session,
+        seat: int | None,
+        at_ms: int,
+        over: bool,
+    ) -> None:
+        """What the last update of a burst carries besides its events: the caller's view
+        (its text board unless `omit_rendered`; none while the seat waits, with
+        `views_on_turn`), the seats to act, the clocks at `at_ms` and the seat's legal
+        actions. Only the caller's own seat's view and actions, whatever the options: they
+        only leave things out."""
+        # What the seat may do now: no ListLegalActions call per move.
+        actions = self._legal_actions(source, seat) if seat is not None else []
+        waits = seat is not None and not actions and not over and source.finished is None
+        if not (request.views_on_turn and waits):
+            shown = self._shown(source, seat)
+            update.view.CopyFrom(shown.message)
+            if not request.omit_rendered:
+                update.view.rendered = shown.text(source.game)
+        update.to_act.extend(source.to_act())
+        if source.clocks is not None:
+            # The live game's clocks now; a past version's at its time.
+            update.clocks.extend(seat_clocks_to_proto(source.clock_times(at_ms)))
+            update.clocks_unix_ms = max(at_ms, source.time_ms())
+        update.legal_actions.extend(actions)
 
     def _acts_next(self, session: Session) -> bool:
         """Whether the engine itself goes on with the game at once, nobody asked: a chance

@@ -11,6 +11,8 @@ implementation of auth, limits and errors.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
@@ -24,7 +26,7 @@ from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
-from boulevard.platform.replicas import may_try_next
+from boulevard.platform.replicas import RoutedStream, may_try_next
 
 # What a browser's request carries on to the service: who the caller is, and the trace it
 # belongs to. Everything else (content-type, connect-*, cookies, user-agent…) is HTTP's.
@@ -124,28 +126,27 @@ def _server_stream(method: MethodDescriptor, channel_for: ChannelFor) -> Endpoin
     ) -> AsyncIterator[Message]:
         metadata, timeout = forwarded_metadata(ctx), _timeout(ctx)
         channels = channel_for(request)
-        for i, channel in enumerate(channels):
-            call = channel.unary_stream(
+        if not channels:
+            raise ConnectError(Code.UNAVAILABLE, "no backend to forward to")
+
+        def opener(channel: grpc.aio.Channel) -> Callable[[], Any]:
+            multicallable = channel.unary_stream(
                 path,
                 request_serializer=type(request).SerializeToString,
                 response_deserializer=info.output.FromString,
-            )(request, metadata=metadata, timeout=timeout)
-            started = False
+            )
+            return functools.partial(multicallable, request, metadata=metadata, timeout=timeout)
+
+        # The replicas' fallback is RoutedStream's (a stream that delivered something ends
+        # here: the client resumes it). Closing its iterator when this generator closes (the
+        # browser went away) cancels the gRPC call, so the service frees its watcher at once.
+        stream = RoutedStream([(c, opener(c)) for c in channels])
+        async with contextlib.aclosing(aiter(stream)) as items:
             try:
-                async for item in call:
-                    started = True
+                async for item in items:
                     yield item
-                return
             except grpc.aio.AioRpcError as exc:
-                # A stream that delivered something ends here: the client resumes it.
-                if not started and i + 1 < len(channels) and may_try_next(exc, channel):
-                    continue
                 raise connect_error(exc) from None
-            finally:
-                # The browser went away (or the stream ended): end the gRPC call too, so the
-                # service frees its watcher at once.
-                call.cancel()
-        raise ConnectError(Code.UNAVAILABLE, "no backend to forward to")
 
     return Endpoint.server_stream(info, forward)
 

@@ -6,10 +6,9 @@ BOULEVARD_ENGINE_PROFILE does: how docs/performance.md's ledger profile was take
 set; the profiler slows every call."""
 
 import asyncio
-import cProfile
-import os
 
 from boulevard.platform.gctune import tune_gc
+from boulevard.platform.profiling import profiled
 from boulevard.platform.server import serve
 from services.ledger.app import LedgerApp
 from services.ledger.settings import get_ledger_settings
@@ -18,17 +17,8 @@ from services.ledger.settings import get_ledger_settings
 def main() -> None:
     settings = get_ledger_settings()
     tune_gc()
-    profile_to = os.environ.get("BOULEVARD_LEDGER_PROFILE", "")
-    if not profile_to:
+    with profiled("BOULEVARD_LEDGER_PROFILE"):
         asyncio.run(serve(LedgerApp(settings), settings))
-        return
-    profiler = cProfile.Profile()
-    profiler.enable()
-    try:
-        asyncio.run(serve(LedgerApp(settings), settings))
-    finally:
-        profiler.disable()
-        profiler.dump_stats(profile_to)
 
 
 if __name__ == "__main__":

@@ -16,95 +16,18 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
+from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.contract.routing import ranked
-from boulevard.messaging.server import free_port
 from boulevard.platform.replicas import Replicas, engine_channel
 from boulevard.seats.watching import each_event
 from services.matchmaking.settings import MatchmakingSettings
-
-SERVICE = "boulevard.v1.EngineService"
-REFUSED = "refused-game"  # GetGame of this id: the replica answers UNAVAILABLE itself
-
-
-class Replica:
-    """A gRPC server answering GetGame and ListGames with its own address, and WatchGame
-    with events from the requested version on, each named after the replica (`hold` stops
-    the stream after that many, leaving it open)."""
-
-    def __init__(self, hold: int = 1_000) -> None:
-        self.address = f"127.0.0.1:{free_port()}"
-        self.hold = hold
-        self.server: grpc.aio.Server | None = None
-        self.watches: list[int] = []  # from_version of each WatchGame served
-
-    async def start(self) -> None:
-        name = self.address
-
-        async def get_game(
-            request: engine_pb2.GetGameRequest, ctx: grpc.aio.ServicerContext
-        ) -> engine_pb2.GetGameResponse:
-            if request.game_id == REFUSED:
-                await ctx.abort(grpc.StatusCode.UNAVAILABLE, f"{name}: the event store is down")
-            return engine_pb2.GetGameResponse(game_id=request.game_id, game=name)
-
-        async def list_games(
-            _request: engine_pb2.ListGamesRequest, _ctx: grpc.aio.ServicerContext
-        ) -> engine_pb2.ListGamesResponse:
-            return engine_pb2.ListGamesResponse(next_page_token=name)
-
-        async def watch_game(
-            request: engine_pb2.WatchGameRequest, _ctx: grpc.aio.ServicerContext
-        ) -> AsyncIterator[engine_pb2.WatchGameResponse]:
-            self.watches.append(request.from_version)
-            first = max(request.from_version, 1)
-            for version in range(first, first + self.hold):
-                event = events_pb2.EventEnvelope(version=version, type="Tick", game_id=name)
-                yield engine_pb2.WatchGameResponse(events=[event])
-            await asyncio.Event().wait()  # open, with nothing more to say
-
-        unary = grpc.unary_unary_rpc_method_handler
-        handler = grpc.method_handlers_generic_handler(
-            SERVICE,
-            {
-                "GetGame": unary(
-                    get_game,
-                    request_deserializer=engine_pb2.GetGameRequest.FromString,
-                    response_serializer=engine_pb2.GetGameResponse.SerializeToString,
-                ),
-                "ListGames": unary(
-                    list_games,
-                    request_deserializer=engine_pb2.ListGamesRequest.FromString,
-                    response_serializer=engine_pb2.ListGamesResponse.SerializeToString,
-                ),
-                "WatchGame": grpc.unary_stream_rpc_method_handler(
-                    watch_game,
-                    request_deserializer=engine_pb2.WatchGameRequest.FromString,
-                    response_serializer=engine_pb2.WatchGameResponse.SerializeToString,
-                ),
-            },
-        )
-        self.server = grpc.aio.server()
-        self.server.add_generic_rpc_handlers((handler,))
-        self.server.add_insecure_port(self.address)
-        await self.server.start()
-
-    async def stop(self) -> None:
-        if self.server is not None:
-            await self.server.stop(grace=None)
-            self.server = None
+from tests.support.engine_replica import REFUSED, Replica, running
 
 
 @pytest.fixture
 async def replicas() -> AsyncIterator[list[Replica]]:
-    started = [Replica(hold=3), Replica(hold=3)]
-    for r in started:
-        await r.start()
-    try:
+    async with running(Replica(hold=3), Replica(hold=3)) as started:
         yield started
-    finally:
-        for r in started:
-            await r.stop()
 
 
 def games_of_each(addresses: list[str]) -> dict[str, str]:
@@ -209,6 +132,37 @@ async def test_without_retries_a_broken_stream_is_the_callers(replicas: list[Rep
                     await owner.stop()
         assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
     assert replicas[1].watches == []
+
+
+async def test_a_stream_left_mid_iteration_cancels_its_call(replicas: list[Replica]) -> None:
+    """A watcher that stops reading (a `break`, its task cancelled) must not hold the
+    replica's watcher, one of a seat's few watch slots, until the channel closes: leaving the
+    iteration ends the call, though the stream object is still referenced."""
+    owner = replicas[0]
+    game_id = games_of_each([r.address for r in replicas])[owner.address]
+    async with engine_channel(f"{replicas[0].address},{replicas[1].address}") as channel:
+        stub = engine_pb2_grpc.EngineServiceStub(channel)
+        stream = stub.WatchGame(engine_pb2.WatchGameRequest(game_id=game_id), timeout=20)
+        async for update in stream:
+            assert update.events[0].game_id == owner.address
+            assert owner.watching == 1
+            break
+        await owner.until_watching(0)
+
+        # A task cancelled while it waits for the next message (the replica holds the
+        # stream open after its `hold` events) ends its call the same way.
+        stream = stub.WatchGame(engine_pb2.WatchGameRequest(game_id=game_id), timeout=20)
+
+        async def read_all() -> None:
+            async for _update in stream:
+                pass
+
+        reader = asyncio.create_task(read_all())
+        await owner.until_watching(1)
+        reader.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reader
+        await owner.until_watching(0)
 
 
 async def test_one_address_is_a_plain_channel(replicas: list[Replica]) -> None:

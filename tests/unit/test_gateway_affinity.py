@@ -8,77 +8,28 @@ in-process."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any
 
-import grpc
 import httpx
 import pytest
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
+from connectrpc.request import Headers, RequestContext
 
 from boulevard.api.v1 import engine_pb2
 from boulevard.contract.routing import ranked
-from boulevard.messaging.server import free_port
-from services.gateway.app import build_app
+from services.gateway.app import PROTO_SERVICES, Backends, build_app
+from services.gateway.forward import endpoints
 from services.gateway.settings import GatewaySettings
-
-SERVICE = "boulevard.v1.EngineService"
-
-
-class Replica:
-    """A gRPC server answering GetGame and ListGames with its own address."""
-
-    def __init__(self) -> None:
-        self.address = f"127.0.0.1:{free_port()}"
-        self.server: grpc.aio.Server | None = None
-
-    async def start(self) -> None:
-        name = self.address
-
-        async def get_game(
-            request: engine_pb2.GetGameRequest, _ctx: grpc.aio.ServicerContext
-        ) -> engine_pb2.GetGameResponse:
-            return engine_pb2.GetGameResponse(game_id=request.game_id, game=name)
-
-        async def list_games(
-            _request: engine_pb2.ListGamesRequest, _ctx: grpc.aio.ServicerContext
-        ) -> engine_pb2.ListGamesResponse:
-            return engine_pb2.ListGamesResponse(next_page_token=name)
-
-        handler = grpc.method_handlers_generic_handler(
-            SERVICE,
-            {
-                "GetGame": grpc.unary_unary_rpc_method_handler(
-                    get_game,
-                    request_deserializer=engine_pb2.GetGameRequest.FromString,
-                    response_serializer=engine_pb2.GetGameResponse.SerializeToString,
-                ),
-                "ListGames": grpc.unary_unary_rpc_method_handler(
-                    list_games,
-                    request_deserializer=engine_pb2.ListGamesRequest.FromString,
-                    response_serializer=engine_pb2.ListGamesResponse.SerializeToString,
-                ),
-            },
-        )
-        self.server = grpc.aio.server()
-        self.server.add_generic_rpc_handlers((handler,))
-        self.server.add_insecure_port(self.address)
-        await self.server.start()
-
-    async def stop(self) -> None:
-        if self.server is not None:
-            await self.server.stop(grace=None)
-            self.server = None
+from tests.support.engine_replica import SERVICE, Replica, running
 
 
 @pytest.fixture
 async def replicas() -> AsyncIterator[list[Replica]]:
-    started = [Replica(), Replica()]
-    for r in started:
-        await r.start()
-    try:
+    async with running(Replica(), Replica()) as started:
         yield started
-    finally:
-        for r in started:
-            await r.stop()
 
 
 def gateway(targets: str) -> httpx.AsyncClient:
@@ -144,6 +95,85 @@ async def test_one_target_is_todays_single_backend(replicas: list[Replica]) -> N
         for i in range(5):
             got = await answered_by(client, "GetGame", {"gameId": f"game-{i}"})
             assert got == replicas[1].address
+
+
+@contextlib.asynccontextmanager
+async def watch_forwarder(
+    targets: str,
+) -> AsyncIterator[Callable[[str], AsyncGenerator[Any, None]]]:
+    """The gateway's WatchGame forwarder over `targets`, called as connectrpc calls it: a
+    function of a game id to the stream of messages the browser would get. Closing that
+    stream (`aclose`) is what connectrpc does when the browser goes away."""
+    backends = Backends(GatewaySettings(gateway_engine_target=targets))
+    endpoint = endpoints(PROTO_SERVICES["engine"], backends.engine_channels)[
+        f"/{SERVICE}/WatchGame"
+    ]
+
+    def watch(game_id: str) -> AsyncGenerator[Any, None]:
+        ctx = RequestContext(
+            method=endpoint.method, http_method="POST", request_headers=Headers(), timeout_ms=20_000
+        )
+        stream = endpoint.function(engine_pb2.WatchGameRequest(game_id=game_id), ctx)
+        assert isinstance(stream, AsyncGenerator)  # the forwarder is an async generator
+        return stream
+
+    try:
+        yield watch
+    finally:
+        await backends.close()
+
+
+async def test_a_watch_reaches_its_owner_and_a_browser_leaving_frees_its_watcher(
+    replicas: list[Replica],
+) -> None:
+    addresses = [r.address for r in replicas]
+    async with watch_forwarder(",".join(addresses)) as watch:
+        for owner, game_id in games_of_each(addresses).items():
+            stream = aiter(watch(game_id))
+            first = await anext(stream)
+            assert first.events[0].game_id == owner
+            assert [r.watching for r in replicas] == [int(r.address == owner) for r in replicas]
+            await stream.aclose()
+            for r in replicas:
+                await r.until_watching(0)
+
+
+async def test_a_watch_whose_owner_is_down_opens_on_the_next_and_a_cut_one_ends(
+    replicas: list[Replica],
+) -> None:
+    """Before its first message a watch moves on to the next replica; once it delivered, a
+    cut stream is the browser's to resume (from the next version), with the service's code;
+    with no replica left, the browser hears UNAVAILABLE."""
+    addresses = [r.address for r in replicas]
+    first, second = replicas
+    game_id = games_of_each(addresses)[first.address]
+    async with watch_forwarder(",".join(addresses)) as watch:
+        stream = aiter(watch(game_id))
+        assert (await anext(stream)).events[0].game_id == first.address
+        await first.stop()
+        with pytest.raises(ConnectError) as cut:
+            async for _update in stream:
+                pass
+        assert cut.value.code is Code.UNAVAILABLE
+        assert second.watches == []
+
+        got = [update.events[0].game_id async for update in islice(watch(game_id), 3)]
+        assert got == [second.address] * 3
+        await second.until_watching(0)
+
+        await second.stop()
+        with pytest.raises(ConnectError) as down:
+            await anext(aiter(watch(game_id)))
+        assert down.value.code is Code.UNAVAILABLE
+
+
+async def islice(stream: AsyncGenerator[Any, None], n: int) -> AsyncIterator[Any]:
+    """The first `n` items of `stream`, which is closed after them."""
+    try:
+        for _ in range(n):
+            yield await anext(stream)
+    finally:
+        await stream.aclose()
 
 
 def test_only_the_engine_target_may_list_replicas() -> None:

@@ -200,9 +200,14 @@ def action_to_command(game: AnyGame, action: engine_pb2.Action) -> Any:
 
 
 def view_to_proto(
-    game: AnyGame, view: object, like: tuple[object, engine_pb2.GameView] | None = None
+    game: AnyGame,
+    view: object,
+    like: tuple[object, engine_pb2.GameView] | None = None,
+    *,
+    render: bool = True,
 ) -> engine_pb2.GameView:
-    """A seat's view as the engine's `GameView`, with its plain-text rendering.
+    """A seat's view as the engine's `GameView`, with its plain-text rendering (`rendered`
+    left empty when `render` is False: the game's `render` is not called).
 
     `like`: another view of this game and the message this function made of it. When the
     two views differ in fewer than half of their top-level fields (in several games, only in
@@ -210,7 +215,7 @@ def view_to_proto(
     cleared and written anew: the same message, field for field and byte for byte, as
     mapping `view` from scratch (tests/unit/contract/test_view_delta.py), at a fraction of
     the cost (issue 28: every seat's view was mapped whole at every version). The rendering
-    is always made afresh."""
+    is always made afresh (or, without `render`, cleared)."""
     protos = _protos(game)
     tp = type(view)
     if tp is not game_view_type(game):
@@ -222,13 +227,13 @@ def view_to_proto(
         if 2 * len(changed) < len(writers):
             result = engine_pb2.GameView()
             result.CopyFrom(other_message)
-            result.rendered = game.render(view)
+            result.rendered = game.render(view) if render else ""
             message = getattr(result, protos.view.name)
             for name in changed:
                 message.ClearField(name)
                 writers[name](message, getattr(view, name))
             return result
-    result = engine_pb2.GameView(rendered=game.render(view))
+    result = engine_pb2.GameView(rendered=game.render(view) if render else "")
     message = getattr(result, protos.view.name)
     message.SetInParent()
     _write_dataclass(message, view)

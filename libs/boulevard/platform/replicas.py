@@ -18,7 +18,7 @@ open it before it knows its game (`boulevard play` opens it before matchmaking s
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -154,7 +154,14 @@ class Replicas:
 
 class RoutedStream:
     """A server stream over the first replica that answers: iterate it (`async for`) and
-    `cancel()` it as a gRPC stream call. The call on a replica is made when iteration starts."""
+    `cancel()` it as a gRPC stream call. The call on a replica is made when iteration starts,
+    and ends when iteration does: an iteration left mid-stream (the consumer's `break`, its
+    task cancelled, the iterator closed) cancels its call, so the server frees its watcher at
+    once rather than when the channel closes.
+
+    `attempts` are the replicas to try in order, each as its channel (for `may_try_next`) and
+    a function opening the call on it. A failed call moves on as `Replicas` says; the last
+    one's error (a `grpc.aio.AioRpcError`) is the iterator's."""
 
     def __init__(self, attempts: list[tuple[grpc.aio.Channel, Callable[[], Any]]]) -> None:
         self._attempts = attempts
@@ -165,10 +172,10 @@ class RoutedStream:
         self._cancelled = True
         return bool(self._current.cancel()) if self._current is not None else False
 
-    def __aiter__(self) -> AsyncIterator[Any]:
+    def __aiter__(self) -> AsyncGenerator[Any, None]:
         return self._items()
 
-    async def _items(self) -> AsyncIterator[Any]:
+    async def _items(self) -> AsyncGenerator[Any, None]:
         for i, (channel, open_call) in enumerate(self._attempts):
             if self._cancelled:
                 return
@@ -183,6 +190,9 @@ class RoutedStream:
                 if not started and i + 1 < len(self._attempts) and may_try_next(exc, channel):
                     continue
                 raise
+            finally:
+                # Ended, failed or abandoned: a call still open here is one nobody reads.
+                call.cancel()
 
 
 def engine_channel(target: str, ca_file: Path | str | None = None) -> Any:

@@ -157,12 +157,16 @@ class SeatPlayer:
                 # In settled bursts: one message per append rather than per event (a bot
                 # reads only the newest view), and a move that owes a roll or a draw comes
                 # with it, in one message and one view: the seat can only act after it.
+                # A seat chooses from the view's fields (never its text board) and only on
+                # its turn: the engine builds neither the text nor a waiting seat's view.
                 request = engine_pb2.WatchGameRequest(
                     game_id=self.game_id,
                     player_token=self.token,
                     from_version=next_version,
                     bursts=True,
                     settled=True,
+                    omit_rendered=True,
+                    views_on_turn=True,
                 )
                 try:
                     async for update in self.stub.WatchGame(request):
@@ -171,7 +175,12 @@ class SeatPlayer:
                         seen, next_version = event.version, event.version + 1
                         if update.HasField("view"):
                             latest[:] = [update]
-                        changed.set()
+                            changed.set()
+                        else:
+                            # Not this seat's turn (`views_on_turn`): nothing to act on, and
+                            # an older update's turn is over. (An engine that ignores the
+                            # option sends a view on every burst.)
+                            latest.clear()
                         if event.type == "GameFinished":
                             finished.set()
                             return

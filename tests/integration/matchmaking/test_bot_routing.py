@@ -11,66 +11,21 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import grpc
 import pytest
 from nats.aio.client import Client as NATS
 
-from boulevard.api.v1 import engine_pb2, events_pb2
+from boulevard.api.v1 import events_pb2
 from boulevard.contract.routing import ranked
-from boulevard.messaging.server import free_port
 from tests.integration.matchmaking.support import GAME, eventually, mm_settings, running_mm
+from tests.support.engine_replica import Replica, running
 
 pytestmark = pytest.mark.integration
 
 
-class Replica:
-    """Answers GetGame: the game is finished. Keeps the game ids asked for."""
-
-    def __init__(self) -> None:
-        self.address = f"127.0.0.1:{free_port()}"
-        self.asked: list[str] = []
-        self.server: grpc.aio.Server | None = None
-
-    async def start(self) -> None:
-        async def get_game(
-            request: engine_pb2.GetGameRequest, _ctx: grpc.aio.ServicerContext
-        ) -> engine_pb2.GetGameResponse:
-            self.asked.append(request.game_id)
-            return engine_pb2.GetGameResponse(
-                game_id=request.game_id, status=engine_pb2.GAME_STATUS_FINISHED
-            )
-
-        handler = grpc.method_handlers_generic_handler(
-            "boulevard.v1.EngineService",
-            {
-                "GetGame": grpc.unary_unary_rpc_method_handler(
-                    get_game,
-                    request_deserializer=engine_pb2.GetGameRequest.FromString,
-                    response_serializer=engine_pb2.GetGameResponse.SerializeToString,
-                )
-            },
-        )
-        self.server = grpc.aio.server()
-        self.server.add_generic_rpc_handlers((handler,))
-        self.server.add_insecure_port(self.address)
-        await self.server.start()
-
-    async def stop(self) -> None:
-        if self.server is not None:
-            await self.server.stop(grace=None)
-            self.server = None
-
-
 @pytest.fixture
 async def replicas() -> AsyncIterator[list[Replica]]:
-    started = [Replica(), Replica()]
-    for r in started:
-        await r.start()
-    try:
+    async with running(Replica(), Replica()) as started:
         yield started
-    finally:
-        for r in started:
-            await r.stop()
 
 
 async def form(nc: NATS, match_id: str) -> None:

@@ -34,8 +34,11 @@ def test_equal_views_share_one_message_and_match_a_fresh_mapping() -> None:
     views = {seat: EngineServicer._view(session, seat) for seat in (None, 0, 1, 2)}
     for seat, view in views.items():
         assert view == mapping.view_to_proto(game, game.view(session.state, seat))
-    # Lords of Vegas hides only the deck, from everyone alike: one message for all.
-    assert len({id(v) for v in views.values()}) == 1
+    # Lords of Vegas hides only the deck, from everyone alike: one message for all (and
+    # one text board, rendered once).
+    shown = {seat: EngineServicer._shown(session, seat) for seat in views}
+    assert len({id(s.message) for s in shown.values()}) == 1
+    assert len({id(s) for s in shown.values()}) == 1
 
 
 def test_seats_that_see_different_things_never_share() -> None:

@@ -836,6 +836,8 @@ class WatchGameRequest(_message.Message):
     FROM_VERSION_FIELD_NUMBER: _builtins.int
     BURSTS_FIELD_NUMBER: _builtins.int
     SETTLED_FIELD_NUMBER: _builtins.int
+    OMIT_RENDERED_FIELD_NUMBER: _builtins.int
+    VIEWS_ON_TURN_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     """max 64 chars"""
     player_token: _builtins.str
@@ -855,6 +857,20 @@ class WatchGameRequest(_message.Message):
     versions sent; no view of the moment in between. For clients that act on their turn
     (bots, load generators); one that draws every step keeps it off (the default).
     """
+    omit_rendered: _builtins.bool
+    """Leave out the text board: every view's `rendered` stays empty (the engine does not
+    render it). For clients that draw their own board from the view's typed fields (bots,
+    load generators, the web app); a terminal that prints `rendered` keeps it off (the
+    default). Nothing else of the update changes.
+    """
+    views_on_turn: _builtins.bool
+    """With a player token: a view only on the updates after which this seat has legal
+    actions, or the game is over. The others carry their events, `to_act` and clocks as
+    always, with `view` absent. For clients that read the view only to choose a move (bots,
+    load generators): the engine builds no view for a seat that waits. Ignored for
+    spectators (a spectator never acts). Off by default: a view on the last event of every
+    burst.
+    """
     def __init__(
         self,
         *,
@@ -863,10 +879,12 @@ class WatchGameRequest(_message.Message):
         from_version: _builtins.int = ...,
         bursts: _builtins.bool = ...,
         settled: _builtins.bool = ...,
+        omit_rendered: _builtins.bool = ...,
+        views_on_turn: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bursts", b"bursts", "from_version", b"from_version", "game_id", b"game_id", "player_token", b"player_token", "settled", b"settled"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bursts", b"bursts", "from_version", b"from_version", "game_id", b"game_id", "omit_rendered", b"omit_rendered", "player_token", b"player_token", "settled", b"settled", "views_on_turn", b"views_on_turn"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
