@@ -46,14 +46,21 @@ nats-config: $(STAMP) ## render deploy/nats/nats-permissions.conf (+ its k8s cop
 run: $(STAMP) ## start NATS + the four services and play a demo game (Ctrl-C stops)
 	$(BIN)/boulevard up
 
-test: $(STAMP) ## the whole suite: unit, integration (real nats-server) and e2e
-	$(BIN)/pytest
+# The unit tier is pure and CPU-bound (the property tests): it runs on every core with
+# pytest-xdist, its workers sharing nothing (each test its own tmp_path and free ports; the
+# Hypothesis profiles use no example database). Integration and e2e tests share ports,
+# nats-servers and network namespaces and are tuned to run one at a time: they run after it,
+# in one process. Both parts always run; `make test` fails if either does.
+UNIT := $(BIN)/pytest -n auto --dist worksteal tests/unit
 
-test-unit: $(STAMP) ## pure tests only, no I/O
-	$(BIN)/pytest tests/unit
+test: $(STAMP) ## the whole suite: unit (on every core), then integration (real nats-server) and e2e
+	@status=0; $(UNIT) || status=$$?; $(BIN)/pytest --ignore=tests/unit && exit $$status
+
+test-unit: $(STAMP) ## pure tests only, no I/O, on every core
+	$(UNIT)
 
 explore: $(STAMP) ## the property tests with fresh random examples (make test draws the same ones each run)
-	HYPOTHESIS_PROFILE=explore $(BIN)/pytest tests/unit
+	HYPOTHESIS_PROFILE=explore $(UNIT)
 
 lint: $(STAMP) $(BUF) ## ruff, mypy --strict, rules versions, buf lint + breaking vs the last release
 	$(BIN)/ruff check .

@@ -8,16 +8,15 @@ Starts its own nats-server (JetStream, `sync_interval: always` as the product ru
 
 - raw: `js.publish` of a DiceRecord-sized message with a `Nats-Msg-Id` to a bench stream,
   awaiting each ack — one at a time, and N in flight (N tasks, each one at a time);
-- service: `DiceClient.roll` (NATS request/reply; the service derives the outcome, appends it
-  to DICE with `Nats-Expected-Last-Subject-Sequence` and waits for the ack, replies, and
-  signs the game's new Merkle tree head with Ed25519 and appends it too — two acknowledged
-  writes per outcome since issue 12, the head's after the reply since issue 28; the game's
-  next roll waits for it) — one game one roll at a time, and N games each rolling one at a
-  time;
+- service: `DiceClient.roll` (NATS request/reply; the service derives the outcome, signs the
+  game's new Merkle tree head over it with Ed25519, appends the two as one message to DICE
+  with `Nats-Expected-Last-Subject-Sequence`, waits for the ack and replies — one
+  acknowledged write per outcome since wave 7, two (the outcome, then its head) from issue
+  12 on) — one game one roll at a time, and N games each rolling one at a time;
 - opening: the blind opening of one game, as the engine runs it — `open` with the seats'
   seed commitments (the seed is drawn, sealed into the KV vault, its commitment appended
-  and signed) then `seeds` with the revealed client seeds (checked against the
-  commitments, appended and signed) — one game at a time, and N at once.
+  with its signed head) then `seeds` with the revealed client seeds (checked against the
+  commitments, appended with its head) — one game at a time, and N at once.
 
 The ratio service/raw is what matters (absolute numbers drift between machines); the issue
 aims for >= 50% for rolls. Results go to stdout as a table.
@@ -121,12 +120,28 @@ SEEDS = ["a", "b"]
 COMMITMENTS = [client_seed_commitment(s) for s in SEEDS]
 
 
-async def service_rolls(client: DiceClient, workers: int, seconds: float) -> tuple[float, int]:
+async def dice_messages(nc: NATS) -> int:
+    """Messages on the DICE stream: each is one fsynced write (`sync_interval: always`)."""
+    return (await nc.jetstream().stream_info("DICE")).state.messages
+
+
+async def service_rolls(
+    nc: NATS, client: DiceClient, workers: int, seconds: float, written: list[float]
+) -> tuple[float, int]:
+    """Rolls per second and how many; appends to `written` the DICE messages per roll."""
     games = [f"bench-{secrets.token_hex(6)}" for _ in range(workers)]
     for game in games:
         await client.open_game(game, COMMITMENTS)
         await client.fix_seeds(game, SEEDS)
+    before = await dice_messages(nc)
+    measured = await _rolls(client, games, workers, seconds)
+    written.append((await dice_messages(nc) - before) / measured[1])
+    return measured
 
+
+async def _rolls(
+    client: DiceClient, games: list[str], workers: int, seconds: float
+) -> tuple[float, int]:
     def worker(i: int) -> Callable[[], Awaitable[None]]:
         n = 0
 
@@ -200,6 +215,7 @@ async def measure(sync_always: bool, seconds: float, in_flight: int, runs: int) 
             assert server.process is not None
             pids = {"dice": dice.pid, "nats": server.process.pid}
             results: dict[str, list[float]] = {}
+            written: list[float] = []
 
             def note(key: str, measured: tuple[float, int], cpu: Cpu, parts: list[str]) -> None:
                 per_second, count = measured
@@ -219,12 +235,14 @@ async def measure(sync_always: bool, seconds: float, in_flight: int, runs: int) 
                     cpu = Cpu(pids)
                     note(f"raw {label}", await raw_publish(nc, workers, seconds), cpu, ["client"])
                     cpu = Cpu(pids)
-                    measured = await service_rolls(client, workers, seconds)
+                    measured = await service_rolls(nc, client, workers, seconds, written)
                     note(f"service {label}", measured, cpu, ["client", "dice"])
                     cpu = Cpu(pids)
                     measured = await service_openings(client, workers, seconds)
                     note(f"opening {label}", measured, cpu, ["client", "dice"])
-            return {k: statistics.median(v) for k, v in results.items()}
+            medians = {k: statistics.median(v) for k, v in results.items()}
+            medians["messages per roll"] = max(written)
+            return medians
         finally:
             await nc.close()
             dice.terminate()
@@ -252,8 +270,10 @@ async def main() -> None:
         "{:<8} {:>9} {:>14} {:>19} {:>6}   CPU µs/op raw | service (client+dice) ".format(*header)
     )
     openings: list[str] = []
+    written = 0.0
     for sync_always in configs:
         r = await measure(sync_always, args.seconds, args.in_flight, args.runs)
+        written = max(written, r["messages per roll"])
         for label in ("1", str(args.in_flight)):
             raw, svc = r[f"raw {label}"], r[f"service {label}"]
             sync = "always" if sync_always else "default"
@@ -276,6 +296,7 @@ async def main() -> None:
         )
     )
     print("\n".join(openings))
+    print(f"\nDICE messages (fsynced writes) per roll, the most of any run: {written:.2f}")
 
 
 if __name__ == "__main__":

@@ -45,14 +45,19 @@ class DiceApp:
         dice_log = DiceLog(nc, s.dice_stream, s.dice_subject_prefix)
         games = GamesLog(nc, s.games_stream, s.games_subject_prefix)
         self.dealer = Dealer(
-            dice_log, vault, self._signer, games.ended, cache_size=s.dice_cache_games
+            dice_log,
+            vault,
+            self._signer,
+            games.ended,
+            cache_size=s.dice_cache_games,
+            heads_apart=s.dice_heads_apart,
         )
         log.info(
             "dice signing key",
             key_id=self._signer.key_id,
             public_key=self._signer.public_key.hex(),
         )
-        self.queries = DiceQueries(dice_log, self._signer.public_key, self.dealer.settle)
+        self.queries = DiceQueries(dice_log, self._signer.public_key)
         self._rpc = DiceRpc(nc, self.dealer, s.dice_rpc_prefix, s.dice_rpc_queue)
         await self._rpc.start()
         self._purging = asyncio.create_task(self.dealer.purge_until_done(), name="dice-purge")
@@ -70,5 +75,3 @@ class DiceApp:
         if self._rpc is not None:
             await self._rpc.stop()
             self._rpc = None
-        if self.dealer is not None:
-            await self.dealer.drain()  # the heads of draws already answered

@@ -13,14 +13,15 @@ Invariants, and how they hold across crashes, retries and a second replica:
   unlike the `Nats-Msg-Id` dedupe window), and a retry returns the recorded outcome;
 - no draw before the client seeds are fixed, none after the reveal, and no reveal before
   the game's own log (GAMES) records its end;
-- every leaf record (commitment, client seeds, outcomes, reveal) is followed by a signed
-  tree head over the game's Merkle tree, and a log that no longer matches its heads is
-  refused, not extended;
-- a draw is answered once its outcome leaf is stored, its head stored right after in the
-  background: the game's next operation here (and this process's reads of the game) first
-  waits for it, so no leaf follows a leaf without its head; a head that is not stored
-  (a crash, NATS gone) is the crash between a leaf and its head, signed when the game is
-  next loaded.
+- every leaf record (commitment, client seeds, outcomes, reveal) is stored with the signed
+  tree head over the game's Merkle tree that ends with it, in one message (a
+  `signed_leaf`: one fsynced write, and no leaf is ever stored without its head), and a
+  log that no longer matches its heads is refused, not extended;
+- logs of older releases hold a leaf and its head as two messages, and a crash between
+  them leaves a leaf without a head: the next load signs it if it is exactly what this
+  service would have written (`_vouch`). With `heads_apart` (a rolling upgrade from a
+  release that reads only that form) this service writes the two-message form too, the
+  head awaited before anyone hears of the leaf.
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ class Dealer:
         new_blinding: Callable[[], bytes] = lambda: secrets.token_bytes(BLINDING_BYTES),
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
         cache_size: int = 10_000,
+        heads_apart: bool = False,
     ) -> None:
         self._log = dice_log
         self._vault = vault
@@ -127,8 +129,7 @@ class Dealer:
         self._cache_size = cache_size
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._unpurged: set[str] = set()  # revealed seeds a purge failed to drop
-        # Per game, the task storing the head of this process's last draw (see `settle`).
-        self._pending: dict[str, asyncio.Task[None]] = {}
+        self._heads_apart = heads_apart
 
     @property
     def public_key(self) -> bytes:
@@ -329,9 +330,7 @@ class Dealer:
                     blinding=self._new_blinding(),
                 )
                 try:
-                    await self._append_leaf(
-                        table, dice_pb2.DiceRecord(outcome=outcome), nonce, head_later=True
-                    )
+                    await self._append_leaf(table, dice_pb2.DiceRecord(outcome=outcome), nonce)
                 except AppendConflict:
                     self._forget(game_id)
                     continue
@@ -421,69 +420,42 @@ class Dealer:
 
     # ---- the signed log -----------------------------------------------------------------
 
-    async def _append_leaf(
-        self, table: Table, record: dice_pb2.DiceRecord, key: object, *, head_later: bool = False
-    ) -> None:
-        """Append a leaf record, then the signed head over the tree that now includes it.
-        The leaf is acknowledged (stored) before anyone hears of it; if this process dies
-        before the head is stored, whoever loads the game next signs the missing head.
+    async def _append_leaf(self, table: Table, record: dice_pb2.DiceRecord, key: object) -> None:
+        """Store a leaf record with the signed head over the tree that now ends with it,
+        before anyone hears of the leaf: one message (`signed_leaf`), so the leaf and its
+        head are durable together or not at all. AppendConflict when another writer got
+        there first. On any failure the game is dropped from the cache (its tree already
+        holds the leaf): its next use reads the log, where the write may or may not be.
 
-        `head_later` (a draw): return once the leaf is stored and store the head in the
-        background, off the caller's path: one acknowledged write before the engine hears
-        the outcome instead of two. What is stored is the same, leaf then head, because
-        every later operation on the game here waits for that head first (`_turn`)."""
+        With `heads_apart`, two messages as older releases write them: the leaf, then the
+        head; a crash between the two is repaired on the next load (`_load`)."""
         data = record.SerializeToString()
-        which = record.WhichOneof("record") or ""
         game_id = table.game_id
-        seq = await self._log.append_bytes(game_id, data, which, f"{game_id}:{key}", table.last_seq)
-        table.last_seq = seq
-        table.tree.append(data)
-        if head_later:
-            self._sign_later(table)
-        else:
-            await self._sign(table)
-
-    def _sign_later(self, table: Table) -> None:
-        game_id = table.game_id
-        task = asyncio.create_task(self._sign_or_forget(table), name=f"dice-head-{game_id}")
-        self._pending[game_id] = task
-
-        def done(finished: asyncio.Task[None]) -> None:
-            if self._pending.get(game_id) is finished:
-                del self._pending[game_id]
-
-        task.add_done_callback(done)
-
-    async def _sign_or_forget(self, table: Table) -> None:
-        """Store the head of a draw answered already. If it cannot be stored, the game is
-        dropped from the cache: its next use reads the log, finds the newest leaf unsigned
-        and signs it, exactly as after a crash between the two (docs/fairness.md)."""
+        msg_id = f"{game_id}:{key}"
         try:
-            await self._sign(table)
-        except Exception as exc:
-            self._forget(table.game_id)
-            log.warning(
-                "could not store a draw's head; it is signed when the game is next used",
-                game_id=table.game_id,
-                tree_size=table.tree.size,
-                error=repr(exc),
-            )
-
-    async def settle(self, game_id: str) -> None:
-        """Return once the head of this process's last draw for `game_id` is stored (or
-        given up, see `_sign_or_forget`): what this process reads of the game's log from
-        then on has a head after every leaf it wrote. Immediate when none is pending. A
-        caller cancelled while it waits does not cancel the head."""
-        task = self._pending.get(game_id)
-        if task is not None:
-            await asyncio.wait((task,))
-
-    async def drain(self) -> None:
-        """Wait for every pending head (a stopping service: nothing left to repair)."""
-        while self._pending:
-            await asyncio.wait(tuple(self._pending.values()))
+            if self._heads_apart:
+                which = record.WhichOneof("record") or ""
+                seq = await self._log.append_bytes(game_id, data, which, msg_id, table.last_seq)
+                table.last_seq = seq
+                table.tree.append(data)
+                await self._sign(table)
+                return
+            table.tree.append(data)
+            head = sign_head(self._signer, game_id, table.tree, self._clock_ms())
+            signed = dice_pb2.DiceRecord(signed_leaf=dice_pb2.DiceSignedLeaf(leaf=data, head=head))
+            table.last_seq = await self._log.append(game_id, signed, msg_id, table.last_seq)
+        except BaseException:
+            # Not `table.by_request` yet: a retry must find the leaf in the log, not draw
+            # its nonce again after it (a head that failed after its leaf was stored).
+            self._forget(game_id)
+            raise
+        table.signed_size = head.tree_size
+        table.head = head
 
     async def _sign(self, table: Table) -> None:
+        """Store a head alone over the tree as it stands: the second message of the
+        two-message form, and the repair of a leaf left without its head (a crash between
+        the two, in a log of an older release or written with `heads_apart`)."""
         head = sign_head(self._signer, table.game_id, table.tree, self._clock_ms())
         try:
             seq = await self._log.append(
@@ -505,14 +477,12 @@ class Dealer:
 
     @asynccontextmanager
     async def _turn(self, game_id: str) -> AsyncIterator[None]:
-        """The game's turn: its lock (one operation at a time per game in this process),
-        taken once the head of its last draw is stored."""
+        """The game's turn: its lock (one operation at a time per game in this process)."""
         lock = self._locks.get(game_id)
         if lock is None:
             lock = asyncio.Lock()
             self._locks[game_id] = lock
         async with lock:
-            await self.settle(game_id)
             yield
 
     def _remember(self, table: Table) -> None:
@@ -582,8 +552,9 @@ class Dealer:
         table.head = view.head
         self._apply(table, game.seeds, game.outcomes, game.revealed)
         if view.tail:
-            # A crash between a leaf and its head leaves one unsigned leaf: sign it if it is
-            # exactly what this service would have written; skip anything else.
+            # A crash between a leaf and its head stored apart (an older release's log, or
+            # `heads_apart`) leaves one unsigned leaf: sign it if it is exactly what this
+            # service would have written; skip anything else. A `signed_leaf` is never here.
             last = view.tail[-1]
             for position in view.tail[:-1]:
                 self._out_of_sequence(records[position], "not covered by a signed head")

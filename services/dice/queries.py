@@ -9,13 +9,15 @@ are listed without them, the log's records are refused, and only signed heads an
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from google.protobuf.message import DecodeError
 
 from boulevard.accounting.errors import VerificationFailed
 from boulevard.accounting.merkle import MerkleTree
 from boulevard.api.v1 import dice_pb2
-from boulevard.contract.dice_log import parse_log, signed_view
+from boulevard.contract.dice_log import parse_log, signed_view, split_messages
 from boulevard.fairness import seed_matches_commitment, verify_game
 from boulevard.platform import metrics
 from boulevard.platform.errors import FailedPrecondition, InvalidArgument, NotFound, OutOfRange
@@ -43,40 +45,26 @@ class GameRecords:
         return tree
 
 
-async def _nothing_pending(game_id: str) -> None:
-    return None
-
-
 class DiceQueries:
-    """`settle(game_id)` waits for the heads this process still owes the game's draws
-    (`Dealer.settle`): a draw is answered before its head is stored, and an outcome the
-    engine already holds must not be missing from this service's answers for want of it."""
+    """Answers from the DICE stream as stored: a leaf is stored with its head (one message,
+    or two awaited before the draw's reply), so what the engine was told is here."""
 
-    def __init__(
-        self,
-        dice_log: DiceLog,
-        public_key: bytes,
-        settle: Callable[[str], Awaitable[None]] = _nothing_pending,
-    ) -> None:
+    def __init__(self, dice_log: DiceLog, public_key: bytes) -> None:
         self._log = dice_log
         self.public_key = public_key
-        self._settle = settle
 
     async def records(self, game_id: str) -> GameRecords:
         check_game_id(game_id)
-        await self._settle(game_id)
         stored, _ = await self._log.read(game_id)
         if not stored:
             raise NotFound(f"no dice game {game_id}")
         game = GameRecords()
-        for item in stored:
-            if item.is_leaf:
-                game.leaves.append(item.data)  # all of them: an audit of the raw log
-            else:
-                game.heads.append(item.record.head)
+        messages = [(i.record, i.data) for i in stored]
+        # Every leaf and head of the raw log, in either stored form: an audit of it.
+        game.leaves, game.heads = split_messages(messages)
         # What the service signed is what it answers from; records someone else put on the
         # subject are served only raw (ListLogRecords), where an audit names them.
-        view = signed_view(game_id, [(i.record, i.data) for i in stored], self.public_key)
+        view = signed_view(game_id, messages, self.public_key)
         parsed, _problem = parse_log(view.trusted)
         game.opened, game.seeds, game.revealed = parsed.opened, parsed.seeds, parsed.revealed
         game.outcomes = parsed.outcomes
@@ -87,12 +75,9 @@ class DiceQueries:
             # tampered with after it; a fake one opens nothing.
             game.revealed = next(
                 (
-                    i.record.revealed
-                    for i in stored
-                    if i.record.HasField("revealed")
-                    and seed_matches_commitment(
-                        i.record.revealed.server_seed, game.opened.commitment
-                    )
+                    reveal
+                    for reveal in _reveals(game.leaves)
+                    if seed_matches_commitment(reveal.server_seed, game.opened.commitment)
                 ),
                 None,
             )
@@ -218,6 +203,18 @@ class DiceQueries:
         except VerificationFailed as err:
             raise InvalidArgument(err.message) from None
         return dice_pb2.GetLogConsistencyProofResponse(hashes=proof)
+
+
+def _reveals(leaves: list[bytes]) -> Iterator[dice_pb2.DiceReveal]:
+    """The reveal records among the raw log's leaves (unreadable ones are no reveal)."""
+    for data in leaves:
+        record = dice_pb2.DiceRecord()
+        try:
+            record.ParseFromString(data)
+        except DecodeError:
+            continue
+        if record.HasField("revealed"):
+            yield record.revealed
 
 
 def _within(tree_size: int, records: int) -> None:

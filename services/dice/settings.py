@@ -33,6 +33,11 @@ class DiceSettings(Settings):
     dice_rpc_prefix: str = "dice.rpc"
     dice_rpc_queue: str = "dice"
     dice_cache_games: int = Field(default=10_000, ge=1)
+    # Store each outcome-log leaf and its signed head as two messages, as releases before
+    # the one-record form (`DiceSignedLeaf`) did: set it (BOULEVARD_DICE_HEADS_APART=true)
+    # while dice replicas of such a release still serve the same NATS, since they cannot read
+    # the one-record form (docs/operations.md, "Upgrading"). Both forms are always read.
+    dice_heads_apart: bool = False
     # Hex of the 32-byte Ed25519 seed that signs the outcome logs' tree heads. Empty: read
     # (or on first start create) `dice_signing_key_file`, by default
     # `<data_dir>/dice/signing-key` — made once per data dir, like the ledger's.

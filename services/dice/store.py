@@ -24,6 +24,7 @@ from nats.js.errors import (
 from nats.js.kv import KeyValue
 
 from boulevard.api.v1 import dice_pb2, events_pb2
+from boulevard.contract.dice_log import head_in, leaf_in
 from boulevard.messaging.poison import poisoned
 from boulevard.platform.errors import FailedPrecondition, Unavailable
 from services.dice.sealing import SealError, SeedSealer
@@ -41,13 +42,21 @@ class AppendConflict(Exception):
 
 @dataclass(frozen=True, slots=True)
 class StoredRecord:
+    """One message of a game's subject: a leaf alone, a head alone, or both (`signed_leaf`)."""
+
     seq: int  # the stream sequence
     record: dice_pb2.DiceRecord
-    data: bytes = b""  # the exact bytes stored: a leaf's data in the game's Merkle tree
+    data: bytes = b""  # the exact bytes stored (a leaf stored alone: its data in the tree)
 
     @property
-    def is_leaf(self) -> bool:
-        return self.record.WhichOneof("record") != "head"
+    def leaf(self) -> bytes | None:
+        """The Merkle leaf this message holds, if any (`boulevard.contract.dice_log`)."""
+        return leaf_in(self.record, self.data)
+
+    @property
+    def head(self) -> dice_pb2.DiceTreeHead | None:
+        """The signed head this message holds, if any."""
+        return head_in(self.record)
 
 
 class DiceLog:

@@ -32,6 +32,7 @@ from services.engine.dice_client import DiceClient
 from tests.e2e.conftest import REVEAL_SECONDS, Platform
 from tests.e2e.test_game_audit import audit_game
 from tests.e2e.test_games import OPERATOR_MD, create, game_seed
+from tests.integration.dice.support import expand
 from tests.support.identity import player_md
 from tests.support.keys import seat_keys
 
@@ -45,7 +46,8 @@ def players_for(game: str) -> int:
 
 
 async def dice_records(platform: Platform, game_id: str) -> list[dice_pb2.DiceRecord]:
-    """The game's DICE records as only the dice service (or an admin) can read them."""
+    """The game's DICE records as only the dice service (or an admin) can read them, in the
+    two-message form (a `signed_leaf` as its leaf, then its head)."""
     nc = await platform.nats.connect()
     try:
         js = nc.jetstream()
@@ -55,7 +57,7 @@ async def dice_records(platform: Platform, game_id: str) -> list[dice_pb2.DiceRe
             msg = await js.get_msg("DICE", seq)
             if msg.subject == f"dice.{game_id}":
                 records.append(dice_pb2.DiceRecord.FromString(msg.data or b""))
-        return records
+        return expand(records)
     finally:
         await nc.close()
 

@@ -2,7 +2,9 @@
 log"): the leaf records (commitment, client seeds, every outcome, the reveal) are the leaves
 of an RFC 6962 Merkle tree — the ledger's own code, `boulevard.accounting.merkle` — and the
 dice service signs a tree head after every leaf with Ed25519 (`boulevard.accounting.treehead`,
-type `boulevard.dice.tree_head.v1`, `log_id` = the game id).
+type `boulevard.dice.tree_head.v1`, `log_id` = the game id). A leaf and its head are stored in
+one message (a `signed_leaf`) or, in logs of older releases, in two; what an auditor checks,
+the leaves' exact bytes and the heads, is the same either way (`split_messages`).
 
 Pure: no I/O. The dice service uses the same functions to refuse a log that no longer
 matches its own signed heads; signing a head is its own (`services/dice/heads.py`): the
@@ -29,6 +31,46 @@ from boulevard.games.base import DiceHeadRef
 
 DICE_TREE_HEAD_TYPE = "boulevard.dice.tree_head.v1"
 LEAF_KINDS = ("opened", "seeds", "outcome", "revealed")
+
+
+def leaf_in(record: dice_pb2.DiceRecord, data: bytes) -> bytes | None:
+    """The Merkle leaf one stored message holds: the `leaf` of a `signed_leaf`, none for a
+    `head`, else the message's own bytes (a leaf stored alone; so is anything unreadable as
+    a leaf, which `parse_log` then names)."""
+    which = record.WhichOneof("record")
+    if which == "signed_leaf":
+        return bytes(record.signed_leaf.leaf)
+    if which == "head":
+        return None
+    return data
+
+
+def head_in(record: dice_pb2.DiceRecord) -> dice_pb2.DiceTreeHead | None:
+    """The signed head one stored message holds: a `head`'s, or a `signed_leaf`'s own."""
+    which = record.WhichOneof("record")
+    if which == "head":
+        return record.head
+    if which == "signed_leaf" and record.signed_leaf.HasField("head"):
+        return record.signed_leaf.head
+    return None
+
+
+def split_messages(
+    items: Sequence[tuple[dice_pb2.DiceRecord, bytes]],
+) -> tuple[list[bytes], list[dice_pb2.DiceTreeHead]]:
+    """Every leaf and every head the stored messages (record, exact bytes) hold, in stream
+    order: the raw log an auditor checks (`check_log`), whichever form stored it — a leaf
+    then its head in two messages, or both in one `signed_leaf`."""
+    leaves: list[bytes] = []
+    heads: list[dice_pb2.DiceTreeHead] = []
+    for record, data in items:
+        leaf = leaf_in(record, data)
+        if leaf is not None:
+            leaves.append(leaf)
+        head = head_in(record)
+        if head is not None:
+            heads.append(head)
+    return leaves, heads
 
 
 def signed_head_of(head: dice_pb2.DiceTreeHead) -> SignedTreeHead:
@@ -281,21 +323,39 @@ def signed_view(
     game_id: str, items: Sequence[tuple[dice_pb2.DiceRecord, bytes]], public_key: bytes
 ) -> SignedView:
     """Read a game's messages (record, exact bytes), in stream order, against the heads
-    signed by `public_key`: each good head covers exactly one more leaf, the one among the
-    leaves since the previous head that gives the head's root."""
+    signed by `public_key`: each good head covers exactly one more leaf. A `head` alone
+    covers the one among the leaves since the previous head that gives its root; a
+    `signed_leaf`'s head covers its own leaf and nothing else, or the whole message is
+    skipped (its leaf is never pending: this service stores the two together, so a
+    `signed_leaf` whose head does not cover it is not one it wrote)."""
     view = SignedView()
     pending: list[int] = []
     for position, (record, _data) in enumerate(items):
-        if not record.HasField("head"):
+        which = record.WhichOneof("record")
+        if which == "signed_leaf":
+            signed = record.signed_leaf
+            if not signed.HasField("head") or not _good_head(
+                view, game_id, signed.head, public_key
+            ):
+                view.skipped.append(position)
+                continue
+            leaf = bytes(signed.leaf)
+            view.tree.append(leaf)
+            if view.tree.root() != bytes(signed.head.root_hash):
+                view.tree = _tree_of(view.trusted)
+                view.skipped.append(position)
+                continue
+            view.skipped.extend(pending)
+            view.trusted.append(leaf)
+            view.signed_size = view.tree.size
+            view.head = signed.head
+            pending = []
+            continue
+        if which != "head":
             pending.append(position)
             continue
         head = record.head
-        if head.game_id != game_id or head.tree_size != view.tree.size + 1:
-            view.skipped.append(position)
-            continue
-        try:
-            verify_tree_head(signed_head_of(head), public_key)
-        except VerificationFailed:
+        if not _good_head(view, game_id, head, public_key):
             view.skipped.append(position)
             continue
         match = _covered_leaf(view, pending, items, bytes(head.root_hash))
@@ -311,6 +371,26 @@ def signed_view(
     return view
 
 
+def _good_head(
+    view: SignedView, game_id: str, head: dice_pb2.DiceTreeHead, public_key: bytes
+) -> bool:
+    """Whether `head` is this game's, signed by `public_key`, one leaf past the view."""
+    if head.game_id != game_id or head.tree_size != view.tree.size + 1:
+        return False
+    try:
+        verify_tree_head(signed_head_of(head), public_key)
+    except VerificationFailed:
+        return False
+    return True
+
+
+def _tree_of(leaves: Sequence[bytes]) -> MerkleTree:
+    tree = MerkleTree()
+    for data in leaves:
+        tree.append(data)
+    return tree
+
+
 def _covered_leaf(
     view: SignedView,
     pending: list[int],
@@ -324,7 +404,5 @@ def _covered_leaf(
         if view.tree.root() == root:
             return position
         # Not this one: rebuild the tree without it (only when someone wrote junk).
-        view.tree = MerkleTree()
-        for data in view.trusted:
-            view.tree.append(data)
+        view.tree = _tree_of(view.trusted)
     return None

@@ -36,6 +36,7 @@ from boulevard.api.v1 import (
     matchmaking_pb2,
     matchmaking_pb2_grpc,
 )
+from boulevard.audit.evidence import REVEAL
 from boulevard.cli.nats_identities import secrets_lines
 from boulevard.games import get_game
 from boulevard.messaging.identities import IDENTITIES, inbox_prefix, key_variable
@@ -51,6 +52,7 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
 NATS_DIR = ROOT / "deploy" / "nats"
+ALICES_SEED = "alice's seed"
 INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[?-][^}]*)?\}")
 
 
@@ -183,13 +185,16 @@ async def test_each_identity_writes_only_its_own_evidence(shipped_nats: ShippedN
         await ejs.add_stream(name="GAMES", subjects=["game.>"])
         await ejs.publish("game.g1", b"the engine writes moves", timeout=2)
 
-        ljs = ledger.jetstream()
+        # A refused request gets no answer: each waits out a 1 s timeout (not the default
+        # 5 s; an allowed one is answered in milliseconds), and the server's -ERR naming the
+        # refusal, checked below, is what shows it was refused.
+        ljs = ledger.jetstream(timeout=1)
         with pytest.raises(nats.errors.TimeoutError):
             await ljs.publish("game.g1", b"the ledger must not", timeout=1)
         with pytest.raises(nats.errors.TimeoutError):
             await ljs.delete_stream("GAMES")
         with pytest.raises(nats.errors.TimeoutError):
-            await ejs.delete_stream("GAMES")
+            await engine.jetstream(timeout=1).delete_stream("GAMES")
         # Nobody but dice may answer the engine's dice requests.
         await engine.subscribe("dice.rpc.roll")
         await engine.flush()
@@ -301,7 +306,7 @@ async def play_a_matchmade_game(ports: dict[str, int], ca: Path) -> None:
                 game="las_vegas",
                 min_seats=2,
                 max_seats=2,
-                client_seed_commitment=hashlib.sha256(b"alice's seed").hexdigest(),
+                client_seed_commitment=hashlib.sha256(ALICES_SEED.encode()).hexdigest(),
                 bot_fill_after_seconds=1,
             ),
             metadata=player_md("alice"),
@@ -329,11 +334,15 @@ async def play_a_matchmade_game(ports: dict[str, int], ca: Path) -> None:
             except grpc.aio.AioRpcError as exc:
                 assert exc.code() == grpc.StatusCode.NOT_FOUND, exc
                 await asyncio.sleep(0.1)
+        # Alice reveals the seed she committed to, as every client does: a seat that does
+        # not holds the first roll for the engine's reveal window (60 s by default), which
+        # is tests/e2e/test_fair_dice.py's case, not this one's.
         alice = SeatPlayer(
             engine, ticket.game_id, game.name, ticket.seat, ticket.player_token,
-            game.bots["heuristic"], random.Random(1), TEST_KEY,
+            game.bots["heuristic"], random.Random(1), TEST_KEY, client_seed=ALICES_SEED,
         )  # fmt: skip
         await asyncio.wait_for(alice.play(), 120)
+        assert [a.client_seed for a in alice.accepted if a.kind == REVEAL] == [ALICES_SEED]
         final = await engine.GetGame(engine_pb2.GetGameRequest(game_id=ticket.game_id))
         assert final.status == engine_pb2.GAME_STATUS_FINISHED
 

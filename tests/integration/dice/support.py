@@ -63,6 +63,19 @@ async def last_subject_seq(nc: NATS, game_id: str) -> int:
     return msg.seq
 
 
+def expand(records: list[dice_pb2.DiceRecord]) -> list[dice_pb2.DiceRecord]:
+    """The records in the two-message form: each `signed_leaf` as its leaf, then its head
+    (what releases before the one-record form stored; the auditors read both alike)."""
+    out: list[dice_pb2.DiceRecord] = []
+    for record in records:
+        if record.HasField("signed_leaf"):
+            out.append(dice_pb2.DiceRecord.FromString(record.signed_leaf.leaf))
+            out.append(dice_pb2.DiceRecord(head=record.signed_leaf.head))
+        else:
+            out.append(record)
+    return out
+
+
 async def forge(nc: NATS, game_id: str, record: dice_pb2.DiceRecord) -> None:
     """Append a record the dice service never made."""
     await nc.jetstream().publish(f"dice.{game_id}", record.SerializeToString())

@@ -22,6 +22,7 @@ from services.engine.dice_client import DiceClient
 from tests.integration.dice.support import (
     TEST_KEY,
     commitments,
+    expand,
     finish_and_reveal,
     forge_outcome,
     new_game_id,
@@ -154,7 +155,9 @@ async def admin_rewrite(server: Any, game_id: str, rewrite: Rewrite) -> None:
             msg = await js.get_msg("DICE", seq)
             messages.append((msg.subject, msg.data or b""))
         subject = f"dice.{game_id}"
-        ours = [dice_pb2.DiceRecord.FromString(d) for subj, d in messages if subj == subject]
+        # In the two-message form, so a rewrite sees each leaf as a record of its own.
+        stored = [dice_pb2.DiceRecord.FromString(d) for subj, d in messages if subj == subject]
+        ours = expand(stored)
         changed = rewrite(ours)
         await js.delete_stream("DICE")
         await js.add_stream(info.config)

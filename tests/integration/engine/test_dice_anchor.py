@@ -23,6 +23,7 @@ from boulevard.cli.audit_game import Addresses, audit_one
 from boulevard.client.dice import DiceReader
 from boulevard.seats.player import play_game
 from services.dice.heads import sign_head
+from tests.integration.dice.support import expand
 from tests.integration.engine.support import (
     create_game,
     dice_key_file,
@@ -55,18 +56,19 @@ async def rewrite_dice(
             msg = await js.get_msg("DICE", seq)
             if msg.subject != f"dice.{game_id}":
                 continue
-            record = dice_pb2.DiceRecord.FromString(msg.data or b"")
-            if record.HasField("head"):
-                head = record.head
-                record = dice_pb2.DiceRecord(
-                    head=sign_head(signer, game_id, tree, head.timestamp_unix_ms)
-                )
-            elif record.HasField("outcome") and record.outcome.nonce == 1:
-                record.outcome.time_unix_ms += 1
-            data = record.SerializeToString()
-            if not record.HasField("head"):
-                tree.append(data)
-            await writer.jetstream().publish(msg.subject, data)
+            # Written back in the two-message form (either form audits alike).
+            for record in expand([dice_pb2.DiceRecord.FromString(msg.data or b"")]):
+                if record.HasField("head"):
+                    head = record.head
+                    record = dice_pb2.DiceRecord(
+                        head=sign_head(signer, game_id, tree, head.timestamp_unix_ms)
+                    )
+                elif record.HasField("outcome") and record.outcome.nonce == 1:
+                    record.outcome.time_unix_ms += 1
+                data = record.SerializeToString()
+                if not record.HasField("head"):
+                    tree.append(data)
+                await writer.jetstream().publish(msg.subject, data)
     finally:
         await reader.close()
         await writer.close()

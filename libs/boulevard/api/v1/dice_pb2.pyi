@@ -250,9 +250,42 @@ class DiceReveal(_message.Message):
 Global___DiceReveal: _TypeAlias = DiceReveal  # noqa: Y015
 
 @_typing.final
+class DiceSignedLeaf(_message.Message):
+    """One leaf and the signed head over the tree that ends with it, stored as one message (one
+    fsynced write where a leaf then a head were two; docs/fairness.md, "The signed outcome
+    log"). The leaf in the game's Merkle tree is `leaf`, byte for byte: a serialized
+    DiceRecord of a leaf kind (opened, seeds, outcome, revealed), never this message itself.
+    `head` must cover exactly the leaves before it plus this one (tree_size one more than the
+    previous head's, its root over them); a record whose head does not is not the service's.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEAF_FIELD_NUMBER: _builtins.int
+    HEAD_FIELD_NUMBER: _builtins.int
+    leaf: _builtins.bytes
+    @_builtins.property
+    def head(self) -> Global___DiceTreeHead: ...
+    def __init__(
+        self,
+        *,
+        leaf: _builtins.bytes = ...,
+        head: Global___DiceTreeHead | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["head", b"head"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["head", b"head", "leaf", b"leaf"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiceSignedLeaf: _TypeAlias = DiceSignedLeaf  # noqa: Y015
+
+@_typing.final
 class DiceRecord(_message.Message):
-    """Leaves of the game's log: opened, seeds, outcome, revealed. A `head` is not a leaf: it is
-    the service's signed statement about the leaves before it.
+    """What one message on `dice.<game_id>` holds. Leaves of the game's log: opened, seeds,
+    outcome, revealed — stored alone (releases before the one-record form, and a leaf whose
+    head follows in a message of its own) or inside a `signed_leaf`. A `head` is not a leaf:
+    it is the service's signed statement about the leaves before it.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -262,6 +295,7 @@ class DiceRecord(_message.Message):
     REVEALED_FIELD_NUMBER: _builtins.int
     SEEDS_FIELD_NUMBER: _builtins.int
     HEAD_FIELD_NUMBER: _builtins.int
+    SIGNED_LEAF_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def opened(self) -> Global___DiceCommitment: ...
     @_builtins.property
@@ -272,6 +306,8 @@ class DiceRecord(_message.Message):
     def seeds(self) -> Global___DiceClientSeeds: ...
     @_builtins.property
     def head(self) -> Global___DiceTreeHead: ...
+    @_builtins.property
+    def signed_leaf(self) -> Global___DiceSignedLeaf: ...
     def __init__(
         self,
         *,
@@ -280,12 +316,13 @@ class DiceRecord(_message.Message):
         revealed: Global___DiceReveal | None = ...,
         seeds: Global___DiceClientSeeds | None = ...,
         head: Global___DiceTreeHead | None = ...,
+        signed_leaf: Global___DiceSignedLeaf | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["head", b"head", "opened", b"opened", "outcome", b"outcome", "record", b"record", "revealed", b"revealed", "seeds", b"seeds"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["head", b"head", "opened", b"opened", "outcome", b"outcome", "record", b"record", "revealed", b"revealed", "seeds", b"seeds", "signed_leaf", b"signed_leaf"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["head", b"head", "opened", b"opened", "outcome", b"outcome", "record", b"record", "revealed", b"revealed", "seeds", b"seeds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["head", b"head", "opened", b"opened", "outcome", b"outcome", "record", b"record", "revealed", b"revealed", "seeds", b"seeds", "signed_leaf", b"signed_leaf"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_record: _TypeAlias = _typing.Literal["opened", "outcome", "revealed", "seeds", "head"]  # noqa: Y015
+    _WhichOneofReturnType_record: _TypeAlias = _typing.Literal["opened", "outcome", "revealed", "seeds", "head", "signed_leaf"]  # noqa: Y015
     _WhichOneofArgType_record: _TypeAlias = _typing.Literal["record", b"record"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_record) -> _WhichOneofReturnType_record | None: ...
 
