@@ -189,3 +189,42 @@ async def test_legal_actions_kept_by_value_are_a_fresh_mapping_and_bounded() -> 
                     assert kept.SerializeToString() == fresh.SerializeToString()
                     assert len(actions._known) <= 64
     assert hits, "no command was ever legal twice"
+
+
+async def test_streams_sent_the_same_update_share_one_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At the live game's version, two spectators (or two streams of one seat, with the
+    same options) are sent one message, built once; a stream of another seat, or with
+    other options, gets its own, with its own content."""
+    servicer, game_id, tokens, log = await played("las_vegas")
+
+    async def one_at_a_time(store: Any, stream_id: str) -> AsyncIterator[list[RecordedEvent]]:
+        for recorded in log:
+            yield [recorded]
+            await asyncio.sleep(0)
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(server, "follow", one_at_a_time)
+    last = log[-1].version
+
+    async def final(token: str, **options: bool) -> engine_pb2.WatchGameResponse:
+        return (await watched(servicer, game_id, token, last, **options))[-1]
+
+    first, second = await final(""), await final("")
+    assert first is second  # the live version: one message for both spectators
+    assert (await final(tokens[0])) is (await final(tokens[0]))
+    others = [
+        await final(tokens[0]),
+        await final(tokens[1]),
+        await final(""),
+        await final("", omit_rendered=True),
+    ]
+    assert len({id(u) for u in others}) == 4
+    assert len({u.SerializeToString() for u in others}) == 4
+    # Earlier versions come from each stream's own copy of the game: never shared.
+    one, two = (
+        await watched(servicer, game_id, "", last),
+        await watched(servicer, game_id, "", last),
+    )
+    assert all(a is not b for a, b in zip(one[:-1], two[:-1], strict=True))
