@@ -14,8 +14,9 @@ bench's choice is beside the default.
 Then where that time goes, per version (all seats): the game's `view` of each seat, its
 text board (`render`), the view's mapping to a `GameView` (`view_to_proto`, later seats
 copied from the first: `like=`), every seat's legal commands (`to_act` needs them), the
-acting seat's legal actions as `Action` protos, and the updates' build and serialization
-once all of that is memoized.
+acting seat's legal actions as `Action` protos (each mapped afresh, and as the engine keeps
+them across versions: `server.Actions`, warm after the first sweep, as in a live engine), and
+the updates' build and serialization once all of that is memoized.
 
 In-process CPU time, so machine-dependent in absolute terms: compare rows of one run.
 """
@@ -159,13 +160,18 @@ def parts(
         for seat in seats:
             servicer._legal_actions(s, seat)
 
+    def actions_afresh(s: Session) -> None:
+        for seat in seats:
+            [mapping.command_to_action(s.game, c) for c in s.legal(seat)]
+
     default = streams(servicer, players, spectators, {})
     return {
         "the game's view, every seat": (views, None),
         "view + render (text board), every seat": (render, None),
         "view + mapping (no text), every seat": (mapped, None),
         "legal commands, every seat (to_act)": (legal, None),
-        "legal commands + Action protos, every seat": (actions, None),
+        "legal + Action protos, each mapped afresh": (actions_afresh, None),
+        "legal + Action protos, kept (Actions)": (actions, None),
         # The view, its text and the legal actions memoized first: what each stream does.
         "every stream's update built and encoded": (default, default),
     }
