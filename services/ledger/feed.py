@@ -191,6 +191,10 @@ class PullFeed:
             self._waiter.set_result(None)
 
     async def _keep_open(self) -> None:
+        if not self._nc.is_connected:
+            # Reconnecting: a request now would wait in nats-py's buffer, one more each
+            # time this runs; once connected, the silence tells and one request goes.
+            return
         now = asyncio.get_running_loop().time()
         if self._open and now - self._heard > 2 * self.heartbeat + 0.5:
             # Not even a heartbeat: the requests died with a connection or a server.
