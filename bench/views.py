@@ -14,8 +14,10 @@ bench's choice is beside the default.
 Then where that time goes, per version (all seats): the game's `view` of each seat, its
 text board (`render`), the view's mapping to a `GameView` (`view_to_proto`, later seats
 copied from the first: `like=`), every seat's legal commands (`to_act` needs them), the
-acting seat's legal actions as `Action` protos, and the updates' build and serialization
-once all of that is memoized.
+acting seat's legal actions as `Action` protos (each mapped afresh, and as the engine keeps
+them across versions: `server.Actions`, warm after the first sweep, as in a live engine), and
+the updates' build and serialization once all of that is memoized (one message per stream,
+and as WatchGame now does in a game without clocks: one per distinct update, shared).
 
 In-process CPU time, so machine-dependent in absolute terms: compare rows of one run.
 """
@@ -35,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "libs")]
 
-from boulevard.api.v1 import engine_pb2  # noqa: E402
+from boulevard.api.v1 import engine_pb2, events_pb2  # noqa: E402
 from boulevard.audit.signing import SigningKey  # noqa: E402
 from boulevard.contract import mapping  # noqa: E402
 from boulevard.eventlog.store import InMemoryEventStore  # noqa: E402
@@ -115,16 +117,26 @@ def per_version(
 
 
 def streams(
-    servicer: EngineServicer, players: int, spectators: int, options: dict[str, bool]
+    servicer: EngineServicer,
+    players: int,
+    spectators: int,
+    options: dict[str, bool],
+    shared: bool = True,
 ) -> Callable[[Session], None]:
-    """What every stream's last update of a burst costs the engine at one version."""
+    """What every stream's last update of a burst costs the engine at one version: as
+    WatchGame builds it in a game without clocks (streams sent the same update share one
+    message: `_shared`), or, not `shared`, one message per stream (as before that)."""
     watchers: list[int | None] = [*range(players), *([None] * spectators)]
-    request = engine_pb2.WatchGameRequest(game_id="g", **options)
+    request = engine_pb2.WatchGameRequest(game_id="g", bursts=True, **options)
 
     def work(session: Session) -> None:
+        events = [events_pb2.EventEnvelope(version=session.version)]
         for seat in watchers:
-            update = engine_pb2.WatchGameResponse()
-            servicer._settle(update, request, session, seat, 0, False)
+            if shared:
+                update = servicer._shared(session, request, seat, events, False, False)
+            else:
+                update = engine_pb2.WatchGameResponse(events=events)
+                servicer._settle(update, request, session, seat, 0, False)
             update.SerializeToString()
 
     return work
@@ -159,15 +171,22 @@ def parts(
         for seat in seats:
             servicer._legal_actions(s, seat)
 
+    def actions_afresh(s: Session) -> None:
+        for seat in seats:
+            [mapping.command_to_action(s.game, c) for c in s.legal(seat)]
+
     default = streams(servicer, players, spectators, {})
+    unshared = streams(servicer, players, spectators, {}, shared=False)
     return {
         "the game's view, every seat": (views, None),
         "view + render (text board), every seat": (render, None),
         "view + mapping (no text), every seat": (mapped, None),
         "legal commands, every seat (to_act)": (legal, None),
-        "legal commands + Action protos, every seat": (actions, None),
+        "legal + Action protos, each mapped afresh": (actions_afresh, None),
+        "legal + Action protos, kept (Actions)": (actions, None),
         # The view, its text and the legal actions memoized first: what each stream does.
-        "every stream's update built and encoded": (default, default),
+        "every stream's update built and encoded": (unshared, default),
+        "the same, streams sent the same share one": (default, default),
     }
 
 

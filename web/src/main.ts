@@ -227,7 +227,8 @@ async function table(gameId: string): Promise<void> {
   while (!t.finished && !abort.signal.aborted) {
     try {
       for await (const r of engine.watchGame(
-        { gameId, playerToken: seat?.playerToken ?? "", fromVersion: t.version + 1n, bursts: false },
+        // The page draws its own board from the view's fields: no text board (omitRendered).
+        { gameId, playerToken: seat?.playerToken ?? "", fromVersion: t.version + 1n, bursts: false, omitRendered: true },
         { signal: abort.signal },
       )) {
         await onWatch(t, r);
@@ -426,7 +427,7 @@ async function replay(gameId: string): Promise<void> {
   const abort = new AbortController();
   leave = () => abort.abort();
   try {
-    for await (const r of engine.watchGame({ gameId, playerToken: "", fromVersion: 0n }, { signal: abort.signal })) {
+    for await (const r of engine.watchGame({ gameId, playerToken: "", fromVersion: 0n, omitRendered: true }, { signal: abort.signal })) {
       const env = r.event;
       if (!env) continue;
       if (env.type === "GameCreated") {

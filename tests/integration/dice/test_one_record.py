@@ -6,7 +6,9 @@ nats-server, counting messages, not time:
   before it answers; what the service serves (heads, leaf bytes, outcomes) and audits is what
   the two-message form served;
 - a log begun in the two-message form (an older release's, with a leaf whose head a crash
-  lost) loads, is repaired, goes on in the one-record form and audits;
+  lost) loads, is repaired, goes on in the one-record form and audits (`boulevard audit
+  dice` too; a log the previous release wrote is checked byte for byte in
+  tests/unit/fairness/test_signed_leaf.py, from tests/golden/dice/);
 - a one-record message the operator forged (signed with the dice key, over a tree without its
   leaf) is skipped by the service and named by the audit.
 """
@@ -36,6 +38,7 @@ from tests.integration.dice.support import (
     open_with_seeds,
     running_dice,
 )
+from tests.integration.dice.test_crash_and_audit import run_audit
 from tests.support.nats import NatsHandle
 
 pytestmark = pytest.mark.integration
@@ -137,6 +140,8 @@ async def test_a_log_of_the_two_message_form_with_a_lost_head_loads_and_audits(
             assert [o.nonce async for o in reader.outcomes(game_id)] == [0, 1, 2]
             report = await reader.audit_game(game_id)
             assert report.ok and report.checked == 3, report.describe()
+        code, out = await run_audit(service.address, game_id)  # `boulevard audit dice`
+        assert code == 0 and "PASS: 3 outcomes" in out, out
 
 
 async def test_a_forged_one_record_message_is_skipped_and_named(

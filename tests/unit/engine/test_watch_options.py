@@ -120,7 +120,9 @@ async def test_options_leave_out_only_what_they_say(
             assert update.view == view_to_proto(game, game.view(at.state, who))
             assert update.view.rendered
             legal = [] if who is None else at.legal(who)
-            assert list(update.legal_actions) == [command_to_action(game, c) for c in legal]
+            assert [a.SerializeToString() for a in update.legal_actions] == [
+                command_to_action(game, c).SerializeToString() for c in legal
+            ]
             assert list(update.to_act) == at.to_act()
         for label, options in OPTIONS.items():
             got = await asyncio.wait_for(watched(servicer, game_id, token, last, **options), 30)
@@ -164,3 +166,65 @@ async def test_omit_rendered_does_not_render(monkeypatch: pytest.MonkeyPatch) ->
     assert plain and not rendered
     await watched(servicer, game_id, tokens[0], last)
     assert len(rendered) == 1  # one burst: one view, its text board rendered once
+
+
+async def test_legal_actions_kept_by_value_are_a_fresh_mapping_and_bounded() -> None:
+    """Actions kept across versions (`server.Actions`) are, byte for byte, what mapping the
+    command afresh gives, for every seat's legal commands at every version of a game of
+    each game; when full, the store forgets everything rather than growing."""
+    actions = server.Actions(size=64)
+    hits = 0
+    for name in sorted(REGISTRY):
+        servicer, game_id, tokens, log = await played(name)
+        game = REGISTRY[name]
+        folding = Session.new(game_id, servicer.engine.cached(game_id).created)  # type: ignore[union-attr]
+        for recorded in log:
+            folding.apply_envelope(events_pb2.EventEnvelope.FromString(recorded.data))
+            for seat in range(len(tokens)):
+                for command in folding.legal(seat):
+                    before = len(actions._known)
+                    kept = actions.action(game, command)
+                    hits += len(actions._known) == before
+                    fresh = command_to_action(game, command)
+                    assert kept.SerializeToString() == fresh.SerializeToString()
+                    assert len(actions._known) <= 64
+    assert hits, "no command was ever legal twice"
+
+
+async def test_streams_sent_the_same_update_share_one_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At the live game's version, two spectators (or two streams of one seat, with the
+    same options) are sent one message, built once; a stream of another seat, or with
+    other options, gets its own, with its own content."""
+    servicer, game_id, tokens, log = await played("las_vegas")
+
+    async def one_at_a_time(store: Any, stream_id: str) -> AsyncIterator[list[RecordedEvent]]:
+        for recorded in log:
+            yield [recorded]
+            await asyncio.sleep(0)
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(server, "follow", one_at_a_time)
+    last = log[-1].version
+
+    async def final(token: str, **options: bool) -> engine_pb2.WatchGameResponse:
+        return (await watched(servicer, game_id, token, last, **options))[-1]
+
+    first, second = await final(""), await final("")
+    assert first is second  # the live version: one message for both spectators
+    assert (await final(tokens[0])) is (await final(tokens[0]))
+    others = [
+        await final(tokens[0]),
+        await final(tokens[1]),
+        await final(""),
+        await final("", omit_rendered=True),
+    ]
+    assert len({id(u) for u in others}) == 4
+    assert len({u.SerializeToString() for u in others}) == 4
+    # Earlier versions come from each stream's own copy of the game: never shared.
+    one, two = (
+        await watched(servicer, game_id, "", last),
+        await watched(servicer, game_id, "", last),
+    )
+    assert all(a is not b for a, b in zip(one[:-1], two[:-1], strict=True))

@@ -3,14 +3,22 @@ that ends with it, in one message) read beside the two-message form of older rel
 leaves and heads an auditor is served are the same bytes either way, and a dishonest operator
 (who holds the dice key and can write the subject) cannot make a head that does not cover its
 own leaf, or a leaf stored without a head, pass — neither for the dice service reading its own
-log (`signed_view`) nor for an auditor of the raw log (`split_messages` + `check_log`)."""
+log (`signed_view`) nor for an auditor of the raw log (`split_messages` + `check_log`). And a
+log the previous release wrote (tests/golden/dice/) reads and audits with today's code."""
 
 from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
 
 from boulevard.accounting.merkle import MerkleTree
 from boulevard.accounting.treehead import TreeHeadSigner
 from boulevard.api.v1 import dice_pb2
+from boulevard.contract.dice import to_recorded
 from boulevard.contract.dice_log import check_log, parse_log, signed_view, split_messages
+from boulevard.fairness import verify_game
 from services.dice.heads import sign_head
 from tests.unit.fairness.test_accounted import GAME, SIGNER, signed_log
 
@@ -149,3 +157,55 @@ def test_a_signed_leaf_inside_a_signed_leaf_is_no_leaf() -> None:
     _, problem = parse_log(view.trusted)
     assert problem is not None and problem.code == "malformed_record" and problem.leaf_index == 3
     assert audit(messages) == "malformed_record"
+
+
+# ---- a log as the release before the one-record form wrote it ------------------------------
+
+GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "dice" / "two-message-form.json"
+
+
+def golden() -> tuple[dict[str, Any], list[Message]]:
+    """A finished game's DICE messages, recorded from the dice service of main 7ba1924."""
+    kept = json.loads(GOLDEN.read_text())
+    messages = []
+    for encoded in kept["messages"]:
+        data = base64.b64decode(encoded)
+        messages.append((dice_pb2.DiceRecord.FromString(data), data))
+    return kept, messages
+
+
+def test_a_two_message_log_of_the_previous_release_reads_and_audits_today() -> None:
+    kept, messages = golden()
+    game_id, key = kept["game_id"], bytes.fromhex(kept["public_key"])
+    assert [r.WhichOneof("record") for r, _ in messages] == [
+        *("opened", "head", "seeds", "head"),
+        *("outcome", "head") * 3,
+        *("revealed", "head"),
+    ]
+    leaves, heads = split_messages(messages)
+    assert len(leaves) == len(heads) == 6
+    assert check_log(game_id, leaves, heads, key) is None
+    game, problem = parse_log(leaves)
+    assert problem is None and game.opened is not None and game.revealed is not None
+    report = verify_game(
+        commitment=game.opened.commitment,
+        revealed_seed_hex=game.revealed.server_seed,
+        client_seeds=kept["client_seeds"],
+        game_id=game_id,
+        outcomes=[to_recorded(o) for o in game.outcomes],
+        expected_count=game.revealed.outcome_count,
+        scheme=game.opened.scheme,
+        client_seed_commitments=list(game.opened.client_seed_commitments),
+    )
+    assert report.ok and report.checked == 3, report
+    view = signed_view(game_id, messages, key)
+    assert view.trusted == leaves and not view.skipped and not view.tail
+
+    # The crash between the reveal and its head: the reveal is the one leaf the service
+    # would sign on load; the raw log fails until it does.
+    crashed = messages[:-1]
+    view = signed_view(game_id, crashed, key)
+    assert view.tail == [len(crashed) - 1] and view.signed_size == 5
+    leaves, heads = split_messages(crashed)
+    problem = check_log(game_id, leaves, heads, key)
+    assert problem is not None and problem.code == "record_unsigned"
