@@ -9,7 +9,8 @@ gRPC no-op server process, then:
    The load is generated in other processes (multiprocessing), never in the servers'; each
    seat of each game watches its game with its own token (WatchGame, one message per burst
    as the bots do; `--watch events` for one per event) and submits a random legal action
-   from the update's legal_actions: one unary call per move.
+   from the update's legal_actions: one message per move on the seat's SubmitActions
+   stream, as the bots do (`--submit unary`: one SubmitAction call per move).
 2. The CPU each side used over each run, from /proc/<pid>/stat (engine, dice, ledger,
    matchmaking, nats-server, the no-op server) and the load generators' own counters: cores
    used, engine CPU per action, all servers' CPU per action, the no-op server's CPU per
@@ -26,6 +27,7 @@ The machine's load average is printed at the start and at the end: the figures a
 good as the machine was quiet.
 Usage: python bench/engine.py [--quick] [--game NAME] [--procs N] [--engines N]
                               [--watch bursts|events] [--views full]
+                              [--submit stream|unary]
                               [--load-only [--games N,N,...]]
                               [--affinity [--runs N]]
 `--load-only` runs only step 1's SubmitAction rows (no no-op, no rebuild) and prints each
@@ -82,9 +84,11 @@ from boulevard.games.playout import resolve_locally
 from boulevard.messaging.server import free_port
 from boulevard.platform.auth import PlayerClaims
 from boulevard.platform.identity import bearer
+from boulevard.platform.replicas import RoutedBidi
 from boulevard.platform.settings import Settings
 from boulevard.seats.player import play_game, reveal_seed
 from boulevard.seats.signing import sign_submit
+from boulevard.seats.submitting import SubmitStream
 from boulevard.seats.watching import last_event
 from services.engine.chance import LocalChance
 from services.engine.engine import Engine, MemoryKeyValue, SeatRequest
@@ -105,6 +109,7 @@ WATCH_ENV = "BOULEVARD_BENCH_WATCH"  # "events": one event per stream message (-
 VIEWS_ENV = "BOULEVARD_BENCH_VIEWS"  # "full": a view with its text board every burst (--views)
 ROUTE_ENV = "BOULEVARD_BENCH_ROUTE"  # with --affinity: "owner" or "spread" (RoutedStub)
 CLOCK_ENV = "BOULEVARD_BENCH_CLOCK"  # "1": games on a real-time clock (--clock)
+SUBMIT_ENV = "BOULEVARD_BENCH_SUBMIT"  # "unary": moves by SubmitAction, not the stream
 
 
 def bench_time_control() -> events_pb2.TimeControl | None:
@@ -186,11 +191,16 @@ async def play_seat(
 ) -> None:
     """One seat as a client app plays it: its own WatchGame stream, whose updates carry the
     seat's legal actions at their version; it submits a random one, pinned to that version
-    (one unary call per move). It waits for the measured time to start before acting."""
+    (one message per move on its SubmitActions stream, or one unary call: `--submit`). It
+    waits for the measured time to start before acting."""
     latest: list[engine_pb2.WatchGameResponse] = []
     changed = asyncio.Event()
     opened = asyncio.Event()
     finished = False
+    # The seat's moves on one SubmitActions stream, as the bots send them; unary with
+    # BOULEVARD_BENCH_SUBMIT=unary (the call before the stream, for A/B rows).
+    # With --affinity, `stub` is a RoutedStub (its SubmitActions routes by the first move).
+    moves = SubmitStream(stub, unary=os.environ.get(SUBMIT_ENV) == "unary")
 
     async def watch() -> None:
         nonlocal finished
@@ -245,7 +255,7 @@ async def play_seat(
             sign_submit(submit, seat, KEYS[seat])
             start = time.perf_counter()
             try:
-                await stub.SubmitAction(submit)
+                await moves.submit(submit)
             except grpc.aio.AioRpcError as err:
                 if err.code() != grpc.StatusCode.ABORTED:
                     raise
@@ -256,6 +266,7 @@ async def play_seat(
     finally:
         watcher.cancel()
         await asyncio.gather(watcher, return_exceptions=True)
+        await moves.close()
 
 
 async def play_games(
@@ -296,6 +307,10 @@ class RoutedStub:
             return self._stubs[self._replicas[next(self._turn) % len(self._replicas)]]
         game_id = getattr(request, "game_id", "")
         return self._stubs[owner(game_id, self._replicas) if game_id else self._replicas[0]]
+
+    def SubmitActions(self, **kwargs: Any) -> RoutedBidi:  # the stub's name
+        """The stream on the replica its first move's game routes to."""
+        return RoutedBidi(lambda first: self._stub(first.submit).SubmitActions(**kwargs))
 
     def __getattr__(self, method: str) -> Any:
         def call(request: Any, *args: Any, **kwargs: Any) -> Any:
@@ -1117,9 +1132,17 @@ if __name__ == "__main__":
         help="every game on a real-time clock (30 min a seat + 10 s a move; none runs out): "
         "what the clocks cost, beside a run without",
     )
+    parser.add_argument(
+        "--submit",
+        choices=("stream", "unary"),
+        default="stream",
+        help="how seats submit: one message per move on a SubmitActions stream, as the bots "
+        "do (default), or one unary SubmitAction call per move (the call before the stream)",
+    )
     args = parser.parse_args()
     os.environ[WATCH_ENV] = args.watch  # the spawned load generators read it
     os.environ[VIEWS_ENV] = args.views
+    os.environ[SUBMIT_ENV] = args.submit
     os.environ[CLOCK_ENV] = "1" if args.clock else ""
     if args.load_only:
         sizes = [int(n) for n in args.games.split(",")]

@@ -20,6 +20,13 @@ one million entries.
    consumer the rebuild uses, doing nothing with the messages) in the same run.
 4. The 1,000,000-entry tree: build, inclusion / consistency proof generation and
    verification per second.
+5. CPU per envelope (`--only cpu`): the poster in this process, fed a live trickle of
+   GAMES commits shaped like 100 Lords of Vegas tables (1-2 envelopes a commit, about one
+   envelope in five moving money; 300 commits/s in bursts of 3, published by a separate
+   process so its CPU is not counted). Prints this process's CPU µs per envelope (the
+   poster and its NATS client: all the ledger's posting work but the gRPC API), and
+   per envelope the NATS messages in and out and the asyncio tasks created: counts that
+   do not depend on the machine.
 
 Usage: python bench/ledger.py [--quick] [--entries N] [--runs R] [--only SECTION]
        [--restart-sizes 100000,1000000] [--tail 5000]
@@ -34,11 +41,13 @@ import hashlib
 import json
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import timeit
 import uuid
 from pathlib import Path
 
@@ -274,6 +283,167 @@ async def backlog(server: NatsServer, payloads: list[bytes], batch: int) -> floa
     await poster.stop()
     await nc.close()
     return rate(n, seconds)
+
+
+def trickle_commits(
+    n: int, games: int = 100, seed: int = 28
+) -> tuple[list[tuple[str, str, bytes]], int]:
+    """`n` GAMES commits (subject, msg id, data) of `games` interleaved games shaped like a
+    Lords of Vegas table's (1-2 envelopes a commit, about one envelope in five a payout
+    from the bank, payloads of canonical JSON around 200 bytes), and how many entries
+    posting them makes."""
+    rng = random.Random(seed)
+    versions = [0] * games
+    out, entries = [], 0
+    for i in range(n):
+        g = i % games
+        game_id = f"t{g}"
+        raws: list[NewEvent] = []
+        first = versions[g] + 1
+        for _ in range(1 + (i // games) % 2):
+            versions[g] += 1
+            v = versions[g]
+            transfers = []
+            if v == 1 or rng.random() < 0.2:
+                payout = events_pb2.Transfer(
+                    source="bank",
+                    target=f"seat:{v % 4}",
+                    amount=rng.randint(1, 12),
+                    reason="payout",
+                )
+                transfers = [payout]
+                entries += 1
+            kind = "Paid" if transfers else "CasinoBuilt"
+            env = events_pb2.EventEnvelope(
+                event_id=uuid.UUID(int=rng.getrandbits(128)).hex, type=kind, game_id=game_id,
+                game="lords_of_vegas", version=v, time_unix_ms=1_700_000_000_000 + i,
+                causation_id=uuid.UUID(int=rng.getrandbits(128)).hex, correlation_id="m1",
+                payload=json.dumps({"type": kind, "seat": v % 4, "lot": rng.randrange(48),
+                                    "dice": [rng.randint(1, 6) for _ in range(4)],
+                                    "note": "x" * rng.randint(60, 140)}).encode(),
+                transfers=transfers, prev_hash=rng.randbytes(32),
+            )  # fmt: skip
+            raws.append(NewEvent(env.event_id, kind, env.SerializeToString()))
+        out.append((f"game.{game_id}", raws[0].event_id, encode_commit(raws, first)))
+    return out, entries
+
+
+async def publish_trickle(store_dir: Path, port: int, n: int, per_second: int, burst: int) -> None:
+    """The `cpu` section's publisher (its own process): `n` commits, `burst` at a time."""
+    nc = await NatsServer(store_dir, port=port).connect()
+    js = nc.jetstream()
+    items, _ = trickle_commits(n)
+    started = time.perf_counter()
+    for k in range(0, n, burst):
+        acks = [await js.publish_async(s, d, headers={"Nats-Msg-Id": m})
+                for s, m, d in items[k : k + burst]]  # fmt: skip
+        await asyncio.gather(*acks)
+        ahead = started + (k + burst) / per_second - time.perf_counter()
+        if ahead > 0:
+            await asyncio.sleep(ahead)
+    await nc.close()
+
+
+def decode_costs(items: list[tuple[str, str, bytes]]) -> list[str]:
+    """µs an envelope to find the ones that move money, three ways, in this process: each
+    commit through `decode_commit` (a record per event) then each envelope; the commit's
+    protobuf events directly (what the poster does); and that with a byte test first that
+    skips an envelope which cannot hold transfers (no byte 0x52 or 0xD2, the only first
+    bytes field 10's tag can have, and no "GameFinished")."""
+    from boulevard.eventlog.jetstream import decode_commit
+
+    envelope, commit = events_pb2.EventEnvelope.FromString, events_pb2.EventCommit.FromString
+    datas = [(s.rsplit(".", 1)[-1], d) for s, _, d in items]
+
+    def by_records() -> int:
+        return sum(
+            1
+            for sid, d in datas
+            for e in decode_commit(sid, d)
+            if (env := envelope(e.data)).transfers or env.type == "GameFinished"
+        )
+
+    def by_protobuf() -> int:
+        return sum(
+            1
+            for _, d in datas
+            for e in commit(d).events
+            if (env := envelope(e.data)).transfers or env.type == "GameFinished"
+        )
+
+    def skimmed() -> int:
+        n = 0
+        for _, d in datas:
+            for e in commit(d).events:
+                raw = e.data
+                if b"R" not in raw and b"\xd2" not in raw and b"GameFinished" not in raw:
+                    continue
+                env = envelope(raw)
+                n += bool(env.transfers or env.type == "GameFinished")
+        return n
+
+    envs = sum(len(commit(d).events) for _, d in datas)
+    assert by_records() == by_protobuf() == skimmed()
+    lines = []
+    for label, fn in (("decode_commit, then each envelope", by_records),
+                      ("the commit's protobuf events (the poster)", by_protobuf),
+                      ("with the byte test first", skimmed)):  # fmt: skip
+        best = min(timeit.repeat(fn, number=3, repeat=5)) / 3
+        lines.append(f"  decoding: {label:<44} {best / envs * 1e6:6.2f} µs/envelope")
+    return lines
+
+
+async def cpu_per_envelope(n: int, per_second: int = 300, burst: int = 3) -> list[str]:
+    """The poster's CPU per envelope at a live trickle (docstring of this module, 5)."""
+    items, entries = trickle_commits(n)
+    envs = sum(len(events_pb2.EventCommit.FromString(d).events) for _, _, d in items)
+    with nats_server() as server:
+        nc = await server.connect()
+        js = nc.jetstream()
+        await fresh_streams(js)
+        await ensure_stream(js, StreamSpec("LEDGER", ("ledger.>",)))
+        book = LedgerBook()
+        poster = Poster(
+            nc, book, LedgerLog(nc, "LEDGER", "ledger"), TreeHeadSigner(bytes(32)),
+            games_stream="GAMES", games_prefix="game", durable="bench",
+        )  # fmt: skip
+        await poster.start()
+        loop = asyncio.get_running_loop()
+        tasks = 0
+
+        def counting_factory(loop: asyncio.AbstractEventLoop, coro, **kw):  # type: ignore[no-untyped-def]
+            nonlocal tasks
+            tasks += 1
+            return asyncio.Task(coro, loop=loop, **kw)
+
+        loop.set_task_factory(counting_factory)
+        before = dict(nc.stats)
+        usage0, wall0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        publisher = await asyncio.create_subprocess_exec(
+            sys.executable, __file__, "--publish-trickle",
+            f"{server.store_dir},{server.port},{n},{per_second},{burst}", cwd=ROOT,
+        )  # fmt: skip
+        while book.size < entries:  # noqa: ASYNC110 - polling the book, rarely
+            await asyncio.sleep(0.05)
+        usage, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter() - wall0
+        user, system = usage.ru_utime - usage0.ru_utime, usage.ru_stime - usage0.ru_stime
+        loop.set_task_factory(None)
+        msgs_in = nc.stats["in_msgs"] - before["in_msgs"]
+        msgs_out = nc.stats["out_msgs"] - before["out_msgs"]
+        assert await publisher.wait() == 0
+        await poster.stop()
+        await nc.close()
+    us = 1e6 / envs  # seconds in all -> µs per envelope
+    return [
+        f"  {n:,} commits, {envs:,} envelopes, {entries:,} entries, {per_second} commits/s"
+        f" in bursts of {burst}; {wall:.1f} s",
+        f"  CPU per envelope (this process: poster + NATS client)  {(user + system) * us:8.1f}"
+        f" µs  (user {user * us:.1f}, system {system * us:.1f})",
+        f"  NATS messages in / out per envelope                  {msgs_in / envs:6.2f} / "
+        f"{msgs_out / envs:.2f}",
+        f"  asyncio tasks created per envelope                   {tasks / envs:6.2f}",
+        *decode_costs(items),
+    ]
 
 
 SIGNING_SEED = bytes.fromhex("22" * 32)  # LedgerProcess's key: the heads must verify
@@ -518,11 +688,18 @@ def main() -> None:
     parser.add_argument("--tree", type=int, default=1_000_000)
     parser.add_argument("--no-default-sync", action="store_true")
     parser.add_argument("--batch", type=int, default=256, help="the poster's fetch batch")
-    parser.add_argument("--only", choices=["throughput", "restart", "tree"], default=None)
+    parser.add_argument("--only", choices=["throughput", "restart", "tree", "cpu"], default=None)
+    parser.add_argument("--cpu-commits", type=int, default=0, help="commits of the cpu section")
+    parser.add_argument("--publish-trickle", default="", help=argparse.SUPPRESS)
     parser.add_argument("--restart-sizes", default="", help="comma-separated entry counts")
     parser.add_argument("--tail", type=int, default=5_000, help="entries after the checkpoint")
     parser.add_argument("--log-dir", type=Path, default=None, help="keep the ledgers' logs here")
     args = parser.parse_args()
+    if args.publish_trickle:  # the cpu section's publisher process
+        store, port, count, per_second, burst = args.publish_trickle.split(",")
+        asyncio.run(publish_trickle(Path(store), int(port), int(count), int(per_second),
+                                    int(burst)))  # fmt: skip
+        return
     configure_logging("warning", "console")  # the in-process poster's info lines
     n = args.entries or (3_000 if args.quick else 20_000)
     runs = args.runs or (1 if args.quick else 3)
@@ -542,6 +719,11 @@ def main() -> None:
         for size in sizes:
             for line in asyncio.run(restart(size, args.tail, args.log_dir)):
                 print(line, flush=True)
+    if args.only in (None, "cpu"):
+        commits = args.cpu_commits or (1_500 if args.quick else 6_000)
+        print("ledger: CPU per envelope, live trickle (poster in this process)")
+        for line in asyncio.run(cpu_per_envelope(commits)):
+            print(line, flush=True)
     if args.only in (None, "tree"):
         print(f"ledger: Merkle tree of {tree:,} entries")
         for line in tree_figures(tree, samples=2_000 if args.quick else 20_000):

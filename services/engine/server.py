@@ -26,7 +26,9 @@ from boulevard.contract.players import BOT_PREFIX
 from boulevard.eventlog.jetstream import JetStreamEventStore, follow
 from boulevard.games.base import RulesError
 from boulevard.games.clock import TimeControl
-from boulevard.platform.auth import authorize, verify_token
+from boulevard.platform import metrics
+from boulevard.platform.auth import PlayerClaims, authorize, verify_token
+from boulevard.platform.edge import checked
 from boulevard.platform.errors import (
     FailedPrecondition,
     InvalidArgument,
@@ -36,6 +38,8 @@ from boulevard.platform.errors import (
     Unauthenticated,
     Unavailable,
 )
+from boulevard.platform.errors import status_of as error_status
+from boulevard.platform.grpc_errors import abort_for
 from boulevard.platform.identity import OPERATOR, PLAYER, TokenVerifier
 from boulevard.platform.wire import sent_unknown_field
 from services.engine.chance import Finish, FixSeeds, Resolve, owed
@@ -336,6 +340,20 @@ async def next_batch(
     )
 
 
+SUBMIT_ACTIONS = "/boulevard.v1.EngineService/SubmitActions"
+SUBMIT_FIRST_SECONDS = 10.0  # a SubmitActions stream's first move comes within this
+
+
+def _refusal(exc: Exception) -> tuple[grpc.StatusCode, str]:
+    """The status a unary call failing with `exc` ends with (`abort_for`'s mapping): the
+    known errors' code and message, INTERNAL (logged) for the unexpected."""
+    mapped = error_status(exc)
+    if mapped is None:
+        log.error("unexpected error", method=SUBMIT_ACTIONS, exc_info=exc)
+        return grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}"
+    return mapped
+
+
 class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
     def __init__(
         self,
@@ -360,6 +378,13 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         self._spectators = 0
         self._seat_streams: dict[tuple[str, int], int] = {}
         self._player_streams: dict[str, int] = {}  # WatchPlayer streams by player id
+        self._submit_streams: dict[tuple[str, int], int] = {}  # SubmitActions, by seat
+        # SubmitActions counts each message as a call (the interceptor counts unary calls).
+        self._submit_counts = {
+            code: metrics.GRPC_REQUESTS.labels("engine", "SubmitActions", code.name)
+            for code in grpc.StatusCode
+        }
+        self._submit_seconds = metrics.GRPC_SECONDS.labels("engine", "SubmitActions")
         # This replica's own appends go to the game's feed as soon as they are stored.
         engine.recorder.appended = self._offer
 
@@ -489,6 +514,13 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         self, request: engine_pb2.SubmitActionRequest, context: Context
     ) -> engine_pb2.SubmitActionResponse:
         claims = verify_token(self.engine.token_key, request.player_token)
+        return await self._submit(request, claims)
+
+    async def _submit(
+        self, request: engine_pb2.SubmitActionRequest, claims: PlayerClaims
+    ) -> engine_pb2.SubmitActionResponse:
+        """One move, its token's claims verified: what SubmitAction and each message of
+        SubmitActions run, so the two answer and fail alike."""
         action = request.action if request.HasField("action") else None
         # The command as the seat sent it; the pipeline maps the Action to the game's command
         # once the game is loaded. The seat signed the Action's deterministic encoding.
@@ -510,6 +542,131 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         return engine_pb2.SubmitActionResponse(
             version=result.version, events=result.envelopes, receipt=result.receipt
         )
+
+    async def SubmitActions(
+        self, requests: AsyncIterator[engine_pb2.SubmitActionsRequest], context: Context
+    ) -> AsyncIterator[engine_pb2.SubmitActionsResponse]:
+        """SubmitAction, one message per move on a stream (issue 28: a unary call cost the
+        engine's gRPC several times what a stream message does; bench/grpc_calls.py).
+
+        Each message runs what SubmitAction runs (`_submit`) and is answered in order: with
+        SubmitAction's response, or with the code and message SubmitAction would fail with
+        (the stream goes on). The stream is one seat's: it is bound to the game, seat and
+        player of its first message's token, and it ends (its status: what the message would
+        get from SubmitAction) on any message whose token does not verify, is for another
+        game or seat or player, or names another game than the stream's. It ends
+        UNAUTHENTICATED, too, when the latest token it was sent expires (idle or not), and
+        when no first message comes within SUBMIT_FIRST_SECONDS. Each seat has at most
+        `max_streams_per_seat` of them open on this replica.
+
+        The platform's interceptor passes bidi streams through as they are, so this handler
+        does per message what it does per unary call: the edge's limits, the errors mapped
+        to status codes, and the counts (method "SubmitActions", by code). The NATS
+        deadline guard has no deadline to answer by (a message has none); with NATS away a
+        move fails UNAVAILABLE when the engine's own NATS wait times out."""
+        bound: list[PlayerClaims] = []  # the stream's seat, once its first message is in
+        try:
+            async for reply in self._submits(requests, bound):
+                yield reply
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:
+            await abort_for(context, exc, SUBMIT_ACTIONS)
+        finally:
+            if bound:
+                self._release_submitter(bound[0])
+
+    async def _submits(
+        self, requests: AsyncIterator[engine_pb2.SubmitActionsRequest], bound: list[PlayerClaims]
+    ) -> AsyncIterator[engine_pb2.SubmitActionsResponse]:
+        """The answers to a SubmitActions stream's messages; raises what ends the stream.
+        The claims it is bound to go into `bound` once admitted (`_admit_submitter`)."""
+        loop = asyncio.get_running_loop()
+        incoming = aiter(requests)
+        read_by = loop.time() + SUBMIT_FIRST_SECONDS
+        while True:
+            try:
+                async with asyncio.timeout_at(read_by):
+                    message = await anext(incoming)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                if not bound:
+                    raise Unauthenticated(
+                        f"no move within {SUBMIT_FIRST_SECONDS:.0f} s of opening the stream"
+                    ) from None
+                raise Unauthenticated(
+                    "player token expired; renew it (RenewPlayerToken) and open the stream again"
+                ) from None
+            start = time.perf_counter()
+            request = message.submit
+            try:
+                checked(request)  # the edge's limits, before the token (as on a unary call)
+            except InvalidArgument as exc:
+                # Not even its key is echoed: it may be what is over its bound.
+                yield self._refused("", exc, start)
+                continue
+            # What ends the stream: a token that does not verify, or anyone else's.
+            claims = verify_token(self.engine.token_key, request.player_token)
+            if claims.game_id != request.game_id:
+                raise PermissionDenied("this token is for another game")
+            if not bound:
+                self._admit_submitter(claims)  # before its first move runs
+                bound.append(claims)
+            seat = bound[0]
+            if (claims.game_id, claims.seat, claims.player_id) != (
+                seat.game_id,
+                seat.seat,
+                seat.player_id,
+            ):
+                raise PermissionDenied(
+                    f"this stream submits the moves of seat {seat.seat} in game "
+                    f"{seat.game_id}; open another for another seat or game"
+                )
+            # The stream lasts as long as the latest token it was sent (a renewed one
+            # carries it on): a leaked token must not keep a seat's stream open for good.
+            read_by = loop.time() + (claims.expires_unix - time.time())
+            try:
+                accepted = await self._submit(request, claims)
+            except Exception as exc:
+                yield self._refused(request.idempotency_key, exc, start)
+                continue
+            self._submit_counts[grpc.StatusCode.OK].inc()
+            self._submit_seconds.observe(time.perf_counter() - start)
+            yield engine_pb2.SubmitActionsResponse(
+                idempotency_key=request.idempotency_key, accepted=accepted
+            )
+
+    def _refused(self, key: str, exc: Exception, start: float) -> engine_pb2.SubmitActionsResponse:
+        """The answer to the move of idempotency key `key` that SubmitAction would fail with
+        `exc`, counted."""
+        code, text = _refusal(exc)
+        self._submit_counts[code].inc()
+        self._submit_seconds.observe(time.perf_counter() - start)
+        return engine_pb2.SubmitActionsResponse(
+            idempotency_key=key,
+            error=engine_pb2.SubmitActionError(code=code.value[0], message=text),
+        )
+
+    def _admit_submitter(self, claims: PlayerClaims) -> None:
+        """Count a SubmitActions stream in for its seat; RESOURCE_EXHAUSTED over the bound
+        (a stream holds a task and its buffers for as long as its token lasts)."""
+        key = (claims.game_id, claims.seat)
+        held = self._submit_streams.get(key, 0)
+        if held >= self.max_streams_per_seat:
+            raise ResourceExhausted(
+                f"seat {claims.seat} already has {held} SubmitActions streams open on this "
+                "game; close one first"
+            )
+        self._submit_streams[key] = held + 1
+
+    def _release_submitter(self, claims: PlayerClaims) -> None:
+        key = (claims.game_id, claims.seat)
+        left = self._submit_streams.get(key, 0) - 1
+        if left > 0:
+            self._submit_streams[key] = left
+        else:
+            self._submit_streams.pop(key, None)
 
     async def RevealSeed(
         self, request: engine_pb2.RevealSeedRequest, context: Context

@@ -155,7 +155,8 @@ def endpoints(service: ServiceDescriptor, channel_for: ChannelFor) -> Routes:
     """One endpoint per method of `service`, keyed by its URL path (`/pkg.Service/Method`).
 
     Client- and bidi-streaming methods are left out: browsers cannot stream requests over
-    HTTP/1.1, and no Boulevard service has one (a test says so)."""
+    HTTP/1.1, and the only one (EngineService.SubmitActions, a test says so) is for gRPC
+    clients; a browser submits with the unary SubmitAction."""
     routes: Routes = {}
     for method in service.methods:
         path = f"/{service.full_name}/{method.name}"

@@ -1,14 +1,18 @@
 """Posts what GAMES says moved money, exactly once, to LEDGER.
 
-A durable pull consumer on GAMES feeds batches of envelopes. For each batch, under the
-book's lock: every envelope with transfers that is not already posted (durable key: game id
-+ event version, known from the ledger rebuilt from LEDGER, so it holds across restarts,
-redeliveries and replays from the start) becomes the next journal entry; the entries go to
-LEDGER as one atomic batch whose first message expects the last stream sequence we know;
-only once the batch is acknowledged (fsynced, with `sync_interval: always`) is the GAMES
-batch acked. A crash anywhere in between leaves GAMES messages unacked: they come back,
-are found already posted, and are acked. If a publish fails, the in-memory view is thrown
-away and rebuilt from LEDGER.
+A durable pull consumer on GAMES feeds batches of envelopes (services/ledger/feed.py: a
+pull request kept open; a batch is whatever arrived while the last one was posted). For
+each batch, under the book's lock: every envelope with transfers that is not already posted
+(durable key: game id + event version, known from the ledger rebuilt from LEDGER, so it
+holds across restarts, redeliveries and replays from the start) becomes the next journal
+entry; the entries go to LEDGER as one atomic batch whose first message expects the last
+stream sequence we know; only once the batch is acknowledged (fsynced, with
+`sync_interval: always`) may its GAMES messages be acked. The ack (AckPolicy.ALL: the last
+message's acks all before it) waits until half the consumer's window is posted or
+`ack_delay` has passed, so a trickle of small batches costs one ack, not one each. A crash
+anywhere in between leaves GAMES messages unacked: they come back, are found already
+posted, and are acked. If a publish fails, the in-memory view is thrown away and rebuilt
+from LEDGER.
 """
 
 from __future__ import annotations
@@ -23,17 +27,18 @@ from google.protobuf.message import DecodeError
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-from nats.js.errors import FetchTimeoutError, NotFoundError
+from nats.js.errors import NotFoundError
 
 from boulevard.accounting import JournalEntry, LedgerError, TreeHeadSigner
 from boulevard.accounting.journal import postings_from_transfers
 from boulevard.api.v1 import events_pb2
 from boulevard.audit.signing import chain_hash
-from boulevard.eventlog.jetstream import JetStreamEventStore, decode_commit
+from boulevard.eventlog.jetstream import JetStreamEventStore
 from boulevard.messaging.poison import poisoned
 from boulevard.platform import metrics
 from services.ledger.book import LedgerBook, Rejection, entry_source
 from services.ledger.checkpoint import CheckpointRejected, LedgerCheckpoints
+from services.ledger.feed import PullFeed, consumer_sequence
 from services.ledger.journal_log import LedgerLog, Outgoing
 from services.ledger.mapping import head_to_pb
 
@@ -59,6 +64,8 @@ class Poster:
         sign_every: int = 1000,
         sign_interval: float = 1.0,
         ack_wait: float = 30.0,
+        ack_delay: float = 0.05,
+        heartbeat: float = 1.0,
         clock: Callable[[], int] = now_ms,
         checkpoints: LedgerCheckpoints | None = None,
         checkpoint_read_attempts: int = 3,
@@ -76,6 +83,10 @@ class Poster:
         self.sign_every = sign_every
         self.sign_interval = sign_interval
         self.ack_wait = ack_wait
+        # Well inside ack_wait: a deferred ack must never let the consumer redeliver.
+        self.ack_delay = min(ack_delay, ack_wait / 4)
+        self.ack_every = max(1, fetch_batch // 2)
+        self.heartbeat = heartbeat
         self.clock = clock
         self.checkpoints = checkpoints
         self.checkpoint_read_attempts = max(1, checkpoint_read_attempts)
@@ -93,6 +104,11 @@ class Poster:
         self._games = JetStreamEventStore(nc, games_stream, games_prefix)
         # The delivery sequence the consumer's next message must carry (None: not known).
         self._next_delivery: int | None = None
+        self._feed = PullFeed(nc, games_stream, durable, heartbeat=heartbeat)
+        # The last GAMES message posted but not yet acked, how many are, and since when.
+        self._unacked: Msg | None = None
+        self._unacked_count = 0
+        self._unacked_since = 0.0
 
     async def rebuild(self) -> None:
         """Throw the in-memory view away and read it back: from the latest checkpoint and
@@ -194,10 +210,11 @@ class Poster:
         batch was left unacknowledged (a crash, or a failed publish).
 
         Posting must follow each game's order (a seat can only pay money it has received),
-        so the consumer hands out one batch at a time (max_ack_pending = batch) and is acked
-        with AckPolicy.ALL. After a failure, waiting for ack_wait to redeliver would let
-        newer messages overtake the unacked ones; restarting from the ack floor instead
-        redelivers them at once, in order, and what is already posted is skipped."""
+        so the poster reads the consumer's deliveries strictly in order (one feed, a window
+        of max_ack_pending = batch) and acks with AckPolicy.ALL. After a failure, waiting
+        for ack_wait to redeliver would let newer messages overtake the unacked ones;
+        restarting from the ack floor instead redelivers them at once, in order, and what
+        is already posted is skipped."""
         js, stream, durable = self._js, self.games_stream, self.durable
         start = 1
         try:
@@ -213,8 +230,8 @@ class Poster:
                 and cfg.max_ack_pending == self.fetch_batch
                 and cfg.filter_subject == f"{self.games_prefix}.>"
             ):
-                self._sub = await js.pull_subscribe_bind(durable=durable, stream=stream)
                 self._next_delivery = (info.delivered.consumer_seq if info.delivered else 0) + 1
+                await self._feed.open()
                 return
             start = (info.ack_floor.stream_seq if info.ack_floor else 0) + 1
             log.info("repositioning the GAMES consumer at its ack floor", from_seq=start)
@@ -232,8 +249,8 @@ class Poster:
                 max_waiting=16,
             ),
         )
-        self._sub = await js.pull_subscribe_bind(durable=durable, stream=stream)
         self._next_delivery = 1  # a new consumer counts its deliveries from 1
+        await self._feed.open()
 
     async def stop(self) -> None:
         self._stopping = True
@@ -244,24 +261,39 @@ class Poster:
                 await t
         self._tasks = []
         with contextlib.suppress(Exception):
+            await self._ack(at_once=True)
+        await self._feed.close()
+        with contextlib.suppress(Exception):
             async with self.book.lock:
                 await self._sign_locked()
                 if self.checkpoints is not None:
                     await self._checkpoint_locked()
 
     async def _consume(self) -> None:
+        loop = asyncio.get_running_loop()
         while not self._stopping:
+            # Wake for the feed's upkeep once a heartbeat, and in time for a deferred ack.
+            timeout = self.heartbeat
+            if self._unacked is not None:
+                due = self._unacked_since + self.ack_delay - loop.time()
+                timeout = max(0.0, min(timeout, due))
             try:
-                msgs = await self._sub.fetch(self.fetch_batch, timeout=1.0)
-            except (FetchTimeoutError, TimeoutError):
-                continue
+                if not self._feed.is_open:
+                    # Being made anew (under the lock, `_recover` or `_reposition`).
+                    async with self.book.lock:
+                        pass
+                    if not self._feed.is_open:
+                        await asyncio.sleep(0.2)
+                    continue
+                msgs = await self._feed.take(timeout)
+                if msgs:
+                    await self.process(msgs)
+                await self._ack()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the connection is reconnecting: try again shortly
-                log.warning("fetch from GAMES failed", error=str(exc))
+                log.warning("reading GAMES failed", error=str(exc))
                 await asyncio.sleep(0.2)
-                continue
-            await self.process(msgs)
 
     def _delivery_gap(self, msgs: list[Msg]) -> tuple[int, int] | None:
         """(expected, got) when the batch's delivery sequences do not follow on from the
@@ -271,16 +303,17 @@ class Poster:
         overdraft), and AckPolicy.ALL would then acknowledge the lost ones unread."""
         expected = self._next_delivery
         for m in msgs:
-            got = m.metadata.sequence.consumer
+            got = consumer_sequence(m)
             if expected is not None and got != expected:
                 return expected, got
             expected = got + 1
         return None
 
     async def process(self, msgs: list[Msg]) -> None:
-        """Post one batch of GAMES messages; ack them once their entries are durable. A
-        batch that does not follow on from the last one is not posted: the consumer starts
-        again at its ack floor, so every message comes again in order."""
+        """Post one batch of GAMES messages; once their entries are durable they may be
+        acked (`_ack`). A batch that does not follow on from the last one is not posted:
+        the consumer starts again at its ack floor, so every message comes again in
+        order."""
         gap = self._delivery_gap(msgs)
         if gap is not None:
             log.warning("GAMES deliveries lost in transit; reading again from the ack floor",
@@ -289,7 +322,7 @@ class Poster:
                 await self._reposition()
             return
         if msgs:
-            self._next_delivery = msgs[-1].metadata.sequence.consumer + 1
+            self._next_delivery = consumer_sequence(msgs[-1]) + 1
         async with self.book.lock:
             try:
                 await self._post_locked(msgs)
@@ -301,18 +334,40 @@ class Poster:
                 return
             if self.book.size - self.book.signed_size >= self.sign_every:
                 await self._sign_locked()
-        # AckPolicy.ALL: acking the batch's last message acks the whole batch (and the
-        # consumer's state is written once, not once per message).
         if msgs:
-            await msgs[-1].ack()
+            if self._unacked is None:
+                self._unacked_since = asyncio.get_running_loop().time()
+            self._unacked = msgs[-1]
+            self._unacked_count += len(msgs)
+
+    async def _ack(self, *, at_once: bool = False) -> None:
+        """Ack what is posted (it is durable in LEDGER) once half the consumer's window is
+        posted unacked, or the oldest has waited `ack_delay` (or `at_once`). AckPolicy.ALL:
+        acking the last message acks every one before it, and the consumer's state is
+        written once, not once per message. Nothing here can ack a message not yet posted:
+        `_unacked` is only set after its batch is durable."""
+        last = self._unacked
+        if last is None:
+            return
+        due = self._unacked_since + self.ack_delay <= asyncio.get_running_loop().time()
+        if at_once or due or self._unacked_count >= self.ack_every:
+            self._unacked, self._unacked_count = None, 0
+            await last.ack()
+
+    async def _forget_feed(self) -> None:
+        """Before the consumer is made anew: ack what is posted (so less comes again),
+        and close the feed, dropping what it holds (none of it acked)."""
+        with contextlib.suppress(Exception):
+            await self._ack(at_once=True)
+        self._unacked, self._unacked_count = None, 0
+        await self._feed.close()
 
     async def _reposition(self) -> None:
         """Under the lock: the GAMES consumer made anew at its ack floor, retrying until
         NATS answers."""
         while True:
             try:
-                with contextlib.suppress(Exception):
-                    await self._sub.unsubscribe()
+                await self._forget_feed()
                 await self._position_consumer(at_ack_floor=True)
                 return
             except asyncio.CancelledError:
@@ -327,8 +382,7 @@ class Poster:
         while True:
             try:
                 await self.rebuild()
-                with contextlib.suppress(Exception):
-                    await self._sub.unsubscribe()
+                await self._forget_feed()
                 await self._position_consumer()
                 return
             except asyncio.CancelledError:
@@ -531,10 +585,13 @@ def envelopes_with_bytes(
     EventCommit: the events one append wrote, see docs/architecture.md), with its bytes as
     stored (what its chain hash covers, docs/auditing.md)."""
     out: list[tuple[Msg, events_pb2.EventEnvelope, bytes]] = []
+    envelope = events_pb2.EventEnvelope.FromString
     for m in msgs:
         try:
-            events = decode_commit(m.subject.rsplit(".", 1)[-1], m.data)
-            decoded = [(m, events_pb2.EventEnvelope.FromString(e.data), e.data) for e in events]
+            # The commit's events as protobuf, not as `decode_commit`'s records: half the
+            # cost an envelope (docs/performance-ledger.md, "What the poster decodes").
+            events = events_pb2.EventCommit.FromString(m.data).events
+            decoded = [(m, envelope(e.data), e.data) for e in events]
         except (DecodeError, ValueError) as exc:
             poisoned("ledger.games", "undecodable", subject=m.subject, error=exc)
             continue

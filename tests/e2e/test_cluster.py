@@ -34,6 +34,7 @@ from boulevard.games import get_game
 from boulevard.messaging.cluster import ClusterNode, NatsCluster
 from boulevard.platform.identity import OPERATOR as OPERATOR_ROLE
 from boulevard.seats.player import SeatPlayer
+from boulevard.seats.submitting import SubmitStream
 from tests.e2e.test_engine_robustness import replay_hash
 from tests.support.identity import auth_env, mint
 from tests.support.keys import seat_key
@@ -89,7 +90,17 @@ async def play_through_faults(engine: engine_pb2_grpc.EngineServiceStub, game_id
     game = get_game(GAME)
     seats = [
         SeatPlayer(
-            engine, game_id, GAME, seat, token, game.bots["heuristic"], Random(seat), seat_key(seat)
+            engine,
+            game_id,
+            GAME,
+            seat,
+            token,
+            game.bots["heuristic"],
+            Random(seat),
+            seat_key(seat),
+            # Unary calls, which `Latency` records (the stream is tested in
+            # tests/integration/engine/test_submit_stream.py).
+            moves_stream=SubmitStream(engine, unary=True),
         )
         for seat, token in enumerate(tokens)
     ]

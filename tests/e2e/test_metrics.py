@@ -179,9 +179,14 @@ def test_each_service_counts_what_a_game_did(platform: Platform) -> None:
         grpc_ok = "boulevard_grpc_requests_total"
         assert delta(e0, e1, grpc_ok, method="CreateGame", code="OK") == 1
         assert delta(e0, e1, grpc_ok, method="GetGame", code="INVALID_ARGUMENT") == 1
-        # Each move is one accepted SubmitAction; the bots' lost races are ABORTED.
-        assert delta(e0, e1, grpc_ok, method="SubmitAction", code="OK") >= moves + alice_moves
-        assert delta(e0, e1, grpc_ok, method="SubmitAction", code="UNKNOWN") == 0
+        # Each move is one accepted SubmitAction or SubmitActions message (the bots' stream,
+        # counted per message); the bots' lost races are ABORTED.
+        accepted = sum(
+            delta(e0, e1, grpc_ok, method=m, code="OK") for m in ("SubmitAction", "SubmitActions")
+        )
+        assert accepted >= moves + alice_moves
+        for m in ("SubmitAction", "SubmitActions"):
+            assert delta(e0, e1, grpc_ok, method=m, code="UNKNOWN") == 0
         assert delta(e0, e1, grpc_ok, service="engine", code="INTERNAL") == 0
 
         d0, d1 = before["dice"], after["dice"]

@@ -52,6 +52,7 @@ from boulevard.messaging.identities import ADMIN, inbox_prefix, seed_path
 from boulevard.platform.identity import OPERATOR as OPERATOR_ROLE
 from boulevard.platform.tls import client_ssl_context
 from boulevard.seats.player import SeatPlayer
+from boulevard.seats.submitting import SubmitStream
 from services.engine.sessions import Session
 from tests.support.history import (
     Acknowledged,
@@ -281,8 +282,10 @@ async def play_one(engine: engine_pb2_grpc.EngineServiceStub, name: str, seats: 
     created.append(Created(made.game_id, name, tuple(made.player_tokens)))
     game = get_game(name)
     players = [
+        # Unary calls, which `Recorder` records (the stream is tested in
+        # tests/integration/engine/test_submit_stream.py).
         SeatPlayer(engine, made.game_id, name, s, token, game.bots["heuristic"], Random(s),
-                   seat_key(s))
+                   seat_key(s), moves_stream=SubmitStream(engine, unary=True))
         for s, token in enumerate(made.player_tokens)
     ]  # fmt: skip
     for _ in range(300):

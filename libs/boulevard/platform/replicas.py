@@ -44,10 +44,13 @@ def may_try_next(exc: grpc.aio.AioRpcError, channel: grpc.aio.Channel) -> bool:
 
 
 def game_id_of(request: Any) -> str:
-    """The `game_id` a request message carries ("" when its type has no such field)."""
+    """The `game_id` a request message carries ("" when its type has no such field); for a
+    SubmitActions message, its move's (`submit.game_id`)."""
     descriptor = getattr(request, "DESCRIPTOR", None)
-    if descriptor is None or "game_id" not in descriptor.fields_by_name:
+    if descriptor is None:
         return ""
+    if "game_id" not in descriptor.fields_by_name:
+        return game_id_of(request.submit) if "submit" in descriptor.fields_by_name else ""
     return str(request.game_id)
 
 
@@ -61,8 +64,9 @@ def down_last(channels: Sequence[grpc.aio.Channel]) -> list[grpc.aio.Channel]:
 
 class Replicas:
     """A stand-in for one `grpc.aio.Channel` over the replicas at `targets`, for generated
-    stubs: unary and server-streaming calls (all the engine has) go to the request's game's
-    owner, then its next-ranked replicas; a call without a game id (CreateGame, ListGames,
+    stubs: unary and server-streaming calls go to the request's game's owner, then its
+    next-ranked replicas, and a bidi stream (SubmitActions) to its first message's game's
+    owner (`RoutedBidi`); a call without a game id (CreateGame, ListGames,
     WatchPlayer, GetEngineKey) goes to the replicas in the order given. Channels verify TLS
     against `ca_file` (default: BOULEVARD_TLS_CA_FILE) as `tls.channel` does.
 
@@ -135,6 +139,25 @@ class Replicas:
 
         return call
 
+    def stream_stream(
+        self,
+        method: str,
+        request_serializer: Callable[[Any], bytes] | None = None,
+        response_deserializer: Callable[[bytes], Any] | None = None,
+        **options: Any,
+    ) -> Callable[..., RoutedBidi]:
+        def call(**kwargs: Any) -> RoutedBidi:
+            def open_on(first: Any) -> Any:
+                channel = self.channels_for(first)[0]
+                multicallable = channel.stream_stream(
+                    method, request_serializer, response_deserializer, **options
+                )
+                return multicallable(**kwargs)
+
+            return RoutedBidi(open_on)
+
+        return call
+
     async def close(self, grace: float | None = None) -> None:
         channels, self._channels = list(self._channels.values()), {}
         for channel in channels:
@@ -193,6 +216,48 @@ class RoutedStream:
             finally:
                 # Ended, failed or abandoned: a call still open here is one nobody reads.
                 call.cancel()
+
+
+class RoutedBidi:
+    """A bidi stream call (`write`, `read`, `done_writing`, `cancel`, `done`, `code`) made on
+    the replica that owns its first message's game, when that message is written (the
+    game is known per message, not when the stub is called). It stays on that replica:
+    one that breaks is the caller's to open again, which routes anew
+    (`boulevard.seats.submitting.SubmitStream`)."""
+
+    def __init__(self, open_on: Callable[[Any], Any]) -> None:
+        self._open_on = open_on
+        self._call: Any = None
+        self._cancelled = False
+
+    async def write(self, request: Any) -> None:
+        if self._call is None:
+            if self._cancelled:
+                raise grpc.aio.UsageError("the stream was cancelled")
+            self._call = self._open_on(request)
+        await self._call.write(request)
+
+    async def read(self) -> Any:
+        if self._call is None:
+            raise grpc.aio.UsageError("nothing was written on the stream yet")
+        return await self._call.read()
+
+    async def done_writing(self) -> None:
+        if self._call is not None:
+            await self._call.done_writing()
+
+    def cancel(self) -> bool:
+        self._cancelled = True
+        return bool(self._call.cancel()) if self._call is not None else False
+
+    def done(self) -> bool:
+        return self._cancelled if self._call is None else bool(self._call.done())
+
+    async def code(self) -> grpc.StatusCode:
+        if self._call is None:
+            return grpc.StatusCode.CANCELLED
+        code: grpc.StatusCode = await self._call.code()
+        return code
 
 
 def engine_channel(target: str, ca_file: Path | str | None = None) -> Any:

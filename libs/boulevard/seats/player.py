@@ -4,7 +4,8 @@ apps and matchmaking's bot runner share.
 
 A bot seat waits for something to happen in its game (WatchGame); each update carries the
 seat's view and legal actions at that version, so the game's bot chooses from what its seat
-may see and the seat submits the choice with the version it decided on — one call per move.
+may see and the seat submits the choice with the version it decided on — one message per
+move on the seat's SubmitActions stream (`boulevard.seats.submitting`).
 A lost race (ABORTED) just means: look again.
 """
 
@@ -34,6 +35,7 @@ from boulevard.contract.mapping import action_to_command, command_to_action, pro
 from boulevard.games import get_game
 from boulevard.games.base import Bot
 from boulevard.seats.signing import signed_submit
+from boulevard.seats.submitting import SubmitStream
 from boulevard.seats.watching import WATCH_RETRIES, last_event, reopen_pause
 
 OnEvent = Callable[[engine_pb2.WatchGameResponse], None]
@@ -118,6 +120,8 @@ class SeatPlayer:
     # ends the game for this seat with the engine's UNAUTHENTICATED.
     renew: Callable[[], Awaitable[str]] | None = None
     renewals: int = 0  # how many times this seat's token was renewed
+    # The seat's moves go on one SubmitActions stream (unary calls to an engine without it).
+    moves_stream: SubmitStream | None = None
 
     async def play(self) -> None:
         """Play until the game ends (revealing this seat's client seed first)."""
@@ -196,6 +200,7 @@ class SeatPlayer:
                     self.renewals += 1
 
         watcher = asyncio.create_task(watch())
+        self.moves_stream = self.moves_stream or SubmitStream(self.stub)
         try:
             while not finished.is_set():
                 await _first(changed.wait(), finished.wait(), watcher)
@@ -216,6 +221,7 @@ class SeatPlayer:
         finally:
             watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)
+            await self.moves_stream.close()
 
     async def _act(self, game: Any, update: engine_pb2.WatchGameResponse | None = None) -> bool:
         """Make one move if this seat has one, from a WatchGame update (its view and legal
@@ -255,7 +261,7 @@ class SeatPlayer:
         )
         for attempt in range(SUBMIT_ATTEMPTS):
             try:
-                reply = await self.stub.SubmitAction(request)
+                reply = await self._submit(request)
                 break
             except grpc.aio.AioRpcError as err:
                 if err.code() == grpc.StatusCode.ABORTED:
@@ -280,6 +286,14 @@ class SeatPlayer:
         self.acted_at = version
         # Moved: the stream brings what follows (without one, look again now).
         return update is None
+
+    async def _submit(
+        self, request: engine_pb2.SubmitActionRequest
+    ) -> engine_pb2.SubmitActionResponse:
+        """SubmitAction, on the seat's SubmitActions stream (as the unary call answers)."""
+        if self.moves_stream is None:
+            self.moves_stream = SubmitStream(self.stub)
+        return await self.moves_stream.submit(request)
 
     def evidence(self) -> Evidence:
         """This seat's evidence so far: what the engine signed it accepted (add the dice and

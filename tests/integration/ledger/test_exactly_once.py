@@ -12,6 +12,7 @@ from nats.js.errors import NotFoundError
 
 from boulevard.api.v1 import events_pb2
 from boulevard.cli.audit_ledger import audit
+from services.ledger.feed import PullFeed
 from tests.integration.ledger.support import (
     LedgerProcess,
     ledger_client,
@@ -96,22 +97,22 @@ async def test_deliveries_lost_in_transit_are_read_again_in_order(
     skipped: the next batch's delivery sequence does not follow on, so the ledger reads
     again from the ack floor instead of posting past them (AckPolicy.ALL would have
     acknowledged them unread, and a later payment been refused as an overdraft)."""
-    from nats.js.client import JetStreamContext
-
     envelopes, expected = synthetic_games(games=4, events_per_game=30, seed=3)
     await publish_envelopes(nc, envelopes)
-    real_fetch = JetStreamContext.PullSubscription.fetch
-    dropped = 0
+    real_receive = PullFeed._receive
+    seen = dropped = 0
 
-    async def lossy_fetch(self: JetStreamContext.PullSubscription, *args, **kwargs):  # type: ignore[no-untyped-def]
-        nonlocal dropped
-        msgs = await real_fetch(self, *args, **kwargs)
-        if dropped == 0 and len(msgs) > 3:  # once: the first three of a batch are lost
-            dropped = 3
-            return msgs[3:]
-        return msgs
+    def lossy_receive(self: PullFeed, msg: Msg) -> None:
+        # Once: the fourth to sixth deliveries never reach the poster.
+        nonlocal seen, dropped
+        if msg.reply:
+            seen += 1
+            if 4 <= seen <= 6:
+                dropped += 1
+                return
+        real_receive(self, msg)
 
-    monkeypatch.setattr(JetStreamContext.PullSubscription, "fetch", lossy_fetch)
+    monkeypatch.setattr(PullFeed, "_receive", lossy_receive)
     settings = ledger_settings(nats_server.url, tmp_path, ledger_fetch_batch=16)
     async with running_ledger(settings) as service:
         await check_ledger(nc, service.address, envelopes, expected)

@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .engine_pb2 import CreateGameRequest, CreateGameResponse, GetEngineKeyRequest, GetEngineKeyResponse, GetGameLogRequest, GetGameLogResponse, GetGameRequest, GetGameResponse, ListGamesRequest, ListGamesResponse, ListLegalActionsRequest, ListLegalActionsResponse, ReclaimSeatRequest, ReclaimSeatResponse, RenewPlayerTokenRequest, RenewPlayerTokenResponse, RevealSeedRequest, RevealSeedResponse, SubmitActionRequest, SubmitActionResponse, WatchGameRequest, WatchGameResponse, WatchPlayerRequest, WatchPlayerResponse
+from .engine_pb2 import CreateGameRequest, CreateGameResponse, GetEngineKeyRequest, GetEngineKeyResponse, GetGameLogRequest, GetGameLogResponse, GetGameRequest, GetGameResponse, ListGamesRequest, ListGamesResponse, ListLegalActionsRequest, ListLegalActionsResponse, ReclaimSeatRequest, ReclaimSeatResponse, RenewPlayerTokenRequest, RenewPlayerTokenResponse, RevealSeedRequest, RevealSeedResponse, SubmitActionRequest, SubmitActionResponse, SubmitActionsRequest, SubmitActionsResponse, WatchGameRequest, WatchGameResponse, WatchPlayerRequest, WatchPlayerResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
@@ -71,6 +71,17 @@ class EngineService(Protocol):
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
     async def submit_action(self, request: SubmitActionRequest, ctx: RequestContext[SubmitActionRequest, SubmitActionResponse], /) -> SubmitActionResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def submit_actions(self, request: AsyncIterator[SubmitActionsRequest], ctx: RequestContext[SubmitActionsRequest, SubmitActionsResponse], /) -> AsyncIterator[SubmitActionsResponse]:
+        """
+        SubmitAction on a stream (docs/clients.md, "Submitting on a stream"): one seat's moves
+        in one game, each message a SubmitActionRequest as SubmitAction takes it and each
+        answered in order with what SubmitAction answers or the status it fails with. A move
+        costs the engine a stream message instead of a call. The stream is bound to the game,
+        seat and player of its first message's token; a message with a token that does not
+        verify (expired among them) or for anyone else ends it, and so does its token's expiry.
+        """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
     def watch_game(self, request: WatchGameRequest, ctx: RequestContext[WatchGameRequest, WatchGameResponse], /) -> AsyncIterator[WatchGameResponse]:
@@ -192,6 +203,17 @@ class EngineServiceASGIApplication(ConnectASGIApplication[EngineService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.submit_action,
+                ),
+                "/boulevard.v1.EngineService/SubmitActions": Endpoint.bidi_stream(
+                    method=MethodInfo(
+                        name="SubmitActions",
+                        service_name="boulevard.v1.EngineService",
+                        input=SubmitActionsRequest,
+                        output=SubmitActionsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.BIDI_STREAM,
+                    ),
+                    function=svc.submit_actions,
                 ),
                 "/boulevard.v1.EngineService/WatchGame": Endpoint.server_stream(
                     method=MethodInfo(
@@ -434,6 +456,34 @@ class EngineServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    def submit_actions(
+        self,
+        request: AsyncIterator[SubmitActionsRequest],
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> AsyncIterator[SubmitActionsResponse]:
+        """
+        SubmitAction on a stream (docs/clients.md, "Submitting on a stream"): one seat's moves
+        in one game, each message a SubmitActionRequest as SubmitAction takes it and each
+        answered in order with what SubmitAction answers or the status it fails with. A move
+        costs the engine a stream message instead of a call. The stream is bound to the game,
+        seat and player of its first message's token; a message with a token that does not
+        verify (expired among them) or for anyone else ends it, and so does its token's expiry.
+        """
+        return self.execute_bidi_stream(
+            request=request,
+            method=MethodInfo(
+                name="SubmitActions",
+                service_name="boulevard.v1.EngineService",
+                input=SubmitActionsRequest,
+                output=SubmitActionsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.BIDI_STREAM,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
     def watch_game(
         self,
         request: WatchGameRequest,
@@ -613,6 +663,17 @@ class EngineServiceSync(Protocol):
     def submit_action(self, request: SubmitActionRequest, ctx: RequestContext[SubmitActionRequest, SubmitActionResponse], /) -> SubmitActionResponse:
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
+    def submit_actions(self, request: Iterator[SubmitActionsRequest], ctx: RequestContext[SubmitActionsRequest, SubmitActionsResponse], /) -> Iterator[SubmitActionsResponse]:
+        """
+        SubmitAction on a stream (docs/clients.md, "Submitting on a stream"): one seat's moves
+        in one game, each message a SubmitActionRequest as SubmitAction takes it and each
+        answered in order with what SubmitAction answers or the status it fails with. A move
+        costs the engine a stream message instead of a call. The stream is bound to the game,
+        seat and player of its first message's token; a message with a token that does not
+        verify (expired among them) or for anyone else ends it, and so does its token's expiry.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
     def watch_game(self, request: WatchGameRequest, ctx: RequestContext[WatchGameRequest, WatchGameResponse], /) -> Iterator[WatchGameResponse]:
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -730,6 +791,17 @@ class EngineServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.submit_action,
+                ),
+                "/boulevard.v1.EngineService/SubmitActions": EndpointSync.bidi_stream(
+                    method=MethodInfo(
+                        name="SubmitActions",
+                        service_name="boulevard.v1.EngineService",
+                        input=SubmitActionsRequest,
+                        output=SubmitActionsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.BIDI_STREAM,
+                    ),
+                    function=service.submit_actions,
                 ),
                 "/boulevard.v1.EngineService/WatchGame": EndpointSync.server_stream(
                     method=MethodInfo(
@@ -968,6 +1040,34 @@ class EngineServiceClientSync(ConnectClientSync):
                 output=SubmitActionResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def submit_actions(
+        self,
+        request: Iterator[SubmitActionsRequest],
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> Iterator[SubmitActionsResponse]:
+        """
+        SubmitAction on a stream (docs/clients.md, "Submitting on a stream"): one seat's moves
+        in one game, each message a SubmitActionRequest as SubmitAction takes it and each
+        answered in order with what SubmitAction answers or the status it fails with. A move
+        costs the engine a stream message instead of a call. The stream is bound to the game,
+        seat and player of its first message's token; a message with a token that does not
+        verify (expired among them) or for anyone else ends it, and so does its token's expiry.
+        """
+        return self.execute_bidi_stream(
+            request=request,
+            method=MethodInfo(
+                name="SubmitActions",
+                service_name="boulevard.v1.EngineService",
+                input=SubmitActionsRequest,
+                output=SubmitActionsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.BIDI_STREAM,
             ),
             headers=headers,
             timeout_ms=timeout_ms,

@@ -631,6 +631,92 @@ class SubmitActionResponse(_message.Message):
 Global___SubmitActionResponse: _TypeAlias = SubmitActionResponse  # noqa: Y015
 
 @_typing.final
+class SubmitActionsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SUBMIT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def submit(self) -> Global___SubmitActionRequest:
+        """One move, exactly as SubmitAction takes it: the same limits, token, signature and
+        idempotency key. Every message of a stream names the game, seat and player of its first.
+        """
+
+    def __init__(
+        self,
+        *,
+        submit: Global___SubmitActionRequest | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["submit", b"submit"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["submit", b"submit"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SubmitActionsRequest: _TypeAlias = SubmitActionsRequest  # noqa: Y015
+
+@_typing.final
+class SubmitActionsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
+    ACCEPTED_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    idempotency_key: _builtins.str
+    """The answered move's idempotency key (the stream answers in the order it was sent)."""
+    @_builtins.property
+    def accepted(self) -> Global___SubmitActionResponse:
+        """what SubmitAction answers"""
+
+    @_builtins.property
+    def error(self) -> Global___SubmitActionError:
+        """the status SubmitAction fails with"""
+
+    def __init__(
+        self,
+        *,
+        idempotency_key: _builtins.str = ...,
+        accepted: Global___SubmitActionResponse | None = ...,
+        error: Global___SubmitActionError | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "error", b"error", "result", b"result"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "error", b"error", "idempotency_key", b"idempotency_key", "result", b"result"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_result: _TypeAlias = _typing.Literal["accepted", "error"]  # noqa: Y015
+    _WhichOneofArgType_result: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_result) -> _WhichOneofReturnType_result | None: ...
+
+Global___SubmitActionsResponse: _TypeAlias = SubmitActionsResponse  # noqa: Y015
+
+@_typing.final
+class SubmitActionError(_message.Message):
+    """A move refused on a SubmitActions stream, which stays open: what SubmitAction's status
+    would be.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODE_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    code: _builtins.int
+    """the gRPC status code (google.rpc.Code), never 0"""
+    message: _builtins.str
+    """the status message SubmitAction gives"""
+    def __init__(
+        self,
+        *,
+        code: _builtins.int = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SubmitActionError: _TypeAlias = SubmitActionError  # noqa: Y015
+
+@_typing.final
 class Receipt(_message.Message):
     """The engine's signature over (game id, version, chain head): proof that the game's log
     held this history (docs/auditing.md, "Receipts").

@@ -71,6 +71,11 @@ class EngineServiceStub:
                 request_serializer=boulevard_dot_v1_dot_engine__pb2.SubmitActionRequest.SerializeToString,
                 response_deserializer=boulevard_dot_v1_dot_engine__pb2.SubmitActionResponse.FromString,
                 _registered_method=True)
+        self.SubmitActions = channel.stream_stream(
+                '/boulevard.v1.EngineService/SubmitActions',
+                request_serializer=boulevard_dot_v1_dot_engine__pb2.SubmitActionsRequest.SerializeToString,
+                response_deserializer=boulevard_dot_v1_dot_engine__pb2.SubmitActionsResponse.FromString,
+                _registered_method=True)
         self.WatchGame = channel.unary_stream(
                 '/boulevard.v1.EngineService/WatchGame',
                 request_serializer=boulevard_dot_v1_dot_engine__pb2.WatchGameRequest.SerializeToString,
@@ -149,6 +154,18 @@ class EngineServiceServicer:
 
     def SubmitAction(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SubmitActions(self, request_iterator, context):
+        """SubmitAction on a stream (docs/clients.md, "Submitting on a stream"): one seat's moves
+        in one game, each message a SubmitActionRequest as SubmitAction takes it and each
+        answered in order with what SubmitAction answers or the status it fails with. A move
+        costs the engine a stream message instead of a call. The stream is bound to the game,
+        seat and player of its first message's token; a message with a token that does not
+        verify (expired among them) or for anyone else ends it, and so does its token's expiry.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -233,6 +250,11 @@ def add_EngineServiceServicer_to_server(servicer, server):
                     servicer.SubmitAction,
                     request_deserializer=boulevard_dot_v1_dot_engine__pb2.SubmitActionRequest.FromString,
                     response_serializer=boulevard_dot_v1_dot_engine__pb2.SubmitActionResponse.SerializeToString,
+            ),
+            'SubmitActions': grpc.stream_stream_rpc_method_handler(
+                    servicer.SubmitActions,
+                    request_deserializer=boulevard_dot_v1_dot_engine__pb2.SubmitActionsRequest.FromString,
+                    response_serializer=boulevard_dot_v1_dot_engine__pb2.SubmitActionsResponse.SerializeToString,
             ),
             'WatchGame': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchGame,
@@ -434,6 +456,33 @@ class EngineService:
             '/boulevard.v1.EngineService/SubmitAction',
             boulevard_dot_v1_dot_engine__pb2.SubmitActionRequest.SerializeToString,
             boulevard_dot_v1_dot_engine__pb2.SubmitActionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubmitActions(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/boulevard.v1.EngineService/SubmitActions',
+            boulevard_dot_v1_dot_engine__pb2.SubmitActionsRequest.SerializeToString,
+            boulevard_dot_v1_dot_engine__pb2.SubmitActionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

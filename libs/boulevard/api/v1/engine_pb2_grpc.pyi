@@ -52,6 +52,14 @@ class EngineServiceStub:
     """
     ListLegalActions: _grpc.UnaryUnaryMultiCallable[_engine_pb2.ListLegalActionsRequest, _engine_pb2.ListLegalActionsResponse]
     SubmitAction: _grpc.UnaryUnaryMultiCallable[_engine_pb2.SubmitActionRequest, _engine_pb2.SubmitActionResponse]
+    SubmitActions: _grpc.StreamStreamMultiCallable[_engine_pb2.SubmitActionsRequest, _engine_pb2.SubmitActionsResponse]
+    """SubmitAction on a stream (docs/clients.md, "Submitting on a stream"): one seat's moves
+    in one game, each message a SubmitActionRequest as SubmitAction takes it and each
+    answered in order with what SubmitAction answers or the status it fails with. A move
+    costs the engine a stream message instead of a call. The stream is bound to the game,
+    seat and player of its first message's token; a message with a token that does not
+    verify (expired among them) or for anyone else ends it, and so does its token's expiry.
+    """
     WatchGame: _grpc.UnaryStreamMultiCallable[_engine_pb2.WatchGameRequest, _engine_pb2.WatchGameResponse]
     RevealSeed: _grpc.UnaryUnaryMultiCallable[_engine_pb2.RevealSeedRequest, _engine_pb2.RevealSeedResponse]
     """A seat reveals the client seed it committed to (docs/fairness.md, "The opening"):
@@ -100,6 +108,14 @@ class EngineServiceAsyncStub(EngineServiceStub):
     """
     ListLegalActions: _aio.UnaryUnaryMultiCallable[_engine_pb2.ListLegalActionsRequest, _engine_pb2.ListLegalActionsResponse]  # type: ignore[assignment]
     SubmitAction: _aio.UnaryUnaryMultiCallable[_engine_pb2.SubmitActionRequest, _engine_pb2.SubmitActionResponse]  # type: ignore[assignment]
+    SubmitActions: _aio.StreamStreamMultiCallable[_engine_pb2.SubmitActionsRequest, _engine_pb2.SubmitActionsResponse]  # type: ignore[assignment]
+    """SubmitAction on a stream (docs/clients.md, "Submitting on a stream"): one seat's moves
+    in one game, each message a SubmitActionRequest as SubmitAction takes it and each
+    answered in order with what SubmitAction answers or the status it fails with. A move
+    costs the engine a stream message instead of a call. The stream is bound to the game,
+    seat and player of its first message's token; a message with a token that does not
+    verify (expired among them) or for anyone else ends it, and so does its token's expiry.
+    """
     WatchGame: _aio.UnaryStreamMultiCallable[_engine_pb2.WatchGameRequest, _engine_pb2.WatchGameResponse]  # type: ignore[assignment]
     RevealSeed: _aio.UnaryUnaryMultiCallable[_engine_pb2.RevealSeedRequest, _engine_pb2.RevealSeedResponse]  # type: ignore[assignment]
     """A seat reveals the client seed it committed to (docs/fairness.md, "The opening"):
@@ -181,6 +197,20 @@ class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _engine_pb2.SubmitActionRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_engine_pb2.SubmitActionResponse, _abc.Awaitable[_engine_pb2.SubmitActionResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def SubmitActions(
+        self,
+        request_iterator: _MaybeAsyncIterator[_engine_pb2.SubmitActionsRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_engine_pb2.SubmitActionsResponse], _abc.AsyncIterator[_engine_pb2.SubmitActionsResponse]]:
+        """SubmitAction on a stream (docs/clients.md, "Submitting on a stream"): one seat's moves
+        in one game, each message a SubmitActionRequest as SubmitAction takes it and each
+        answered in order with what SubmitAction answers or the status it fails with. A move
+        costs the engine a stream message instead of a call. The stream is bound to the game,
+        seat and player of its first message's token; a message with a token that does not
+        verify (expired among them) or for anyone else ends it, and so does its token's expiry.
+        """
 
     @_abc_1.abstractmethod
     def WatchGame(
