@@ -12,6 +12,7 @@ from typing import Any, TypeAlias
 
 import grpc
 import structlog
+from google.protobuf.message import DecodeError
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.evidence import receipt_to_pb
@@ -590,6 +591,14 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                     message = await anext(incoming)
             except StopAsyncIteration:
                 return
+            except (DecodeError, UnicodeDecodeError, ValueError, TypeError) as exc:
+                # Bytes that are no SubmitActionsRequest: what a unary call's undecodable
+                # request gets (the platform's interceptor, which guards unary decoding,
+                # passes bidi streams through), and the stream ends — its framing is the
+                # client's, and nothing after a corrupt message can be trusted to line up.
+                raise InvalidArgument(
+                    f"the request bytes are not a valid message ({type(exc).__name__})"
+                ) from None
             except TimeoutError:
                 if not bound:
                     raise Unauthenticated(

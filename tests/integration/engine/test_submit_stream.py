@@ -212,3 +212,27 @@ async def test_bots_play_a_game_to_its_end_on_their_streams(
                     assert player.moves and len(player.receipts) == player.moves
         finally:
             await engine.stop()
+
+
+async def test_bytes_that_are_no_message_end_the_stream_invalid_argument(
+    nats_server: NatsHandle, tmp_path: Path
+) -> None:
+    """Corrupt request bytes on the stream get what a unary call's get (INVALID_ARGUMENT),
+    never INTERNAL: found by tests/e2e/test_fuzz.py, which sends every RPC raw bytes."""
+    async with running_dice(nats_server, tmp_path):
+        engine = await start_engine(nats_server, tmp_path, SigningKey(b"\x32" * 32))
+        try:
+            async with grpc.aio.insecure_channel(engine.address) as channel:
+                path = "/boulevard.v1.EngineService/SubmitActions"
+                call = channel.stream_stream(path)()  # raw bytes both ways
+                await call.write(b"\x0a\xff")  # field 1, a length past the end
+                with pytest.raises(grpc.aio.AioRpcError) as err:
+                    await call.read()
+                assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value
+                assert "not a valid message (DecodeError)" in (err.value.details() or "")
+                unary = channel.unary_unary("/boulevard.v1.EngineService/SubmitAction")
+                with pytest.raises(grpc.aio.AioRpcError) as err:
+                    await unary(b"\x0a\xff")
+                assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        finally:
+            await engine.stop()
