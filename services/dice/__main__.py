@@ -1,7 +1,6 @@
 """Run the dice service: `python -m services.dice`."""
 
-import asyncio
-
+from boulevard.platform import eventloop
 from boulevard.platform.gctune import tune_gc
 from boulevard.platform.server import serve
 from services.dice.app import DiceApp
@@ -11,7 +10,7 @@ from services.dice.settings import get_dice_settings
 def main() -> None:
     settings = get_dice_settings()
     tune_gc()
-    asyncio.run(serve(DiceApp(settings), settings))
+    eventloop.run(serve(DiceApp(settings), settings))
 
 
 if __name__ == "__main__":

@@ -4,8 +4,7 @@ With BOULEVARD_ENGINE_PROFILE=<file> the process runs under cProfile and writes 
 there on exit (read them with `python -m pstats <file>`): how docs/performance.md's engine
 profiles were taken. Off unless set; the profiler slows every call."""
 
-import asyncio
-
+from boulevard.platform import eventloop
 from boulevard.platform.gctune import tune_gc
 from boulevard.platform.profiling import profiled
 from boulevard.platform.server import serve
@@ -17,7 +16,7 @@ def main() -> None:
     settings = get_engine_settings()
     tune_gc()
     with profiled("BOULEVARD_ENGINE_PROFILE"):
-        asyncio.run(serve(EngineApp(settings), settings))
+        eventloop.run(serve(EngineApp(settings), settings))
 
 
 if __name__ == "__main__":

@@ -5,8 +5,7 @@ there on exit (read them with `python -m pstats <file>`), as the engine's
 BOULEVARD_ENGINE_PROFILE does: how docs/performance.md's ledger profile was taken. Off unless
 set; the profiler slows every call."""
 
-import asyncio
-
+from boulevard.platform import eventloop
 from boulevard.platform.gctune import tune_gc
 from boulevard.platform.profiling import profiled
 from boulevard.platform.server import serve
@@ -18,7 +17,7 @@ def main() -> None:
     settings = get_ledger_settings()
     tune_gc()
     with profiled("BOULEVARD_LEDGER_PROFILE"):
-        asyncio.run(serve(LedgerApp(settings), settings))
+        eventloop.run(serve(LedgerApp(settings), settings))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Run the matchmaking service: `python -m services.matchmaking`."""
 
-import asyncio
 import sys
 
+from boulevard.platform import eventloop
 from boulevard.platform.gctune import tune_gc
 from boulevard.platform.server import serve
 from services.matchmaking.app import MatchmakingApp, MissingTokenKey
@@ -16,7 +16,7 @@ def main() -> None:
     except MissingTokenKey as exc:
         sys.exit(f"matchmaking: {exc}")
     tune_gc()
-    asyncio.run(serve(app, settings))
+    eventloop.run(serve(app, settings))
 
 
 if __name__ == "__main__":
