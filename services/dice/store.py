@@ -26,6 +26,7 @@ from nats.js.kv import KeyValue
 from boulevard.api.v1 import dice_pb2, events_pb2
 from boulevard.contract.dice_log import head_in, leaf_in
 from boulevard.messaging.poison import poisoned
+from boulevard.messaging.requests import requests_on
 from boulevard.platform.errors import FailedPrecondition, Unavailable
 from services.dice.sealing import SealError, SeedSealer
 
@@ -34,6 +35,7 @@ EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
 RECORD_TYPE = "Boulevard-Type"
 WRONG_LAST_SEQUENCE = 10071
 WRONG_LAST_SEQUENCE_CLUSTERED = 10164  # the same, as a clustered stream's leader says it
+PUBLISH_TIMEOUT = 5.0  # how long an append waits for its acknowledgement (nats-py's default)
 
 
 class AppendConflict(Exception):
@@ -63,6 +65,8 @@ class DiceLog:
     """Append and read `DiceRecord`s on `<prefix>.<game_id>` of the DICE stream."""
 
     def __init__(self, nc: NATS, stream: str, prefix: str, read_timeout: float = 30.0) -> None:
+        # A draw's record is appended per move: through the lean request path (issue 28).
+        self._requests = requests_on(nc)
         self._nc = nc
         self._js: JetStreamContext = nc.jetstream()
         self.stream = stream
@@ -108,7 +112,9 @@ class DiceLog:
             RECORD_TYPE: record_type,
         }
         try:
-            ack = await self._js.publish(self.subject(game_id), data, headers=headers)
+            ack = await self._requests.publish(
+                self.subject(game_id), data, PUBLISH_TIMEOUT, headers=headers
+            )
         except APIError as err:
             if err.err_code in (WRONG_LAST_SEQUENCE, WRONG_LAST_SEQUENCE_CLUSTERED):
                 raise AppendConflict(game_id) from err

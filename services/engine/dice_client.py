@@ -21,6 +21,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 
 from boulevard.api.v1 import dice_pb2
 from boulevard.games.base import ChanceKind, ChanceRequest, ChanceResolved
+from boulevard.messaging.requests import requests_on
 from boulevard.platform import tracing
 from boulevard.platform.errors import (
     Aborted,
@@ -56,6 +57,7 @@ class DiceClient:
         retry_for: float = 30.0,
     ) -> None:
         self._nc = nc
+        self._requests = requests_on(nc)  # a request a draw: the lean path (issue 28)
         self._prefix = prefix
         self._timeout = timeout
         self._retry_for = retry_for
@@ -148,9 +150,7 @@ class DiceClient:
         delay = 0.05
         while True:
             try:
-                msg = await self._nc.request(
-                    subject, payload, timeout=self._timeout, headers=headers
-                )
+                msg = await self._requests.request(subject, payload, self._timeout, headers=headers)
             except (TimeoutError, NoRespondersError, NatsTimeoutError) as err:
                 # The service is restarting or slow: ask again, same request, same id.
                 if time.monotonic() + delay > deadline:

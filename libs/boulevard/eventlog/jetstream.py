@@ -28,6 +28,7 @@ from boulevard.api.v1 import events_pb2
 from boulevard.eventlog.errors import ConcurrencyConflict, EventStoreError
 from boulevard.eventlog.store import NewEvent, RecordedEvent, already_appended, check_stream_id
 from boulevard.messaging.poison import poisoned
+from boulevard.messaging.requests import requests_on
 
 MSG_ID = "Nats-Msg-Id"
 EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
@@ -36,6 +37,8 @@ WRONG_LAST_SEQUENCE = 10071
 # number): seen when a leader changes under concurrent appends (tests/e2e/test_cluster.py).
 WRONG_LAST_SEQUENCE_CLUSTERED = 10164
 DUPLICATE = -1  # our marker for a publish the server recognised as a duplicate
+# How long an append waits for JetStream's acknowledgement (nats-py's JetStream default).
+PUBLISH_TIMEOUT = 5.0
 
 
 def encode_commit(events: Sequence[NewEvent], first_version: int) -> bytes:
@@ -77,6 +80,8 @@ class JetStreamEventStore:
     ) -> None:
         self._nc = nc
         self._js: JetStreamContext = nc.jetstream()
+        # Appends are per move: published through the lean request path (issue 28).
+        self._requests = requests_on(nc)
         self.stream = stream
         self.prefix = subject_prefix
         self._read_timeout = read_timeout
@@ -180,7 +185,9 @@ class JetStreamEventStore:
     ) -> int:
         headers = {MSG_ID: events[0].event_id, EXPECTED_LAST_SUBJECT_SEQ: str(last_seq)}
         data = encode_commit(events, expected_version + 1)
-        ack = await self._js.publish(self.subject(stream_id), data, headers=headers)
+        ack = await self._requests.publish(
+            self.subject(stream_id), data, PUBLISH_TIMEOUT, headers=headers
+        )
         if ack.duplicate:
             # The server saw this id inside its dedupe window: a retry of a stored append.
             raise APIError(code=400, err_code=DUPLICATE, description="duplicate")
