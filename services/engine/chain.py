@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import secrets
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -85,7 +84,8 @@ class Recorder:
                 # Hidden with the shuffle's values (`redacted`), so the public chain hash
                 # cannot be matched against every order of a small shuffle.
                 blinding=secrets.token_bytes(BLINDING_BYTES) if hidden_until_end(event) else b"",
-                event_id=uuid.uuid4().hex,
+                # 128 random bits as 32 hex digits, as uuid4().hex gave, at a fifth of its CPU.
+                event_id=secrets.token_hex(16),
                 type=codec.type_name(event),
                 game_id=session.game_id,
                 game=session.game.name,
@@ -151,9 +151,26 @@ def refuse_late_moves(session: Session, events: Sequence[Any], now: int) -> None
                 )
 
 
+class _GameCounters:
+    """A game's append metrics, their labelled children looked up once (a lookup per append
+    was 1-1.5% of the engine's CPU at 100 tables, issue 28)."""
+
+    __slots__ = ("append_seconds", "events_appended")
+
+    def __init__(self, game: str) -> None:
+        self.append_seconds = metrics.APPEND_SECONDS.labels(game)
+        self.events_appended = metrics.EVENTS_APPENDED.labels(game)
+
+
+_COUNTERS: dict[str, _GameCounters] = {}  # by game name: bounded by the registry
+
+
 def _count_appended(game: str, events: Sequence[Any], seconds: float) -> None:
-    metrics.APPEND_SECONDS.labels(game).observe(seconds)
-    metrics.EVENTS_APPENDED.labels(game).inc(len(events))
+    counters = _COUNTERS.get(game)
+    if counters is None:
+        counters = _COUNTERS[game] = _GameCounters(game)
+    counters.append_seconds.observe(seconds)
+    counters.events_appended.inc(len(events))
     metrics.LAST_APPEND.set_to_current_time()
     for event in events:
         if isinstance(event, GameCreated):

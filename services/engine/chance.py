@@ -75,20 +75,27 @@ def owed(session: Session, now_unix_ms: int) -> AwaitSeeds | FixSeeds | Resolve 
         # A seat that did not reveal plays with "".
         seeds = tuple(session.client_seeds.get(s.seat, "") for s in session.created.seats)
         return FixSeeds(ClientSeedsFixed(seeds, tuple(missing)))
-    request = session.game.chance(session.state)
-    if request is not None:
-        return Resolve(f"{session.game_id}:{session.version}", request)
-    outcome = session.game.outcome(session.state)
-    if not outcome.finished:
-        return None
-    return Finish(
-        GameFinished(
-            ranking=outcome.ranking,
-            scores=outcome.scores,
-            player_ids=tuple(s.player_id for s in session.created.seats),
-            reason=outcome.reason,
+
+    # What the rules owe depends on the version alone: asked once a version, however many
+    # times the pipeline and every watcher's stream ask (issue 28).
+    def rules_owe() -> Resolve | Finish | None:
+        request = session.game.chance(session.state)
+        if request is not None:
+            return Resolve(f"{session.game_id}:{session.version}", request)
+        outcome = session.game.outcome(session.state)
+        if not outcome.finished:
+            return None
+        return Finish(
+            GameFinished(
+                ranking=outcome.ranking,
+                scores=outcome.scores,
+                player_ids=tuple(s.player_id for s in session.created.seats),
+                reason=outcome.reason,
+            )
         )
-    )
+
+    owes: Resolve | Finish | None = session.memo("owed", None, rules_owe)
+    return owes
 
 
 class Settler:

@@ -126,6 +126,9 @@ class Session:
 
     def asked(self) -> frozenset[int]:
         """The seats the game asks to act: whose clocks run (unless absent)."""
+        return self.memo("asked", None, self._asked)  # type: ignore[no-any-return]
+
+    def _asked(self) -> frozenset[int]:
         if self.game.outcome(self.state).finished:
             return frozenset()
         return frozenset(self.to_act())

@@ -38,6 +38,7 @@ LEFT_OUT = {
     "Engine.<lambda>",  # the engine's clock
     "Submit.causation",
     "codec_of",
+    "Session.memo",  # the per-version cache (what the rules owe, legal commands, views)
 }
 
 
