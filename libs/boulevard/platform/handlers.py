@@ -5,8 +5,12 @@ it and keeps the two shapes a server-streaming behaviour comes in.
 
 A server-streaming behaviour is either an async generator or a coroutine that writes with
 `context.write` (the health service's Watch); grpc refuses mixing the two, so a wrapper
-must keep the shape it was given (`is_generator`). Client-streaming methods (reflection) are
-passed through unwrapped.
+must keep the shape it was given (`is_generator`). A bidi (stream-stream) behaviour comes in
+the same two shapes and is wrapped as a whole stream (`wrap_bidi`: the engine's
+SubmitActions, reflection's ServerReflectionInfo); its requests are checked one by one as
+they are read, by the request deserializer, since a wrapper only sees the iterator. A sync
+bidi behaviour (grpc runs it in a thread) and client-streaming (stream-unary) methods, which
+no service of ours has, are passed through as they are.
 
 A wrapped handler depends only on the method and the handler it wraps, so each interceptor
 builds it once per method (`Rewrapped`) rather than on every call: building the three
@@ -31,14 +35,22 @@ def is_generator(behavior: Behavior) -> bool:
     return inspect.isasyncgenfunction(behavior)
 
 
+def is_async(behavior: Behavior) -> bool:
+    """True for an async-generator or coroutine behaviour: the shapes grpc's asyncio server
+    hands an async request iterator to (a sync one is run in a thread, its iterator sync)."""
+    return inspect.isasyncgenfunction(behavior) or inspect.iscoroutinefunction(behavior)
+
+
 def rewrapped(
     handler: grpc.RpcMethodHandler,
     unary: Callable[[Behavior], Behavior],
     stream: Callable[[Behavior], Behavior],
     request_deserializer: Callable[[bytes], Any] | None = None,
+    bidi: Callable[[Behavior], Behavior] | None = None,
 ) -> grpc.RpcMethodHandler:
-    """`handler` with its unary-unary behaviour wrapped by `unary`, or its unary-stream one
-    by `stream` (and the request deserializer replaced when one is given)."""
+    """`handler` with its unary-unary behaviour wrapped by `unary`, its unary-stream one by
+    `stream`, or its async stream-stream one by `bidi` when given (and the request
+    deserializer replaced when one is given); any other handler as it is."""
     deserialize = request_deserializer or handler.request_deserializer
     if handler.unary_unary is not None:
         return grpc.unary_unary_rpc_method_handler(
@@ -49,6 +61,12 @@ def rewrapped(
     if handler.unary_stream is not None:
         return grpc.unary_stream_rpc_method_handler(
             stream(handler.unary_stream),
+            request_deserializer=deserialize,
+            response_serializer=handler.response_serializer,
+        )
+    if bidi is not None and handler.stream_stream is not None and is_async(handler.stream_stream):
+        return grpc.stream_stream_rpc_method_handler(
+            bidi(handler.stream_stream),
             request_deserializer=deserialize,
             response_serializer=handler.response_serializer,
         )
@@ -76,12 +94,13 @@ class Rewrapped:
 
 
 class WrappingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
-    """A server interceptor that wraps the behaviour of every unary-unary and unary-stream
-    method: a subclass says how, for a coroutine (`wrap_unary`, which also serves a
-    streaming method that writes with `context.write`) and for an async generator
-    (`wrap_generator`; or streams at all, `wrap_stream`), and may replace the request
-    deserializer. The wrapped handler is built once per method and kept; what a wrapper
-    does on each call (count its status, map its error) is its own."""
+    """A server interceptor that wraps the behaviour of every unary-unary, unary-stream and
+    async stream-stream method: a subclass says how, for a coroutine (`wrap_unary`, which
+    also serves a streaming method that writes with `context.write`) and for an async
+    generator (`wrap_generator`; or streams at all, `wrap_stream`; bidi streams,
+    `wrap_bidi`), and may replace the request deserializer. The wrapped handler is built
+    once per method and kept; what a wrapper does on each call (count its status, map its
+    error) is its own."""
 
     def __init__(self) -> None:
         self._rewrapped = Rewrapped()
@@ -102,6 +121,13 @@ class WrappingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # 
         """`behavior` (an async generator) wrapped, for the full method name `method`:
         every subclass that keeps `wrap_stream` says how."""
         raise NotImplementedError(f"{type(self).__name__} does not wrap streaming {method}")
+
+    def wrap_bidi(self, behavior: Behavior, method: str) -> Behavior:
+        """A stream-stream `behavior` wrapped as one stream, its first argument the request
+        iterator: by default as a unary-stream behaviour is (`wrap_stream`), which serves
+        wrappers that leave the request alone. A subclass that looks at the request
+        overrides it (each message is checked as it is read: `request_deserializer`)."""
+        return self.wrap_stream(behavior, method)
 
     def request_deserializer(self, handler: grpc.RpcMethodHandler) -> Callable[[bytes], Any] | None:
         """The deserializer to use instead of the handler's; None keeps the handler's."""
@@ -124,4 +150,5 @@ class WrappingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # 
             lambda behavior: self.wrap_unary(behavior, method),
             lambda behavior: self.wrap_stream(behavior, method),
             self.request_deserializer(handler),
+            lambda behavior: self.wrap_bidi(behavior, method),
         )

@@ -9,6 +9,12 @@ through four nested coroutines and every stream message through three nested asy
 generators; `PlatformInterceptor` does the same work in one (issue 28: a move is a unary
 call and a message to each seat's stream). Tracing, when on, must sit between metrics and
 errors, so `server_interceptors` then returns the four apart with the tracer among them.
+
+A bidi stream (SubmitActions, reflection) is wrapped as a whole: counted once it ends
+("<method>.stream"), its errors mapped to the status it ends with, no deadline guard; each
+message it reads is decoded by the edge's `stream_deserializer`, which ends the stream
+INVALID_ARGUMENT on bytes that are no message. Nothing is added per message: no wrapper
+around the request iterator, no task or timer.
 """
 
 from __future__ import annotations
@@ -20,10 +26,10 @@ from typing import Any
 import grpc
 
 from boulevard.platform import tracing
-from boulevard.platform.edge import EdgeInterceptor, checked, guarded_deserializer
+from boulevard.platform.edge import EdgeInterceptor, checked, edge_deserializer
 from boulevard.platform.grpc_errors import ErrorInterceptor, abort_for
 from boulevard.platform.handlers import Behavior, WrappingInterceptor, is_generator
-from boulevard.platform.metrics import MetricsInterceptor
+from boulevard.platform.metrics import MetricsInterceptor, Recorder
 from boulevard.platform.nats_deadline import NatsDeadlineInterceptor, deadline_guard
 
 
@@ -39,25 +45,41 @@ class PlatformInterceptor(WrappingInterceptor):
         self._nats_up = nats_up
 
     def request_deserializer(self, handler: grpc.RpcMethodHandler) -> Callable[[bytes], Any]:
-        return guarded_deserializer(handler.request_deserializer)
+        return edge_deserializer(handler)
 
     def wrap_unary(self, behavior: Behavior, method: str) -> Behavior:
-        return self._unary(deadline_guard(behavior, self._nats_up), method)
+        return self._unary(deadline_guard(behavior, self._nats_up), method, checked)
 
     def wrap_stream(self, behavior: Behavior, method: str) -> Behavior:
         # A stream's deadline is its whole life, not a wait on NATS: no guard.
         if not is_generator(behavior):
-            return self._unary(behavior, method)  # a streaming coroutine (context.write)
+            return self._unary(behavior, method, checked)  # a coroutine writing (context.write)
         return self.wrap_generator(behavior, method)
 
-    def _unary(self, behavior: Behavior, method: str) -> Behavior:
-        record = self._metrics.recorder(method)
+    def wrap_generator(self, behavior: Behavior, method: str) -> Behavior:
+        return self._generator(behavior, method, checked)
+
+    def wrap_bidi(self, behavior: Behavior, method: str) -> Behavior:
+        # The request is an iterator whose messages the deserializer checks as they are read.
+        record = self._metrics.recorder(method, bidi=True)
+        if not is_generator(behavior):
+            return self._unary(behavior, method, _as_is, record)  # reads and writes on context
+        return self._generator(behavior, method, _as_is, record)
+
+    def _unary(
+        self,
+        behavior: Behavior,
+        method: str,
+        check: Callable[[Any], Any],
+        record: Recorder | None = None,
+    ) -> Behavior:
+        record = record or self._metrics.recorder(method)
 
         async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             start, failed = time.perf_counter(), None
             try:
                 try:
-                    return await behavior(checked(request), context)
+                    return await behavior(check(request), context)
                 except grpc.aio.AbortError:
                     raise
                 except Exception as exc:
@@ -70,8 +92,14 @@ class PlatformInterceptor(WrappingInterceptor):
 
         return call
 
-    def wrap_generator(self, behavior: Behavior, method: str) -> Behavior:
-        record = self._metrics.recorder(method)
+    def _generator(
+        self,
+        behavior: Behavior,
+        method: str,
+        check: Callable[[Any], Any],
+        record: Recorder | None = None,
+    ) -> Behavior:
+        record = record or self._metrics.recorder(method)
 
         async def stream(
             request: Any, context: grpc.aio.ServicerContext[Any, Any]
@@ -79,7 +107,7 @@ class PlatformInterceptor(WrappingInterceptor):
             start, failed = time.perf_counter(), None
             try:
                 try:
-                    async for item in behavior(checked(request), context):
+                    async for item in behavior(check(request), context):
                         yield item
                 except grpc.aio.AbortError:
                     raise
@@ -92,6 +120,10 @@ class PlatformInterceptor(WrappingInterceptor):
                 record(context, start, failed)
 
         return stream
+
+
+def _as_is(request: Any) -> Any:
+    return request
 
 
 def server_interceptors(service: str, nats_up: Callable[[], bool]) -> list[Any]:

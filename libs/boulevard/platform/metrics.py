@@ -20,7 +20,7 @@ import grpc
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.registry import CollectorRegistry
 
-from boulevard.platform.handlers import Behavior, WrappingInterceptor
+from boulevard.platform.handlers import Behavior, WrappingInterceptor, is_generator
 
 # Latency buckets for calls that hit JetStream (fsync on every write: `sync_interval: always`)
 _LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -267,21 +267,29 @@ def _code_of(context: grpc.aio.ServicerContext[Any, Any], failed: BaseException 
     return str(grpc.StatusCode.OK.name)
 
 
+# A bidi stream is counted and timed as a whole under its method's name with this suffix
+# ("SubmitActions.stream"): its messages may be calls of their own under the method's name
+# (SubmitActions counts each move so, docs/performance.md), which a stream's count and its
+# life-long duration would muddle.
+BIDI_STREAM = ".stream"
+
+Recorder = Callable[[grpc.aio.ServicerContext[Any, Any], float, Any], None]
+
+
 class MetricsInterceptor(WrappingInterceptor):
     """Counts every call by method and final status code and times it. Runs outside the
-    error interceptor, so a domain error is counted with the code the client saw.
-    Client-streaming methods (reflection) are not counted."""
+    error interceptor, so a domain error is counted with the code the client saw. A bidi
+    stream is counted once it ends, as "<method>.stream" (`BIDI_STREAM`); client-streaming
+    methods, which no service of ours has, are not counted."""
 
     def __init__(self, service: str) -> None:
         super().__init__()
         self.service = service
 
-    def recorder(
-        self, method: str
-    ) -> Callable[[grpc.aio.ServicerContext[Any, Any], float, Any], None]:
-        """What a call of `method` records when it ends (its labels looked up once per
-        method, its status code on every call)."""
-        service, short = self.service, method.rsplit("/", 1)[-1]
+    def recorder(self, method: str, *, bidi: bool = False) -> Recorder:
+        """What a call of `method` (a whole bidi stream, with `bidi`) records when it ends
+        (its labels looked up once per method, its status code on every call)."""
+        service, short = self.service, method.rsplit("/", 1)[-1] + (BIDI_STREAM if bidi else "")
         requests = GRPC_REQUESTS
         seconds = GRPC_SECONDS.labels(service, short)
 
@@ -292,34 +300,44 @@ class MetricsInterceptor(WrappingInterceptor):
         return record
 
     def wrap_unary(self, behavior: Behavior, method: str) -> Behavior:
-        record = self.recorder(method)
-
-        async def timed(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-            start, failed = time.perf_counter(), None
-            try:
-                return await behavior(request, context)
-            except BaseException as exc:
-                failed = exc
-                raise
-            finally:
-                record(context, start, failed)
-
-        return timed
+        return _timed(behavior, self.recorder(method))
 
     def wrap_generator(self, behavior: Behavior, method: str) -> Behavior:
-        record = self.recorder(method)
+        return _timed_generator(behavior, self.recorder(method))
 
-        async def timed(
-            request: Any, context: grpc.aio.ServicerContext[Any, Any]
-        ) -> AsyncIterator[Any]:
-            start, failed = time.perf_counter(), None
-            try:
-                async for item in behavior(request, context):
-                    yield item
-            except BaseException as exc:
-                failed = exc
-                raise
-            finally:
-                record(context, start, failed)
+    def wrap_bidi(self, behavior: Behavior, method: str) -> Behavior:
+        record = self.recorder(method, bidi=True)
+        if not is_generator(behavior):
+            return _timed(behavior, record)  # a coroutine reading and writing on `context`
+        return _timed_generator(behavior, record)
 
-        return timed
+
+def _timed(behavior: Behavior, record: Recorder) -> Behavior:
+    async def timed(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        start, failed = time.perf_counter(), None
+        try:
+            return await behavior(request, context)
+        except BaseException as exc:
+            failed = exc
+            raise
+        finally:
+            record(context, start, failed)
+
+    return timed
+
+
+def _timed_generator(behavior: Behavior, record: Recorder) -> Behavior:
+    async def timed(
+        request: Any, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[Any]:
+        start, failed = time.perf_counter(), None
+        try:
+            async for item in behavior(request, context):
+                yield item
+        except BaseException as exc:
+            failed = exc
+            raise
+        finally:
+            record(context, start, failed)
+
+    return timed

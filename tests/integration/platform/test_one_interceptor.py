@@ -2,7 +2,9 @@
 errors, edge, NATS deadline — in one wrapper per call: the same calls through it and
 through the four apart, on real gRPC servers, get the same status codes, details and
 messages, and are counted with the same status each; the NATS deadline guard answers
-UNAVAILABLE in time only while NATS is away, and never cuts a stream."""
+UNAVAILABLE in time only while NATS is away, and never cuts a stream. Bidi streams are
+wrapped too, as a whole: bytes that are no message end one INVALID_ARGUMENT, its errors
+are mapped, it is counted when it ends, and server reflection still answers."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2
+from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
 from boulevard.platform import metrics
 from boulevard.platform.edge import EdgeInterceptor
@@ -59,6 +62,24 @@ async def writer(request: Request, context: grpc.aio.ServicerContext[Any, Any]) 
         raise NotFound("nothing more to write")
 
 
+async def chat(
+    requests: AsyncIterator[Request], context: grpc.aio.ServicerContext[Any, Any]
+) -> AsyncIterator[Response]:
+    """A bidi stream answering each message (SubmitActions' shape)."""
+    async for request in requests:
+        if request.service == "missing":
+            raise NotFound("no such thing on the stream")
+        yield Response(status=Response.SERVING)
+
+
+async def talk(requests: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+    """A bidi stream that reads and writes on its context (grpc's other bidi shape)."""
+    while (request := await context.read()) is not grpc.aio.EOF:
+        if request.service == "missing":
+            raise NotFound("no such thing to talk about")
+        await context.write(Response(status=Response.SERVING))
+
+
 def handlers() -> grpc.GenericRpcHandler:
     return grpc.method_handlers_generic_handler(
         SERVICE,
@@ -71,6 +92,12 @@ def handlers() -> grpc.GenericRpcHandler:
             ),
             "Writer": grpc.unary_stream_rpc_method_handler(
                 writer, Request.FromString, Response.SerializeToString
+            ),
+            "Chat": grpc.stream_stream_rpc_method_handler(
+                chat, Request.FromString, Response.SerializeToString
+            ),
+            "Talk": grpc.stream_stream_rpc_method_handler(
+                talk, Request.FromString, Response.SerializeToString
             ),
         },
     )
@@ -191,3 +218,98 @@ async def test_the_guard_answers_unavailable_before_the_clients_deadline() -> No
             assert await call(Request(service="ok").SerializeToString(), timeout=1.0)
     finally:
         await server.stop(None)
+
+
+OK = Request(service="ok").SerializeToString()
+MISSING = Request(service="missing").SerializeToString()
+# (method, the messages sent on one stream): a bad one last, as nothing after it is read.
+BIDI: list[tuple[str, list[bytes]]] = [
+    ("Chat", [OK, OK]),
+    ("Chat", [OK, b"\xff\xff\xff"]),
+    ("Chat", [OK, MISSING]),
+    ("Talk", [OK, OK]),
+    ("Talk", [OK, b"\xff\xff\xff"]),
+    ("Talk", [OK, MISSING]),
+]
+
+
+async def bidi_outcomes(
+    chain: Callable[[str, Callable[[], bool]], list[Any]], service: str
+) -> tuple[list[tuple[str, str, int]], dict[tuple[str, str], float]]:
+    """Every stream of BIDI through a server with `chain`: (code, details, answers) each,
+    and how many streams the server counted under each method and code."""
+    methods = [f"{m}{metrics.BIDI_STREAM}" for m in ("Chat", "Talk")] + ["Chat", "Talk"]
+    before = {(m, c): count(service, m, c) for m in methods for c in CODES}
+    server = grpc.aio.server(interceptors=chain(service, lambda: True))
+    server.add_generic_rpc_handlers((handlers(),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    seen = []
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            for method, messages in BIDI:
+                call = channel.stream_stream(f"/{SERVICE}/{method}")(timeout=5)
+                for message in messages:
+                    await call.write(message)
+                await call.done_writing()
+                answers = 0
+                try:
+                    while await call.read() is not grpc.aio.EOF:
+                        answers += 1
+                    code, details = "OK", ""
+                except grpc.aio.AioRpcError as err:
+                    code, details = err.code().name, err.details() or ""
+                seen.append((code, details, answers))
+    finally:
+        await server.stop(None)
+    for _ in range(50):  # the server counts a stream once it has ended it
+        after = {k: count(service, *k) - v for k, v in before.items()}
+        if sum(after.values()) >= len(BIDI):
+            break
+        await asyncio.sleep(0.05)
+    return seen, {k: v for k, v in after.items() if v}
+
+
+async def test_a_bidi_stream_is_checked_mapped_and_counted_as_a_whole() -> None:
+    """Before bidi streams were wrapped, undecodable bytes ended one UNKNOWN, a domain
+    error too, and no stream was counted."""
+    apart = await bidi_outcomes(four_apart, "four-bidi")
+    merged = await bidi_outcomes(one, "one-bidi")
+    assert merged == apart
+    seen, counted = merged
+    undecodable = "the request bytes are not a valid message (DecodeError)"
+    for shape in (seen[:3], seen[3:]):
+        assert shape[0] == ("OK", "", 2)
+        assert shape[1] == ("INVALID_ARGUMENT", undecodable, 1)
+        assert shape[2][0] == "NOT_FOUND" and shape[2][2] == 1
+    assert seen[2][1] == "no such thing on the stream"
+    assert counted == {
+        (f"{method}{metrics.BIDI_STREAM}", code): 1
+        for method in ("Chat", "Talk")
+        for code in ("OK", "INVALID_ARGUMENT", "NOT_FOUND")
+    }
+
+
+async def test_server_reflection_lists_the_services_through_the_interceptor() -> None:
+    """grpcurl's `list`: reflection is a bidi stream, wrapped like any other."""
+    server = grpc.aio.server(interceptors=one("one-reflection", lambda: True))
+    server.add_generic_rpc_handlers((handlers(),))
+    reflection.enable_server_reflection((SERVICE, reflection.SERVICE_NAME), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    method = f"ServerReflectionInfo{metrics.BIDI_STREAM}"
+    before = count("one-reflection", method, "OK")
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+            ask = reflection_pb2.ServerReflectionRequest(list_services="")
+            answers = [a async for a in stub.ServerReflectionInfo(iter([ask]), timeout=5)]
+        listed = [s.name for s in answers[0].list_services_response.service]
+        assert sorted(listed) == sorted([SERVICE, reflection.SERVICE_NAME])
+    finally:
+        await server.stop(None)
+    for _ in range(50):
+        if count("one-reflection", method, "OK") > before:
+            break
+        await asyncio.sleep(0.05)
+    assert count("one-reflection", method, "OK") == before + 1
