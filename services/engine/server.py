@@ -12,7 +12,6 @@ from typing import Any, TypeAlias
 
 import grpc
 import structlog
-from google.protobuf.message import DecodeError
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc, events_pb2
 from boulevard.audit.evidence import receipt_to_pb
@@ -40,7 +39,6 @@ from boulevard.platform.errors import (
     Unavailable,
 )
 from boulevard.platform.errors import status_of as error_status
-from boulevard.platform.grpc_errors import abort_for
 from boulevard.platform.identity import OPERATOR, PLAYER, TokenVerifier
 from boulevard.platform.wire import sent_unknown_field
 from services.engine.chance import Finish, FixSeeds, Resolve, owed
@@ -380,7 +378,8 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         self._seat_streams: dict[tuple[str, int], int] = {}
         self._player_streams: dict[str, int] = {}  # WatchPlayer streams by player id
         self._submit_streams: dict[tuple[str, int], int] = {}  # SubmitActions, by seat
-        # SubmitActions counts each message as a call (the interceptor counts unary calls).
+        # SubmitActions counts each message as a call (the interceptor counts unary calls,
+        # and a bidi stream as a whole under "SubmitActions.stream").
         self._submit_counts = {
             code: metrics.GRPC_REQUESTS.labels("engine", "SubmitActions", code.name)
             for code in grpc.StatusCode
@@ -560,91 +559,80 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         when no first message comes within SUBMIT_FIRST_SECONDS. Each seat has at most
         `max_streams_per_seat` of them open on this replica.
 
-        The platform's interceptor passes bidi streams through as they are, so this handler
-        does per message what it does per unary call: the edge's limits, the errors mapped
-        to status codes, and the counts (method "SubmitActions", by code). The NATS
-        deadline guard has no deadline to answer by (a message has none); with NATS away a
-        move fails UNAVAILABLE when the engine's own NATS wait times out."""
-        bound: list[PlayerClaims] = []  # the stream's seat, once its first message is in
-        try:
-            async for reply in self._submits(requests, bound):
-                yield reply
-        except grpc.aio.AbortError:
-            raise
-        except Exception as exc:
-            await abort_for(context, exc, SUBMIT_ACTIONS)
-        finally:
-            if bound:
-                self._release_submitter(bound[0])
-
-    async def _submits(
-        self, requests: AsyncIterator[engine_pb2.SubmitActionsRequest], bound: list[PlayerClaims]
-    ) -> AsyncIterator[engine_pb2.SubmitActionsResponse]:
-        """The answers to a SubmitActions stream's messages; raises what ends the stream.
-        The claims it is bound to go into `bound` once admitted (`_admit_submitter`)."""
+        The platform's interceptor wraps the stream as a whole: what ends it is raised and
+        mapped to its status there, the stream is counted when it ends
+        ("SubmitActions.stream"), and bytes that are no message end it INVALID_ARGUMENT at
+        their read. What it cannot know is done here per message, as the interceptor does
+        per unary call: the edge's limits (a move over them is refused alone) and the
+        counts (method "SubmitActions", by code: one per move). The NATS deadline guard has
+        no deadline to answer by (a message has none); with NATS away a move fails
+        UNAVAILABLE when the engine's own NATS wait times out."""
+        # One generator for the whole stream (the interceptor's is the only other one a
+        # move passes through): its seat, once its first message is in, is released at
+        # its end, whatever ends it.
+        bound: PlayerClaims | None = None
         loop = asyncio.get_running_loop()
         incoming = aiter(requests)
         read_by = loop.time() + SUBMIT_FIRST_SECONDS
-        while True:
-            try:
-                async with asyncio.timeout_at(read_by):
-                    message = await anext(incoming)
-            except StopAsyncIteration:
-                return
-            except (DecodeError, UnicodeDecodeError, ValueError, TypeError) as exc:
-                # Bytes that are no SubmitActionsRequest: what a unary call's undecodable
-                # request gets (the platform's interceptor, which guards unary decoding,
-                # passes bidi streams through), and the stream ends — its framing is the
-                # client's, and nothing after a corrupt message can be trusted to line up.
-                raise InvalidArgument(
-                    f"the request bytes are not a valid message ({type(exc).__name__})"
-                ) from None
-            except TimeoutError:
-                if not bound:
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout_at(read_by):
+                        message = await anext(incoming)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    if bound is None:
+                        raise Unauthenticated(
+                            f"no move within {SUBMIT_FIRST_SECONDS:.0f} s of opening the stream"
+                        ) from None
                     raise Unauthenticated(
-                        f"no move within {SUBMIT_FIRST_SECONDS:.0f} s of opening the stream"
+                        "player token expired; renew it (RenewPlayerToken) and open the "
+                        "stream again"
                     ) from None
-                raise Unauthenticated(
-                    "player token expired; renew it (RenewPlayerToken) and open the stream again"
-                ) from None
-            start = time.perf_counter()
-            request = message.submit
-            try:
-                checked(request)  # the edge's limits, before the token (as on a unary call)
-            except InvalidArgument as exc:
-                # Not even its key is echoed: it may be what is over its bound.
-                yield self._refused("", exc, start)
-                continue
-            # What ends the stream: a token that does not verify, or anyone else's.
-            claims = verify_token(self.engine.token_key, request.player_token)
-            if claims.game_id != request.game_id:
-                raise PermissionDenied("this token is for another game")
-            if not bound:
-                self._admit_submitter(claims)  # before its first move runs
-                bound.append(claims)
-            seat = bound[0]
-            if (claims.game_id, claims.seat, claims.player_id) != (
-                seat.game_id,
-                seat.seat,
-                seat.player_id,
-            ):
-                raise PermissionDenied(
-                    f"this stream submits the moves of seat {seat.seat} in game "
-                    f"{seat.game_id}; open another for another seat or game"
+                start = time.perf_counter()
+                request = message.submit
+                try:
+                    # The edge's limits, before the token, as on a unary call; here, not in
+                    # the interceptor, as a move over them is refused alone and the stream
+                    # goes on.
+                    checked(request)
+                except InvalidArgument as exc:
+                    # Not even its key is echoed: it may be what is over its bound.
+                    yield self._refused("", exc, start)
+                    continue
+                # What ends the stream: a token that does not verify, or anyone else's.
+                claims = verify_token(self.engine.token_key, request.player_token)
+                if claims.game_id != request.game_id:
+                    raise PermissionDenied("this token is for another game")
+                if bound is None:
+                    self._admit_submitter(claims)  # before its first move runs
+                    bound = claims
+                if (claims.game_id, claims.seat, claims.player_id) != (
+                    bound.game_id,
+                    bound.seat,
+                    bound.player_id,
+                ):
+                    raise PermissionDenied(
+                        f"this stream submits the moves of seat {bound.seat} in game "
+                        f"{bound.game_id}; open another for another seat or game"
+                    )
+                # The stream lasts as long as the latest token it was sent (a renewed one
+                # carries it on): a leaked token must not keep a seat's stream open for good.
+                read_by = loop.time() + (claims.expires_unix - time.time())
+                try:
+                    accepted = await self._submit(request, claims)
+                except Exception as exc:
+                    yield self._refused(request.idempotency_key, exc, start)
+                    continue
+                self._submit_counts[grpc.StatusCode.OK].inc()
+                self._submit_seconds.observe(time.perf_counter() - start)
+                yield engine_pb2.SubmitActionsResponse(
+                    idempotency_key=request.idempotency_key, accepted=accepted
                 )
-            # The stream lasts as long as the latest token it was sent (a renewed one
-            # carries it on): a leaked token must not keep a seat's stream open for good.
-            read_by = loop.time() + (claims.expires_unix - time.time())
-            try:
-                accepted = await self._submit(request, claims)
-            except Exception as exc:
-                yield self._refused(request.idempotency_key, exc, start)
-                continue
-            self._submit_counts[grpc.StatusCode.OK].inc()
-            self._submit_seconds.observe(time.perf_counter() - start)
-            yield engine_pb2.SubmitActionsResponse(
-                idempotency_key=request.idempotency_key, accepted=accepted
-            )
+        finally:
+            if bound is not None:
+                self._release_submitter(bound)
 
     def _refused(self, key: str, exc: Exception, start: float) -> engine_pb2.SubmitActionsResponse:
         """The answer to the move of idempotency key `key` that SubmitAction would fail with

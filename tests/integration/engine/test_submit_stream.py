@@ -16,6 +16,7 @@ import pytest
 
 from boulevard.api.v1 import engine_pb2, engine_pb2_grpc
 from boulevard.audit.signing import SigningKey
+from boulevard.platform import metrics
 from boulevard.platform.auth import PlayerClaims, issue_token
 from boulevard.seats.player import play_game, reveal_seed
 from boulevard.seats.signing import signed_submit
@@ -218,7 +219,14 @@ async def test_bytes_that_are_no_message_end_the_stream_invalid_argument(
     nats_server: NatsHandle, tmp_path: Path
 ) -> None:
     """Corrupt request bytes on the stream get what a unary call's get (INVALID_ARGUMENT),
-    never INTERNAL: found by tests/e2e/test_fuzz.py, which sends every RPC raw bytes."""
+    never INTERNAL: found by tests/e2e/test_fuzz.py, which sends every RPC raw bytes. The
+    platform's interceptor does it, as for every bidi stream, and counts the stream."""
+    ended_invalid = {
+        "service": "engine",
+        "method": "SubmitActions.stream",
+        "code": "INVALID_ARGUMENT",
+    }
+    before = stream_count(ended_invalid)
     async with running_dice(nats_server, tmp_path):
         engine = await start_engine(nats_server, tmp_path, SigningKey(b"\x32" * 32))
         try:
@@ -230,9 +238,19 @@ async def test_bytes_that_are_no_message_end_the_stream_invalid_argument(
                     await call.read()
                 assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value
                 assert "not a valid message (DecodeError)" in (err.value.details() or "")
+                for _ in range(50):  # counted once the server has ended the stream
+                    if stream_count(ended_invalid) > before:
+                        break
+                    await asyncio.sleep(0.05)
+                assert stream_count(ended_invalid) == before + 1
                 unary = channel.unary_unary("/boulevard.v1.EngineService/SubmitAction")
                 with pytest.raises(grpc.aio.AioRpcError) as err:
                     await unary(b"\x0a\xff")
                 assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         finally:
             await engine.stop()
+
+
+def stream_count(labels: dict[str, str]) -> float:
+    sample = metrics.REGISTRY.get_sample_value("boulevard_grpc_requests_total", labels)
+    return sample or 0.0
