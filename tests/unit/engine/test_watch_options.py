@@ -26,6 +26,7 @@ from boulevard.platform.auth import verify_token
 from services.engine import server
 from services.engine.server import EngineServicer
 from services.engine.sessions import Session
+from tests.support.feeds import one_at_a_time
 from tests.unit.engine.test_create_game_clock import Index
 from tests.unit.engine.test_engine_core import KEY, make_engine, seats, submit
 
@@ -93,13 +94,7 @@ async def test_options_leave_out_only_what_they_say(
 ) -> None:
     servicer, game_id, tokens, log = await played(name)
 
-    async def one_at_a_time(store: Any, stream_id: str) -> AsyncIterator[list[RecordedEvent]]:
-        for recorded in log:
-            yield [recorded]
-            await asyncio.sleep(0)
-        await asyncio.Event().wait()  # a consumer stays open
-
-    monkeypatch.setattr(server, "follow", one_at_a_time)
+    monkeypatch.setattr(server, "follow", one_at_a_time(log))
     last = log[-1].version
     game = REGISTRY[name]
     created = servicer.engine.cached(game_id).created  # type: ignore[union-attr]

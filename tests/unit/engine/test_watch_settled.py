@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ from services.engine import server
 from services.engine.chance import Finish, FixSeeds, Resolve, owed
 from services.engine.server import EngineServicer
 from services.engine.sessions import Session
+from tests.support.feeds import one_at_a_time
 from tests.unit.engine.test_create_game_clock import Index
 from tests.unit.engine.test_engine_core import KEY, make_engine, seats, submit
 
@@ -83,13 +83,7 @@ async def test_a_settled_stream_holds_what_the_engine_answers_at_once(
 ) -> None:
     servicer, game_id, tokens, log = await played(MOVES)
 
-    async def one_at_a_time(store: Any, stream_id: str) -> AsyncIterator[list[RecordedEvent]]:
-        for recorded in log:
-            yield [recorded]
-            await asyncio.sleep(0)
-        await asyncio.Event().wait()  # a consumer stays open
-
-    monkeypatch.setattr(server, "follow", one_at_a_time)
+    monkeypatch.setattr(server, "follow", one_at_a_time(log))
     token = tokens[0] if who == "seat0" else ""
     last = log[-1].version
     # Bounded: a stream that held the last version back would wait for good.
