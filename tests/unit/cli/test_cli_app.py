@@ -289,12 +289,14 @@ def test_healthcheck_json(
     monkeypatch.setattr(
         healthcheck, "check", lambda *_a, **_k: (healthcheck.NOT_SERVING, "unhealthy: x")
     )
-    assert healthcheck.main(["127.0.0.1:50052", "boulevard.v1.EngineService", "--json"]) == 1
+    # Port 1, where nothing listens: unhealthy even if a change reached the network past the
+    # fake (an engine of `make run` may hold 50052 on this machine).
+    assert healthcheck.main(["127.0.0.1:1", "boulevard.v1.EngineService", "--json"]) == 1
     assert json.loads(capsys.readouterr().out) == {
-        "target": "127.0.0.1:50052", "service": "boulevard.v1.EngineService", "healthy": False,
+        "target": "127.0.0.1:1", "service": "boulevard.v1.EngineService", "healthy": False,
         "message": "unhealthy: x",
     }  # fmt: skip
-    assert main(["healthcheck", "127.0.0.1:50052", "--json"]) == 1
+    assert main(["healthcheck", "127.0.0.1:1", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["healthy"] is False
 
 

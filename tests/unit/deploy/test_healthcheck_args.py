@@ -84,5 +84,7 @@ def test_an_unhealthy_answer_is_exit_1_and_said_on_stderr(
     monkeypatch.setattr(
         healthcheck, "check", lambda *_a, **_k: (healthcheck.NOT_SERVING, "unhealthy: x")
     )
-    assert healthcheck.main(["127.0.0.1:50052"]) == 1
+    # Port 1, where nothing listens: unhealthy even if a change reached the network past the
+    # fake (an engine of `make run` may hold 50052 on this machine).
+    assert healthcheck.main(["127.0.0.1:1"]) == 1
     assert capsys.readouterr().err.strip() == "unhealthy: x"
