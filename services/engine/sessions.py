@@ -57,6 +57,10 @@ RECENT_ENVELOPES = 64
 # A hidden shuffle's blinding (EventEnvelope.blinding): 128 bits, beyond any guessing.
 BLINDING_BYTES = 16
 
+# A game as it stood at one version, for a later `Session.resume` (`Session.mark`): state,
+# version, finished, client seeds, seeds fixed, chain head, clocks.
+Mark = tuple[Any, int, Any, dict[int, str], bool, bytes, Any]
+
 
 @dataclass
 class Session:
@@ -176,17 +180,36 @@ class Session:
     def fork(self) -> Session:
         """A copy of the game as it stands (for a reader that goes on folding events on its
         own): states are immutable, so the state is shared, not copied."""
+        return self.resume(self.mark())
+
+    def mark(self) -> Mark:
+        """What `fork` copies, without making a session: for a reader that may never need
+        its own copy (a watcher's stream, most of whose bursts find the live game at their
+        version; making a session per stream and burst was 1-1.5% of the engine's CPU)."""
+        return (
+            self.state,
+            self.version,
+            self.finished,
+            dict(self.client_seeds),
+            self.seeds_fixed,
+            self.head_hash,
+            self.clocks,
+        )
+
+    def resume(self, mark: Mark) -> Session:
+        """A session of this game as it stood at `mark` (its own copy, as `fork` makes)."""
+        state, version, finished, client_seeds, seeds_fixed, head_hash, clocks = mark
         return Session(
             self.game_id,
             self.game,
             self.created,
-            self.state,
-            self.version,
-            self.finished,
-            client_seeds=dict(self.client_seeds),
-            seeds_fixed=self.seeds_fixed,
-            head_hash=self.head_hash,
-            clocks=self.clocks,
+            state,
+            version,
+            finished,
+            client_seeds=dict(client_seeds),
+            seeds_fixed=seeds_fixed,
+            head_hash=head_hash,
+            clocks=clocks,
         )
 
     @property
