@@ -275,6 +275,13 @@ async def main(games: list[int], seconds: float, procs: int, check_games: int) -
         f"aim (issue 28): Boulevard's p99 at half its saturated rate < 20 ms: "
         f"{paced['boulevard']['p99_ms']:.1f} ms"
     )
+    ours = paced["boulevard"]
+    if ours.get("first_moves"):
+        # A seat's first move opens its SubmitActions stream; a short run holds many of them.
+        print(
+            f"  of its moves {ours['first_moves']} opened their seat's stream (p50 "
+            f"{ours['first_p50_ms']:.1f} ms); on an open stream p99 {ours['open_p99_ms']:.1f} ms"
+        )
     print("durability:")
     for key, label in labels.items():
         print(f"  {label:<22} {DURABILITY[key]}")

@@ -175,6 +175,10 @@ class Tally:
     def __init__(self, think: float = 0.0) -> None:
         self.think = think  # mean seconds a seat waits before each move (0: at once)
         self.latencies: list[float] = []
+        # Moves that opened their seat's SubmitActions stream (its first move, or the first
+        # after the stream ended): apart, since under saturation a new stream's first
+        # message waits far longer than a message on an open one (docs/performance.md).
+        self.first_latencies: list[float] = []
         self.aborted = 0
         self.games_finished = 0
         self.streams_open = 0  # seats whose stream has brought its first message
@@ -254,6 +258,7 @@ async def play_seat(
             )
             sign_submit(submit, seat, KEYS[seat])
             start = time.perf_counter()
+            streams_before = moves.opened
             try:
                 await moves.submit(submit)
             except grpc.aio.AioRpcError as err:
@@ -261,6 +266,8 @@ async def play_seat(
                     raise
                 tally.aborted += 1  # another seat moved first: the stream brings the news
             tally.latencies.append(time.perf_counter() - start)
+            if moves.opened != streams_before:
+                tally.first_latencies.append(time.perf_counter() - start)
             acted_at = version
         watcher.result()  # a stream that failed: surface it
     finally:
@@ -389,6 +396,7 @@ async def _loadgen(
                 raise result  # a driver that failed: surface it
     return {
         "latencies": tally.latencies,
+        "first_latencies": tally.first_latencies,
         "aborted": tally.aborted,
         "games_finished": tally.games_finished,
         "seconds": t.seconds,
@@ -468,12 +476,19 @@ def measure(
         if "error" in out:
             raise RuntimeError(f"a load generator failed: {out['error']}")
     latencies = sorted(x for out in outs for x in out["latencies"])
+    firsts = sorted(x for out in outs for x in out.get("first_latencies", []))
     window = max(out["seconds"] for out in outs)
     return {
         "rate": rate(len(latencies), window),
         "calls": len(latencies),
         "p50_ms": 1000 * statistics.median(latencies),
         "p99_ms": 1000 * percentile(latencies, 0.99),
+        # The moves that opened their stream, and the others (on a stream open already).
+        "first_moves": len(firsts),
+        "first_p50_ms": 1000 * statistics.median(firsts) if firsts else 0.0,
+        "open_p99_ms": 1000 * percentile(sorted(set_minus(latencies, firsts)), 0.99)
+        if len(firsts) < len(latencies)
+        else 0.0,
         "aborted": sum(out["aborted"] for out in outs),
         "games_finished": sum(out["games_finished"] for out in outs),
         "window": window,
@@ -482,6 +497,17 @@ def measure(
         "wall": t.seconds,
         "load": os.getloadavg()[0],
     }
+
+
+def set_minus(values: list[float], taken: list[float]) -> list[float]:
+    """`values` less one occurrence of each of `taken` (both sorted)."""
+    out, i = [], 0
+    for v in values:
+        if i < len(taken) and taken[i] == v:
+            i += 1
+        else:
+            out.append(v)
+    return out
 
 
 # --- in-process measurements -------------------------------------------------------------------
@@ -909,6 +935,12 @@ async def load_only(
                 f"aborted {e['aborted']}  "
                 f"load {e['load']:.1f}"
             )
+            if e["first_moves"]:
+                print(
+                    f"      of them {e['first_moves']} opened their seat's SubmitActions stream "
+                    f"(p50 {e['first_p50_ms']:.1f} ms); on an open stream p99 "
+                    f"{e['open_p99_ms']:.1f} ms"
+                )
         if affinity:
             replicas = replica_list(bench.engine)
             await cold_move_cost(replicas, bench.operator, game, 5 if seconds < 10 else 20)
