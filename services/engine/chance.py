@@ -82,7 +82,7 @@ def owed(session: Session, now_unix_ms: int) -> AwaitSeeds | FixSeeds | Resolve 
         request = session.game.chance(session.state)
         if request is not None:
             return Resolve(f"{session.game_id}:{session.version}", request)
-        outcome = session.game.outcome(session.state)
+        outcome = session.outcome()
         if not outcome.finished:
             return None
         return Finish(

@@ -265,6 +265,26 @@ class Shown:
         return self._text
 
 
+# How long the seats' clocks computed for one version's updates serve other streams sending
+# the same version (`clocks_at`).
+CLOCKS_SHARED_MS = 50
+
+
+def clocks_at(session: Session, at_ms: int) -> tuple[int, list[events_pb2.SeatClock]]:
+    """Every seat's clock at `at_ms` (never before the last envelope's time) as the messages
+    an update carries, and the time they were computed at (its `clocks_unix_ms`). Made once
+    for the streams that send the same version within CLOCKS_SHARED_MS of one another, at
+    the first one's time (issue 28: per stream and version they were most of what a clock
+    costs a move): the update says when they were computed, and a ticking clock is drawn
+    from its `deadline_unix_ms`, which no instant changes (docs/clients.md, "Clocks")."""
+    at_ms = max(at_ms, session.time_ms())
+    made: list[tuple[int, list[events_pb2.SeatClock]]] = session.memo("clocks", None, list)
+    if made and 0 <= at_ms - made[0][0] <= CLOCKS_SHARED_MS:
+        return made[0]
+    made[:] = [(at_ms, seat_clocks_to_proto(session.clock_times(at_ms)))]
+    return made[0]
+
+
 class Expiry:
     """A seat's stream's token expiry: one timer for the stream's whole life, which ends the
     stream's wait for its next burst (`next_batch`) when it fires. Issue 28: an
@@ -925,8 +945,9 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         update.to_act.extend(source.to_act())
         if source.clocks is not None:
             # The live game's clocks now; a past version's at its time.
-            update.clocks.extend(seat_clocks_to_proto(source.clock_times(at_ms)))
-            update.clocks_unix_ms = max(at_ms, source.time_ms())
+            at, clocks = clocks_at(source, at_ms)
+            update.clocks.extend(clocks)
+            update.clocks_unix_ms = at
         update.legal_actions.extend(actions)
 
     def _acts_next(self, session: Session) -> bool:

@@ -132,8 +132,13 @@ class Session:
         """The seats the game asks to act: whose clocks run (unless absent)."""
         return self.memo("asked", None, self._asked)  # type: ignore[no-any-return]
 
+    def outcome(self) -> Any:
+        """The game's outcome as its rules read the state now (asked once a version: what
+        the game owes and whom it asks both read it)."""
+        return self.memo("outcome", None, lambda: self.game.outcome(self.state))
+
     def _asked(self) -> frozenset[int]:
-        if self.game.outcome(self.state).finished:
+        if self.outcome().finished:
             return frozenset()
         return frozenset(self.to_act())
 

@@ -39,6 +39,7 @@ LEFT_OUT = {
     "Submit.causation",
     "codec_of",
     "Session.memo",  # the per-version cache (what the rules owe, legal commands, views)
+    "Session.outcome",  # the game's outcome at a version, through that cache
 }
 
 
