@@ -265,9 +265,10 @@ async def play_seat(
                 if err.code() != grpc.StatusCode.ABORTED:
                     raise
                 tally.aborted += 1  # another seat moved first: the stream brings the news
-            tally.latencies.append(time.perf_counter() - start)
+            took = time.perf_counter() - start
+            tally.latencies.append(took)
             if moves.opened != streams_before:
-                tally.first_latencies.append(time.perf_counter() - start)
+                tally.first_latencies.append(took)
             acted_at = version
         watcher.result()  # a stream that failed: surface it
     finally:
