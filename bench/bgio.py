@@ -51,6 +51,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -307,6 +308,9 @@ async def main(games: list[int], seconds: float, procs: int, check_games: int) -
 
 
 if __name__ == "__main__":
+    # Stopped with SIGTERM (kill, pkill, a CI time limit) as with Ctrl-C: the platform and the
+    # load generators it started are stopped too, not left running without it.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="5 s runs instead of 15 s")
     parser.add_argument("--games", default="1,10,100", help="tables at once, comma-separated")

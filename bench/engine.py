@@ -51,6 +51,7 @@ import itertools
 import multiprocessing
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -1111,6 +1112,9 @@ async def main(quick: bool, procs: int, engines: int, game: str) -> None:
 
 
 if __name__ == "__main__":
+    # Stopped with SIGTERM (kill, pkill, a CI time limit) as with Ctrl-C: the platform and the
+    # load generators it started are stopped too, not left running without it.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="shorter runs")
     parser.add_argument(
