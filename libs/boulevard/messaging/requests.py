@@ -2,9 +2,9 @@
 its dice requests and the dice service's own appends.
 
 nats-py's `request` (and `JetStreamContext.publish`, which is one) costs about twice the CPU
-of what a request needs: a NUID and random bytes per request, `asyncio.wait_for` around the
-reply (a second future, a done-callback and a timer), and for a JetStream publish a `PubAck`
-dataclass built from the reply's JSON. Measured with 100 requests in flight against a local
+of what a request needs: a NUID and then more random bytes per request (8 random bytes serve
+here), `asyncio.wait_for` around the reply (a second future, a done-callback and a timer),
+and for a JetStream publish a `PubAck` dataclass built from the reply's JSON. Measured with 100 requests in flight against a local
 nats-server: 190-205 µs of client CPU a JetStream publish through `js.publish`, 80-100 µs
 here (docs/performance.md, "Wave 8").
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -48,14 +49,14 @@ def _expire(waiting: asyncio.Future[Msg]) -> None:
 
 
 class Requests:
-    """Requests on one connection, their replies matched by a counter in the reply subject."""
+    """Requests on one connection, their replies matched by a random token ending the reply
+    subject."""
 
     def __init__(self, nc: NATS) -> None:
         self._nc = nc
         self._prefix = ""  # "<the connection's inbox>.<nuid>." once subscribed
         self._starting: asyncio.Future[None] | None = None
         self._waiting: dict[str, asyncio.Future[Msg]] = {}
-        self._count = 0
 
     async def _start(self) -> None:
         if self._starting is None:
@@ -92,8 +93,10 @@ class Requests:
         """The reply to `payload` sent on `subject`, as `NATS.request` gives it."""
         if not self._prefix:
             await self._start()
-        self._count += 1
-        token = str(self._count)
+        # Unpredictable, as nats-py's are: whoever sees one reply subject (a responder) cannot
+        # name the next request's. (NATS permissions already let a responder answer only the
+        # requests it received, `allow_responses`; this does not lean on that alone.)
+        token = os.urandom(8).hex()
         loop = asyncio.get_running_loop()
         waiting: asyncio.Future[Msg] = loop.create_future()
         self._waiting[token] = waiting

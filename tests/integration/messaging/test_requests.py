@@ -93,3 +93,31 @@ async def test_works_under_a_services_own_identity(nats_server: NatsHandle) -> N
     finally:
         await engine.close()
         await admin.close()
+
+
+async def test_a_responder_cannot_name_the_next_requests_reply_subject(nc: NATS) -> None:
+    """Each request's reply subject ends in its own random token: a responder that saw one
+    (and may publish anywhere, as admin may) cannot answer the next request before its
+    real answer comes, whatever it guesses from the one it saw."""
+    requests = Requests(nc)
+    seen: list[str] = []
+
+    async def answer(msg: Msg) -> None:
+        seen.append(msg.reply)
+        if len(seen) == 1:
+            head, _, token = msg.reply.rpartition(".")
+            guesses = {f"{head}.{n}" for n in range(200)}
+            if token.isdigit():
+                guesses |= {f"{head}.{int(token) + n}" for n in range(1, 200)}
+            guesses |= {f"{head}.{int(token, 16) + n:0{len(token)}x}" for n in range(1, 200)}
+            for guess in guesses:
+                await nc.publish(guess, b"forged")
+            await nc.flush()
+        await nc.publish(msg.reply, b"real")
+
+    await nc.subscribe("svc.pick", cb=answer)
+    first = await requests.request("svc.pick", b"", 5.0)
+    second = await requests.request("svc.pick", b"", 5.0)
+    assert (first.data, second.data) == (b"real", b"real")
+    tokens = [reply.rpartition(".")[2] for reply in seen]
+    assert tokens[0] != tokens[1] and all(len(t) >= 16 for t in tokens)  # 64 random bits

@@ -19,6 +19,7 @@ from nats.js.api import KeyValueConfig
 
 from boulevard.api.v1 import events_pb2
 from boulevard.messaging.identities import IDENTITIES, SERVICE_IDENTITIES, inbox_prefix
+from boulevard.messaging.requests import Requests
 from boulevard.messaging.streams import ensure_stream, platform_streams
 from boulevard.platform.settings import Settings
 from tests.support.nats import TestNats, provisioned_nats
@@ -315,6 +316,9 @@ async def test_dice_answers_the_engine_and_nobody_reads_the_answer_on_the_way(
         assert await snooper.refused('subscription to "_inbox.engine.>"'), identity
     engine = await connect("engine")
     reply = await engine.nc.request("dice.rpc.roll", b"{}", timeout=2)
+    assert reply.data == b"the next roll"
+    # The engine's own request path (boulevard.messaging.requests) replies in its inbox too.
+    reply = await Requests(engine.nc).request("dice.rpc.roll", b"{}", 2.0)
     assert reply.data == b"the next roll"
     # Dice may answer a request it received, not publish into the engine's inbox at will.
     await dice.nc.publish(f"{inbox_prefix('engine')}.forged", b"[6, 6]")
