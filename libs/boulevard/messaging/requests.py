@@ -4,9 +4,9 @@ its dice requests and the dice service's own appends.
 nats-py's `request` (and `JetStreamContext.publish`, which is one) costs about twice the CPU
 of what a request needs: a NUID and then more random bytes per request (8 random bytes serve
 here), `asyncio.wait_for` around the reply (a second future, a done-callback and a timer),
-and for a JetStream publish a `PubAck` dataclass built from the reply's JSON. Measured with 100 requests in flight against a local
-nats-server: 190-205 µs of client CPU a JetStream publish through `js.publish`, 80-100 µs
-here (docs/performance.md, "Wave 8").
+and for a JetStream publish a `PubAck` dataclass built from the reply's JSON. Measured with
+100 requests in flight against a local nats-server: 190-205 µs of client CPU a JetStream
+publish through `js.publish`, 80-100 µs here (docs/performance.md, "Wave 8").
 
 What the callers see is nats-py's: the same subjects and headers on the wire, the reply as a
 `Msg`, `nats.errors.TimeoutError` when none comes in time, `nats.errors.NoRespondersError`
