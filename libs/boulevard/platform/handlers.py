@@ -45,12 +45,12 @@ def rewrapped(
     handler: grpc.RpcMethodHandler,
     unary: Callable[[Behavior], Behavior],
     stream: Callable[[Behavior], Behavior],
+    bidi: Callable[[Behavior], Behavior],
     request_deserializer: Callable[[bytes], Any] | None = None,
-    bidi: Callable[[Behavior], Behavior] | None = None,
 ) -> grpc.RpcMethodHandler:
     """`handler` with its unary-unary behaviour wrapped by `unary`, its unary-stream one by
-    `stream`, or its async stream-stream one by `bidi` when given (and the request
-    deserializer replaced when one is given); any other handler as it is."""
+    `stream`, or its async stream-stream one by `bidi` (and the request deserializer
+    replaced when one is given); any other handler as it is."""
     deserialize = request_deserializer or handler.request_deserializer
     if handler.unary_unary is not None:
         return grpc.unary_unary_rpc_method_handler(
@@ -64,7 +64,7 @@ def rewrapped(
             request_deserializer=deserialize,
             response_serializer=handler.response_serializer,
         )
-    if bidi is not None and handler.stream_stream is not None and is_async(handler.stream_stream):
+    if handler.stream_stream is not None and is_async(handler.stream_stream):
         return grpc.stream_stream_rpc_method_handler(
             bidi(handler.stream_stream),
             request_deserializer=deserialize,
@@ -149,6 +149,6 @@ class WrappingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # 
             handler,
             lambda behavior: self.wrap_unary(behavior, method),
             lambda behavior: self.wrap_stream(behavior, method),
-            self.request_deserializer(handler),
             lambda behavior: self.wrap_bidi(behavior, method),
+            self.request_deserializer(handler),
         )
