@@ -14,6 +14,7 @@ field tuples encode to the same bytes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import struct
@@ -125,10 +126,18 @@ def verify(public_key: bytes, signature: bytes, message: bytes) -> bool:
     if len(signature) != SIGNATURE_SIZE or len(public_key) != PUBLIC_KEY_SIZE:
         return False
     try:
-        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, message)
+        _public_key(public_key).verify(signature, message)
     except (InvalidSignature, ValueError):
         return False
     return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _public_key(raw: bytes) -> Ed25519PublicKey:
+    """The key object of 32 raw bytes, made once per key while it is in use (a seat signs
+    every move with the same key; the engine's key signs every receipt). Bytes that are no
+    key raise ValueError, which is not cached."""
+    return Ed25519PublicKey.from_public_bytes(raw)
 
 
 class SigningKey:
