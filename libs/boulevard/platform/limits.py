@@ -80,6 +80,8 @@ LIMITS: Mapping[str, Limit] = {
         "SubmitActionRequest.player_token": Limit(TOKEN),
         "SubmitActionRequest.idempotency_key": Limit(KEY),
         "SubmitActionRequest.signature": Limit(SIGNATURE, "bytes; docs/trust.md"),
+        "SubmitActionsOpen.game_id": Limit(ID),
+        "SubmitActionsOpen.player_token": Limit(TOKEN),
         "WatchGameRequest.game_id": Limit(ID),
         "GetGameLogRequest.game_id": Limit(ID),
         "WatchGameRequest.player_token": Limit(TOKEN),

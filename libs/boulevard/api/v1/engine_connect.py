@@ -81,6 +81,8 @@ class EngineService(Protocol):
         costs the engine a stream message instead of a call. The stream is bound to the game,
         seat and player of its first message's token; a message with a token that does not
         verify (expired among them) or for anyone else ends it, and so does its token's expiry.
+        A client opens and binds it before its first move with an `open` message (answered
+        `opened`), so that no move waits for the stream to open.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -470,6 +472,8 @@ class EngineServiceClient(ConnectClient):
         costs the engine a stream message instead of a call. The stream is bound to the game,
         seat and player of its first message's token; a message with a token that does not
         verify (expired among them) or for anyone else ends it, and so does its token's expiry.
+        A client opens and binds it before its first move with an `open` message (answered
+        `opened`), so that no move waits for the stream to open.
         """
         return self.execute_bidi_stream(
             request=request,
@@ -671,6 +675,8 @@ class EngineServiceSync(Protocol):
         costs the engine a stream message instead of a call. The stream is bound to the game,
         seat and player of its first message's token; a message with a token that does not
         verify (expired among them) or for anyone else ends it, and so does its token's expiry.
+        A client opens and binds it before its first move with an `open` message (answered
+        `opened`), so that no move waits for the stream to open.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -1058,6 +1064,8 @@ class EngineServiceClientSync(ConnectClientSync):
         costs the engine a stream message instead of a call. The stream is bound to the game,
         seat and player of its first message's token; a message with a token that does not
         verify (expired among them) or for anyone else ends it, and so does its token's expiry.
+        A client opens and binds it before its first move with an `open` message (answered
+        `opened`), so that no move waits for the stream to open.
         """
         return self.execute_bidi_stream(
             request=request,

@@ -632,27 +632,69 @@ Global___SubmitActionResponse: _TypeAlias = SubmitActionResponse  # noqa: Y015
 
 @_typing.final
 class SubmitActionsRequest(_message.Message):
+    """One message of a SubmitActions stream: exactly one of `submit` and `open` (neither, or
+    both: refused alone with INVALID_ARGUMENT, the stream goes on).
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SUBMIT_FIELD_NUMBER: _builtins.int
+    OPEN_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def submit(self) -> Global___SubmitActionRequest:
         """One move, exactly as SubmitAction takes it: the same limits, token, signature and
         idempotency key. Every message of a stream names the game, seat and player of its first.
         """
 
+    @_builtins.property
+    def open(self) -> Global___SubmitActionsOpen:
+        """No move: binds the stream to the token's game, seat and player as a first move would
+        (the same token checks, the same bound on a seat's streams), answered `opened`. Sent
+        when the seat sits down, so its first move finds the stream open. On a bound stream,
+        an `open` for the same seat with a renewed token carries the stream on to that token's
+        expiry; one for anyone else ends it PERMISSION_DENIED. An engine from before `open`
+        reads it as a move without a token and ends the stream UNAUTHENTICATED.
+        """
+
     def __init__(
         self,
         *,
         submit: Global___SubmitActionRequest | None = ...,
+        open: Global___SubmitActionsOpen | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["submit", b"submit"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["open", b"open", "submit", b"submit"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["submit", b"submit"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["open", b"open", "submit", b"submit"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SubmitActionsRequest: _TypeAlias = SubmitActionsRequest  # noqa: Y015
+
+@_typing.final
+class SubmitActionsOpen(_message.Message):
+    """Open a SubmitActions stream for one seat without a move."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    PLAYER_TOKEN_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    """max 64 chars; the game the token is for"""
+    player_token: _builtins.str
+    """max 4096 chars; the seat's token, as SubmitAction takes it"""
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        player_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game_id", b"game_id", "player_token", b"player_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SubmitActionsOpen: _TypeAlias = SubmitActionsOpen  # noqa: Y015
 
 @_typing.final
 class SubmitActionsResponse(_message.Message):
@@ -661,8 +703,11 @@ class SubmitActionsResponse(_message.Message):
     IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
     ACCEPTED_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
+    OPENED_FIELD_NUMBER: _builtins.int
     idempotency_key: _builtins.str
-    """The answered move's idempotency key (the stream answers in the order it was sent)."""
+    """The answered move's idempotency key (the stream answers in the order it was sent); ""
+    for an `open` and for a message refused before its key is read.
+    """
     @_builtins.property
     def accepted(self) -> Global___SubmitActionResponse:
         """what SubmitAction answers"""
@@ -671,22 +716,54 @@ class SubmitActionsResponse(_message.Message):
     def error(self) -> Global___SubmitActionError:
         """the status SubmitAction fails with"""
 
+    @_builtins.property
+    def opened(self) -> Global___SubmitActionsOpened:
+        """the answer to `open`: the stream is bound"""
+
     def __init__(
         self,
         *,
         idempotency_key: _builtins.str = ...,
         accepted: Global___SubmitActionResponse | None = ...,
         error: Global___SubmitActionError | None = ...,
+        opened: Global___SubmitActionsOpened | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "error", b"error", "result", b"result"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "error", b"error", "opened", b"opened", "result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "error", b"error", "idempotency_key", b"idempotency_key", "result", b"result"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "error", b"error", "idempotency_key", b"idempotency_key", "opened", b"opened", "result", b"result"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_result: _TypeAlias = _typing.Literal["accepted", "error"]  # noqa: Y015
+    _WhichOneofReturnType_result: _TypeAlias = _typing.Literal["accepted", "error", "opened"]  # noqa: Y015
     _WhichOneofArgType_result: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_result) -> _WhichOneofReturnType_result | None: ...
 
 Global___SubmitActionsResponse: _TypeAlias = SubmitActionsResponse  # noqa: Y015
+
+@_typing.final
+class SubmitActionsOpened(_message.Message):
+    """The stream is bound to a seat: its moves may follow."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    EXPIRES_UNIX_MS_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    expires_unix_ms: _builtins.int
+    """When the token sent expires (ms since the epoch): the stream ends then unless a move or
+    an `open` brings a renewed token first.
+    """
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        expires_unix_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expires_unix_ms", b"expires_unix_ms", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SubmitActionsOpened: _TypeAlias = SubmitActionsOpened  # noqa: Y015
 
 @_typing.final
 class SubmitActionError(_message.Message):

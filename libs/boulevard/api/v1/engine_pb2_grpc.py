@@ -165,6 +165,8 @@ class EngineServiceServicer:
         costs the engine a stream message instead of a call. The stream is bound to the game,
         seat and player of its first message's token; a message with a token that does not
         verify (expired among them) or for anyone else ends it, and so does its token's expiry.
+        A client opens and binds it before its first move with an `open` message (answered
+        `opened`), so that no move waits for the stream to open.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

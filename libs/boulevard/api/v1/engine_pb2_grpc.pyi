@@ -59,6 +59,8 @@ class EngineServiceStub:
     costs the engine a stream message instead of a call. The stream is bound to the game,
     seat and player of its first message's token; a message with a token that does not
     verify (expired among them) or for anyone else ends it, and so does its token's expiry.
+    A client opens and binds it before its first move with an `open` message (answered
+    `opened`), so that no move waits for the stream to open.
     """
     WatchGame: _grpc.UnaryStreamMultiCallable[_engine_pb2.WatchGameRequest, _engine_pb2.WatchGameResponse]
     RevealSeed: _grpc.UnaryUnaryMultiCallable[_engine_pb2.RevealSeedRequest, _engine_pb2.RevealSeedResponse]
@@ -115,6 +117,8 @@ class EngineServiceAsyncStub(EngineServiceStub):
     costs the engine a stream message instead of a call. The stream is bound to the game,
     seat and player of its first message's token; a message with a token that does not
     verify (expired among them) or for anyone else ends it, and so does its token's expiry.
+    A client opens and binds it before its first move with an `open` message (answered
+    `opened`), so that no move waits for the stream to open.
     """
     WatchGame: _aio.UnaryStreamMultiCallable[_engine_pb2.WatchGameRequest, _engine_pb2.WatchGameResponse]  # type: ignore[assignment]
     RevealSeed: _aio.UnaryUnaryMultiCallable[_engine_pb2.RevealSeedRequest, _engine_pb2.RevealSeedResponse]  # type: ignore[assignment]
@@ -210,6 +214,8 @@ class EngineServiceServicer(metaclass=_abc_1.ABCMeta):
         costs the engine a stream message instead of a call. The stream is bound to the game,
         seat and player of its first message's token; a message with a token that does not
         verify (expired among them) or for anyone else ends it, and so does its token's expiry.
+        A client opens and binds it before its first move with an `open` message (answered
+        `opened`), so that no move waits for the stream to open.
         """
 
     @_abc_1.abstractmethod
