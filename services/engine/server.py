@@ -360,7 +360,7 @@ async def next_batch(
 
 
 SUBMIT_ACTIONS = "/boulevard.v1.EngineService/SubmitActions"
-SUBMIT_FIRST_SECONDS = 10.0  # a SubmitActions stream's first move comes within this
+SUBMIT_FIRST_SECONDS = 10.0  # a SubmitActions stream's first move or `open` comes within this
 
 
 def _refusal(exc: Exception) -> tuple[grpc.StatusCode, str]:
@@ -371,6 +371,15 @@ def _refusal(exc: Exception) -> tuple[grpc.StatusCode, str]:
         log.error("unexpected error", method=SUBMIT_ACTIONS, exc_info=exc)
         return grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}"
     return mapped
+
+
+def _addressed(
+    message: engine_pb2.SubmitActionRequest | engine_pb2.SubmitActionsOpen,
+) -> tuple[str, str]:
+    """The game id and token a SubmitActions message (its move or its `open`) names, once
+    it is within the edge's limits (`checked`: InvalidArgument if not)."""
+    checked(message)
+    return message.game_id, message.player_token
 
 
 class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
@@ -405,6 +414,12 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
             for code in grpc.StatusCode
         }
         self._submit_seconds = metrics.GRPC_SECONDS.labels("engine", "SubmitActions")
+        # An `open` is no move: counted apart, by code, and not timed (its work is a token
+        # check; the moves' histogram stays the moves').
+        self._open_counts = {
+            code: metrics.GRPC_REQUESTS.labels("engine", "SubmitActions.open", code.name)
+            for code in grpc.StatusCode
+        }
         # This replica's own appends go to the game's feed as soon as they are stored.
         engine.recorder.appended = self._offer
 
@@ -569,23 +584,34 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         """SubmitAction, one message per move on a stream (issue 28: a unary call cost the
         engine's gRPC several times what a stream message does; bench/grpc_calls.py).
 
-        Each message runs what SubmitAction runs (`_submit`) and is answered in order: with
-        SubmitAction's response, or with the code and message SubmitAction would fail with
-        (the stream goes on). The stream is one seat's: it is bound to the game, seat and
-        player of its first message's token, and it ends (its status: what the message would
-        get from SubmitAction) on any message whose token does not verify, is for another
-        game or seat or player, or names another game than the stream's. It ends
-        UNAUTHENTICATED, too, when the latest token it was sent expires (idle or not), and
-        when no first message comes within SUBMIT_FIRST_SECONDS. Each seat has at most
-        `max_streams_per_seat` of them open on this replica.
+        Each move (a message's `submit`) runs what SubmitAction runs (`_submit`) and is
+        answered in order: with SubmitAction's response, or with the code and message
+        SubmitAction would fail with (the stream goes on). The stream is one seat's: it is
+        bound to the game, seat and player of its first message's token, and it ends (its
+        status: what the message would get from SubmitAction) on any message whose token
+        does not verify, is for another game or seat or player, or names another game than
+        the stream's. It ends UNAUTHENTICATED, too, when the latest token it was sent
+        expires (idle or not), and when no first message comes within SUBMIT_FIRST_SECONDS.
+        Each seat has at most `max_streams_per_seat` of them open on this replica.
+
+        An `open` message binds the stream as a first move would, with the same checks (its
+        token, its game, the seat's bound), and runs no move: answered `opened` (the seat,
+        the token's expiry). A client sends it when the seat sits down, so that its first
+        move does not wait for grpc to take on a new call (issue 28: a median of 2.6 s on a
+        saturated engine). On a bound stream an `open` of the same seat carries the stream
+        on to its token's expiry (a renewed token), and anyone else's ends it as their move
+        would. A message with neither `submit` nor `open`, or both, is refused alone
+        (INVALID_ARGUMENT) and binds nothing.
 
         The platform's interceptor wraps the stream as a whole: what ends it is raised and
         mapped to its status there, the stream is counted when it ends
         ("SubmitActions.stream"), and bytes that are no message end it INVALID_ARGUMENT at
         their read. What it cannot know is done here per message, as the interceptor does
-        per unary call: the edge's limits (a move over them is refused alone) and the
-        counts (method "SubmitActions", by code: one per move). The NATS deadline guard has
-        no deadline to answer by (a message has none); with NATS away a move fails
+        per unary call: the edge's limits (a message over them is refused alone) and the
+        counts: method "SubmitActions", by code, one per message that is not an `open` (and
+        its time in the histogram); "SubmitActions.open", by code, one per `open` answered
+        or refused alone, not timed (an open is no move). The NATS deadline guard has no
+        deadline to answer by (a message has none); with NATS away a move fails
         UNAVAILABLE when the engine's own NATS wait times out."""
         # One generator for the whole stream (the interceptor's is the only other one a
         # move passes through): its seat, once its first message is in, is released at
@@ -606,34 +632,43 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                 except TimeoutError:
                     if bound is None:
                         raise Unauthenticated(
-                            f"no move within {SUBMIT_FIRST_SECONDS:.0f} s of opening the stream"
+                            f"no move (nor `open`) within {SUBMIT_FIRST_SECONDS:.0f} s of "
+                            "opening the stream"
                         ) from None
                     raise Unauthenticated(
                         "player token expired; renew it (RenewPlayerToken) and open the "
                         "stream again"
                     ) from None
                 start = time.perf_counter()
+                opening = message.HasField("open")
+                if opening == message.HasField("submit"):
+                    what = "both" if opening else "neither"
+                    refused = InvalidArgument(
+                        "a SubmitActions message carries a move (`submit`) or an `open`, "
+                        f"exactly one; this one has {what}"
+                    )
+                    yield self._refused("", refused, start)
+                    continue
                 request = message.submit
                 try:
                     # The edge's limits, before the token, as on a unary call; here, not in
-                    # the interceptor, as a move over them is refused alone and the stream
-                    # goes on.
-                    checked(request)
+                    # the interceptor, as a message over them is refused alone and the
+                    # stream goes on.
+                    game_id, token = _addressed(message.open if opening else request)
                 except InvalidArgument as exc:
                     # Not even its key is echoed: it may be what is over its bound.
-                    yield self._refused("", exc, start)
+                    yield self._refused_open(exc) if opening else self._refused("", exc, start)
                     continue
                 # What ends the stream: a token that does not verify, or anyone else's. The
-                # token the stream's last move came with verified then: the same string is
+                # token the stream's last message came with verified then: the same string is
                 # not checked again (its MAC), only its expiry (issue 28: ~20 µs a move).
-                token = request.player_token
                 if claims is None or token != verified or time.time() >= claims.expires_unix:
                     claims = verify_token(self.engine.token_key, token)
                     verified = token
-                if claims.game_id != request.game_id:
+                if claims.game_id != game_id:
                     raise PermissionDenied("this token is for another game")
                 if bound is None:
-                    self._admit_submitter(claims)  # before its first move runs
+                    self._admit_submitter(claims)  # before its first move runs (or `opened`)
                     bound = claims
                 if (claims.game_id, claims.seat, claims.player_id) != (
                     bound.game_id,
@@ -647,6 +682,14 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
                 # The stream lasts as long as the latest token it was sent (a renewed one
                 # carries it on): a leaked token must not keep a seat's stream open for good.
                 read_by = loop.time() + (claims.expires_unix - time.time())
+                if opening:
+                    self._open_counts[grpc.StatusCode.OK].inc()
+                    yield engine_pb2.SubmitActionsResponse(
+                        opened=engine_pb2.SubmitActionsOpened(
+                            seat=claims.seat, expires_unix_ms=claims.expires_unix * 1000
+                        )
+                    )
+                    continue
                 try:
                     accepted = await self._submit(request, claims)
                 except Exception as exc:
@@ -670,6 +713,14 @@ class EngineServicer(engine_pb2_grpc.EngineServiceServicer):
         return engine_pb2.SubmitActionsResponse(
             idempotency_key=key,
             error=engine_pb2.SubmitActionError(code=code.value[0], message=text),
+        )
+
+    def _refused_open(self, exc: Exception) -> engine_pb2.SubmitActionsResponse:
+        """The answer to an `open` refused alone (over the edge's limits), counted."""
+        code, text = _refusal(exc)
+        self._open_counts[code].inc()
+        return engine_pb2.SubmitActionsResponse(
+            error=engine_pb2.SubmitActionError(code=code.value[0], message=text)
         )
 
     def _admit_submitter(self, claims: PlayerClaims) -> None:
