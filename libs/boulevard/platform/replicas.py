@@ -45,11 +45,13 @@ def may_try_next(exc: grpc.aio.AioRpcError, channel: grpc.aio.Channel) -> bool:
 
 def game_id_of(request: Any) -> str:
     """The `game_id` a request message carries ("" when its type has no such field); for a
-    SubmitActions message, its move's (`submit.game_id`)."""
+    SubmitActions message, its `open`'s or its move's (`submit.game_id`)."""
     descriptor = getattr(request, "DESCRIPTOR", None)
     if descriptor is None:
         return ""
     if "game_id" not in descriptor.fields_by_name:
+        if "open" in descriptor.fields_by_name and request.HasField("open"):
+            return game_id_of(request.open)
         return game_id_of(request.submit) if "submit" in descriptor.fields_by_name else ""
     return str(request.game_id)
 
@@ -220,8 +222,9 @@ class RoutedStream:
 
 class RoutedBidi:
     """A bidi stream call (`write`, `read`, `done_writing`, `cancel`, `done`, `code`) made on
-    the replica that owns its first message's game, when that message is written (the
-    game is known per message, not when the stub is called). It stays on that replica:
+    the replica that owns its first message's game (a SubmitActions `open`'s or move's),
+    when that message is written (the game is known per message, not when the stub is
+    called). It stays on that replica:
     one that breaks is the caller's to open again, which routes anew
     (`boulevard.seats.submitting.SubmitStream`)."""
 

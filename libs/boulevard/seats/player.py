@@ -5,7 +5,8 @@ apps and matchmaking's bot runner share.
 A bot seat waits for something to happen in its game (WatchGame); each update carries the
 seat's view and legal actions at that version, so the game's bot chooses from what its seat
 may see and the seat submits the choice with the version it decided on — one message per
-move on the seat's SubmitActions stream (`boulevard.seats.submitting`).
+move on the seat's SubmitActions stream (`boulevard.seats.submitting`), opened as the seat
+sits down (and again with each renewed token), before its first move.
 A lost race (ABORTED) just means: look again.
 """
 
@@ -201,11 +202,22 @@ class SeatPlayer:
 
         watcher = asyncio.create_task(watch())
         self.moves_stream = self.moves_stream or SubmitStream(self.stub)
+        opened_with = ""  # the token the seat's SubmitActions stream was last opened with
         try:
             while not finished.is_set():
+                if opened_with != self.token:
+                    # At sit-down (while the watch opens), and with a renewed token: the
+                    # seat's stream opened and bound before its next move, which then does
+                    # not wait for a busy engine to take on a new call (an engine from
+                    # before `open`: the move opens it, as before).
+                    opened_with = self.token
+                    await self.moves_stream.open(self.game_id, self.token)
+                    continue
                 await _first(changed.wait(), finished.wait(), watcher)
                 if watcher.done() and watcher.exception() is not None:
                     raise watcher.exception()  # type: ignore[misc]
+                if opened_with != self.token:
+                    continue  # renewed while waiting (the watch's renewal): open, then act
                 changed.clear()
                 update = latest.pop() if latest else None
                 try:

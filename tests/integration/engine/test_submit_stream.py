@@ -211,7 +211,10 @@ async def test_bots_play_a_game_to_its_end_on_their_streams(
                 assert got.status == engine_pb2.GAME_STATUS_FINISHED
                 for player in seats:
                     assert isinstance(player.moves_stream, SubmitStream)
-                    assert not player.moves_stream.unary and player.moves_stream.opened >= 1
+                    assert not player.moves_stream.unary
+                    # Each seat opened its stream as it sat down (`open`), and every move of
+                    # its game went on that one stream.
+                    assert player.moves_stream.opens and player.moves_stream.opened == 1
                     assert player.moves and len(player.receipts) == player.moves
         finally:
             await engine.stop()
