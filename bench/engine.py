@@ -176,10 +176,12 @@ class Tally:
     def __init__(self, think: float = 0.0) -> None:
         self.think = think  # mean seconds a seat waits before each move (0: at once)
         self.latencies: list[float] = []
-        # Moves that opened their seat's SubmitActions stream (its first move, or the first
-        # after the stream ended): apart, since under saturation a new stream's first
-        # message waits far longer than a message on an open one (docs/performance.md).
+        # Moves that found their seat's SubmitActions stream not open yet (they opened it, or
+        # waited for the seat's `open` to be answered): apart, since under saturation a new
+        # stream's first message waits far longer than a message on an open one
+        # (docs/performance.md). Seats open theirs at sit-down, so few moves should.
         self.first_latencies: list[float] = []
+        self.opened_at_sit_down = 0  # seats whose `open` was answered `opened`
         self.aborted = 0
         self.games_finished = 0
         self.streams_open = 0  # seats whose stream has brought its first message
@@ -197,7 +199,8 @@ async def play_seat(
     """One seat as a client app plays it: its own WatchGame stream, whose updates carry the
     seat's legal actions at their version; it submits a random one, pinned to that version
     (one message per move on its SubmitActions stream, or one unary call: `--submit`). It
-    waits for the measured time to start before acting."""
+    opens its SubmitActions stream as it sits down (`SubmitStream.open`, as the bots do),
+    and waits for the measured time to start before acting."""
     latest: list[engine_pb2.WatchGameResponse] = []
     changed = asyncio.Event()
     opened = asyncio.Event()
@@ -232,10 +235,19 @@ async def play_seat(
             else:
                 latest.clear()  # a waiting seat's update: an older turn is over
 
+    async def sit_down() -> None:
+        if await moves.open(game_id, token):
+            tally.opened_at_sit_down += 1
+
     watcher = asyncio.create_task(watch())
     watcher.add_done_callback(lambda _: (changed.set(), opened.set()))
+    # Beside the watch: a seat of a game begun in the measured time may have its turn before
+    # the stream is open, and its move then waits for it (timed, and counted apart).
+    opening = asyncio.create_task(sit_down())
     try:
         await opened.wait()
+        if not tally.go.is_set():
+            await opening  # the first games: every stream open before the measured time
         tally.streams_open += 1
         await tally.go.wait()
         acted_at = -1
@@ -259,7 +271,7 @@ async def play_seat(
             )
             sign_submit(submit, seat, KEYS[seat])
             start = time.perf_counter()
-            streams_before = moves.opened
+            opens_its_stream = not moves.unary and not moves.ready
             try:
                 await moves.submit(submit)
             except grpc.aio.AioRpcError as err:
@@ -268,13 +280,14 @@ async def play_seat(
                 tally.aborted += 1  # another seat moved first: the stream brings the news
             took = time.perf_counter() - start
             tally.latencies.append(took)
-            if moves.opened != streams_before:
+            if opens_its_stream:
                 tally.first_latencies.append(took)
             acted_at = version
         watcher.result()  # a stream that failed: surface it
     finally:
         watcher.cancel()
-        await asyncio.gather(watcher, return_exceptions=True)
+        opening.cancel()
+        await asyncio.gather(watcher, opening, return_exceptions=True)
         await moves.close()
 
 
@@ -318,8 +331,13 @@ class RoutedStub:
         return self._stubs[owner(game_id, self._replicas) if game_id else self._replicas[0]]
 
     def SubmitActions(self, **kwargs: Any) -> RoutedBidi:  # the stub's name
-        """The stream on the replica its first move's game routes to."""
-        return RoutedBidi(lambda first: self._stub(first.submit).SubmitActions(**kwargs))
+        """The stream on the replica its first message's game (its open's, or its move's)
+        routes to."""
+        return RoutedBidi(
+            lambda first: self._stub(
+                first.open if first.HasField("open") else first.submit
+            ).SubmitActions(**kwargs)
+        )
 
     def __getattr__(self, method: str) -> Any:
         def call(request: Any, *args: Any, **kwargs: Any) -> Any:
@@ -399,6 +417,7 @@ async def _loadgen(
     return {
         "latencies": tally.latencies,
         "first_latencies": tally.first_latencies,
+        "opened_at_sit_down": tally.opened_at_sit_down,
         "aborted": tally.aborted,
         "games_finished": tally.games_finished,
         "seconds": t.seconds,
@@ -485,8 +504,10 @@ def measure(
         "calls": len(latencies),
         "p50_ms": 1000 * statistics.median(latencies),
         "p99_ms": 1000 * percentile(latencies, 0.99),
-        # The moves that opened their stream, and the others (on a stream open already).
+        # The moves that found their stream not open yet, and the others (on a stream open
+        # already); and the seats that opened theirs at sit-down.
         "first_moves": len(firsts),
+        "opened_at_sit_down": sum(out.get("opened_at_sit_down", 0) for out in outs),
         "first_p50_ms": 1000 * statistics.median(firsts) if firsts else 0.0,
         "open_p99_ms": 1000 * percentile(sorted(set_minus(latencies, firsts)), 0.99)
         if len(firsts) < len(latencies)
@@ -937,11 +958,12 @@ async def load_only(
                 f"aborted {e['aborted']}  "
                 f"load {e['load']:.1f}"
             )
-            if e["first_moves"]:
+            if e["first_moves"] or e["opened_at_sit_down"]:
                 print(
                     f"      of them {e['first_moves']} opened their seat's SubmitActions stream "
-                    f"(p50 {e['first_p50_ms']:.1f} ms); on an open stream p99 "
-                    f"{e['open_p99_ms']:.1f} ms"
+                    f"or waited for it to open (p50 {e['first_p50_ms']:.1f} ms); on an open "
+                    f"stream p99 {e['open_p99_ms']:.1f} ms; {e['opened_at_sit_down']} seats "
+                    "opened theirs at sit-down"
                 )
         if affinity:
             replicas = replica_list(bench.engine)
